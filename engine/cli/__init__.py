@@ -1,0 +1,1 @@
+"""The `escalate` command line: one module per sub-command, imported on demand."""

@@ -1,0 +1,90 @@
+"""Entry point of the `escalate` command.
+
+Parses arguments only; each sub-command lives in its own module, imported on demand so that
+`escalate check` never pays for ADK or Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+# Exit codes of the contract.
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in one line, with the contract's exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="escalate", description="Terminal escalation console for multi-agent LLM workflows.")
+    # `escalate` alone opens the console on the bundled demo: the console's defaults.
+    parser.set_defaults(files=[], rules=None, script=None, store=None, run=False, input=None)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    console = sub.add_parser("console", help="open the console on these workflows")
+    console.add_argument("files", nargs="*", metavar="FILE.sr")
+    console.add_argument("--rules", metavar="R.yaml")
+    console.add_argument("--script", metavar="S.yaml")
+    console.add_argument("--store", metavar="PATH", help="where run history is kept")
+    console.add_argument("--run", action="store_true", help="start the first workflow at once")
+    console.add_argument("--input", metavar="TEXT", default=None)
+
+    check = sub.add_parser("check", help="parse and analyze .sr files")
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+
+    comp = sub.add_parser("compile", help="print or write the generated Python")
+    comp.add_argument("file", metavar="FILE.sr")
+    comp.add_argument("-o", "--output", metavar="OUT.py")
+
+    run = sub.add_parser("run", help="run one workflow headless")
+    run.add_argument("file", metavar="FILE.sr")
+    run.add_argument("--flow", metavar="NAME")
+    run.add_argument("--input", metavar="TEXT", default="")
+    run.add_argument("--script", metavar="S.yaml")
+    run.add_argument("--rules", metavar="R.yaml")
+    run.add_argument("--answers", metavar="A.yaml")
+    run.add_argument("--events", metavar="E.jsonl")
+    run.add_argument("--task", metavar="NAME")
+    run.add_argument("--workspace", metavar="DIR")
+
+    rules = sub.add_parser("rules", help="work with rules files")
+    rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
+    rules_check = rules_sub.add_parser("check", help="validate a rules file")
+    rules_check.add_argument("file", metavar="R.yaml")
+    return parser
+
+
+# command name -> module with `main(args) -> int`
+_COMMANDS = {
+    None: "engine.cli.console_cmd",
+    "console": "engine.cli.console_cmd",
+    "check": "engine.cli.check_cmd",
+    "compile": "engine.cli.compile_cmd",
+    "run": "engine.cli.run_cmd",
+    "rules": "engine.cli.rules_cmd",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module = importlib.import_module(_COMMANDS[args.command])
+    try:
+        return int(module.main(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

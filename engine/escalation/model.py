@@ -1,0 +1,158 @@
+"""The escalation data model of seed 004: what an agent asks, and what comes back.
+
+Shared by the runtime (which raises escalations), the broker (which owns pending ones), the
+rules (which decide defaults) and the console (which shows them). Plain dataclasses: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Reason(str, Enum):
+    ARCHITECTURE_DECISION = "architecture_decision"
+    BREAKING_CHANGE = "breaking_change"
+    UNCLEAR_REQUIREMENT = "unclear_requirement"
+    TEST_FAILURE = "test_failure"
+    SECURITY_CONCERN = "security_concern"
+    COST_WARNING = "cost_warning"
+    FILE_CONFLICT = "file_conflict"
+    DEPENDENCY_ISSUE = "dependency_issue"
+    OTHER = "other"
+
+    @classmethod
+    def parse(cls, value: object) -> "Reason":
+        """An unknown reason becomes `other` (contract: never an error)."""
+        try:
+            return cls(str(value).strip().lower())
+        except ValueError:
+            return cls.OTHER
+
+
+class ResponseType(str, Enum):
+    OPTION = "option"
+    TEXT = "text"
+    SKIP = "skip"
+    AGENT_DECIDE = "agent_decide"
+
+
+class ResolvedBy(str, Enum):
+    HUMAN = "human"
+    ANSWERS_FILE = "answers_file"
+    RULE = "rule"
+    TIMEOUT_DEFAULT = "timeout_default"
+
+
+class Origin(str, Enum):
+    """How the escalation was raised: an agent's JSON reply, its ask tool, a gated tool call,
+    or a flow's `escalate to human` statement."""
+
+    AGENT_TEXT = "agent_text"
+    AGENT_TOOL = "agent_tool"
+    TOOL_APPROVAL = "tool_approval"
+    FLOW = "flow"
+
+
+@dataclass(frozen=True)
+class Option:
+    id: str
+    label: str
+    description: str = ""
+    recommended: bool = False
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """A request for a human decision (seed 004 `EscalationEvent`), plus where it came from."""
+
+    id: str
+    task_id: str
+    run_id: str
+    agent: str
+    reason: Reason
+    question: str
+    context: str = ""
+    options: tuple[Option, ...] = ()
+    allow_agent_decision: bool = False
+    timeout: float | None = None  # the escalation's own timeout field, seconds
+    origin: Origin = Origin.AGENT_TEXT
+    created_at: float = 0.0  # clock time when raised
+
+    @property
+    def recommended(self) -> Option | None:
+        return next((o for o in self.options if o.recommended), None)
+
+    def option(self, option_id: str) -> Option | None:
+        return next((o for o in self.options if o.id == option_id), None)
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a human (or the answers file) says (seed 004 `EscalationResponse`)."""
+
+    response_type: ResponseType
+    selected_option: str | None = None
+    text_response: str | None = None
+    additional_instructions: str | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A resolved escalation: the response and who gave it."""
+
+    escalation_id: str
+    response: Response
+    resolved_by: ResolvedBy
+    resolved_at: float = 0.0
+    note: str = ""  # e.g. "nobody answered within 300 s" or the rule that decided
+    stops_task: bool = False  # a `stop` default or rule: the task ends (run exits 3)
+
+    def to_event_fields(self) -> dict[str, Any]:
+        """The contract's `decision` event fields."""
+        r = self.response
+        return {
+            "id": self.escalation_id,
+            "responseType": r.response_type.value,
+            "selectedOption": r.selected_option,
+            "textResponse": r.text_response,
+            "additionalInstructions": r.additional_instructions,
+            "resolvedBy": self.resolved_by.value,
+        }
+
+
+class OnTimeout(str, Enum):
+    """What a deadline does, per reason (contract `onTimeout`); `option:ID` is `OPTION` + id."""
+
+    CONTINUE = "continue"
+    STOP = "stop"
+    WAIT = "wait"
+    AGENT_DECIDE = "agent_decide"
+    RECOMMENDED = "recommended"
+    OPTION = "option"
+
+
+@dataclass(frozen=True)
+class TimeoutPolicy:
+    """The resolved default for one escalation: when it expires and what then happens."""
+
+    deadline: float | None  # absolute clock time; None = waits for a human
+    on_timeout: OnTimeout = OnTimeout.WAIT
+    option_id: str | None = None  # for OnTimeout.OPTION
+    timeout_seconds: float | None = None
+
+    def describe(self) -> str:
+        """Human words for the pane's countdown line: what happens when time runs out."""
+        if self.on_timeout is OnTimeout.OPTION:
+            return f"option {self.option_id}"
+        return self.on_timeout.value.replace("_", " ")
+
+
+@dataclass
+class PendingEscalation:
+    """One escalation as the broker holds it: the request and its timeout policy."""
+
+    escalation: Escalation
+    policy: TimeoutPolicy
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. tool name/args for approvals
