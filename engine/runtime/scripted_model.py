@@ -1,0 +1,103 @@
+"""The offline model: an ADK `BaseLlm` that answers each agent from the `--script` file.
+
+Each model turn of an agent takes its first unused reply whose `when` matches the agent's latest
+input (the last user message or tool result in the request). Runs keep separate cursors, so two
+runs of one workflow replay the same script independently.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any, AsyncGenerator
+
+from google.adk.models import BaseLlm, LlmRequest, LlmResponse
+from google.adk.models._capabilities import LlmCapabilities
+from google.genai import types
+
+from engine.runtime.script import Reply, Script
+
+
+class ScriptExhausted(Exception):
+    """An agent asked the script for a reply and none was left: the run fails (exit 1)."""
+
+    def __init__(self, agent: str, script_path: str) -> None:
+        super().__init__(f"agent {agent!r} has no scripted reply left in {script_path}")
+        self.agent = agent
+
+
+class ScriptCursor:
+    """One run's position in the script: which replies each agent has used."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self._used: dict[str, set[int]] = {}
+        self._ids = itertools.count(1)
+
+    def next_reply(self, agent: str, latest_input: str) -> Reply:
+        used = self._used.setdefault(agent, set())
+        for index, reply in enumerate(self.script.agents.get(agent, ())):
+            if index not in used and reply.matches(latest_input):
+                used.add(index)
+                return reply
+        raise ScriptExhausted(agent, self.script.path)
+
+    def call_id(self, agent: str) -> str:
+        return f"sr-{agent}-{next(self._ids)}"
+
+
+def latest_input(request: LlmRequest) -> str:
+    """The text of the most recent user message or tool result the model is shown."""
+    for content in reversed(request.contents or []):
+        if content.role == "model":
+            continue
+        texts: list[str] = []
+        for part in content.parts or []:
+            if part.text:
+                texts.append(part.text)
+            elif part.function_response is not None:
+                texts.append(json.dumps(part.function_response.response, default=str, ensure_ascii=False))
+        if texts:
+            return "\n".join(texts)
+    return ""
+
+
+def _zero_usage() -> types.GenerateContentResponseUsageMetadata:
+    # ADK warns once per call without usage metadata.
+    return types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=0, candidates_token_count=0, total_token_count=0
+    )
+
+
+def reply_content(reply: Reply, call_id: str) -> types.Content:
+    """The model turn a scripted reply stands for."""
+    if reply.kind == "tool":
+        call = types.FunctionCall(name=reply.tool, args=dict(reply.args), id=call_id)
+        return types.Content(role="model", parts=[types.Part(function_call=call)])
+    if reply.kind == "escalate":
+        text = json.dumps({"escalation": True, **reply.escalation}, ensure_ascii=False, default=str)
+    else:
+        text = reply.text
+    return types.Content(role="model", parts=[types.Part.from_text(text=text)])
+
+
+class ScriptedModel(BaseLlm):
+    """Answers one agent from its run's ScriptCursor."""
+
+    agent_name: str
+    cursor: Any  # ScriptCursor (kept Any: pydantic field on an arbitrary class)
+
+    @property
+    def capabilities(self) -> LlmCapabilities:
+        return LlmCapabilities(output_schema_and_tools=True)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        reply = self.cursor.next_reply(self.agent_name, latest_input(llm_request))
+        content = reply_content(reply, self.cursor.call_id(self.agent_name))
+        yield LlmResponse(content=content, usage_metadata=_zero_usage(), turn_complete=True)
+
+
+def scripted_model(agent: str, cursor: ScriptCursor) -> ScriptedModel:
+    return ScriptedModel(model="scripted", agent_name=agent, cursor=cursor)

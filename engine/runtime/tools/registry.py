@@ -1,0 +1,60 @@
+"""ToolSpec -> ADK tools: the builtins of the contract, and MCP servers through ADK's toolset."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.runtime.spec import ToolSpec
+from engine.runtime.tools.cli import cli_functions
+from engine.runtime.tools.fs import fs_functions
+from engine.runtime.tools.web import web_functions
+from engine.runtime.tools.workspace import Workspace
+
+
+class ToolUnavailable(Exception):
+    """A declared tool that cannot be built (unknown builtin, MCP support missing)."""
+
+
+BUILTINS = {
+    "streetrace.fs": "fs",
+    "fs": "fs",
+    "streetrace.fs_readonly": "fs_readonly",
+    "fs_readonly": "fs_readonly",
+    "streetrace.cli": "cli",
+    "cli": "cli",
+    "streetrace.web": "web",
+    "web": "web",
+}
+
+
+def builtin_functions(target: str, workspace: Workspace) -> list[Any]:
+    kind = BUILTINS.get(target)
+    if kind == "fs":
+        return fs_functions(workspace, readonly=False)
+    if kind == "fs_readonly":
+        return fs_functions(workspace, readonly=True)
+    if kind == "cli":
+        return cli_functions(workspace)
+    if kind == "web":
+        return web_functions()
+    raise ToolUnavailable(f"unknown builtin tool {target!r} (known: {', '.join(sorted(set(BUILTINS)))})")
+
+
+def build_tools(spec: ToolSpec, workspace: Workspace) -> list[Any]:
+    """ADK tools (FunctionTool or an MCP toolset) for one `tool NAME = ...` declaration."""
+    from google.adk.tools import FunctionTool
+
+    if spec.kind == "builtin":
+        return [FunctionTool(fn) for fn in builtin_functions(spec.target, workspace)]
+    if spec.kind == "mcp":
+        try:
+            from google.adk.tools.mcp_tool.mcp_session_manager import StreamableHTTPConnectionParams
+            from google.adk.tools.mcp_tool.mcp_toolset import McpToolset
+        except ImportError:
+            raise ToolUnavailable(f"tool {spec.name!r}: MCP support needs the 'mcp' package (pip install mcp)") from None
+        headers = dict(spec.headers)
+        if spec.auth is not None:
+            scheme, value = spec.auth
+            headers["Authorization"] = f"{scheme.capitalize()} {value}"
+        return [McpToolset(connection_params=StreamableHTTPConnectionParams(url=spec.target, headers=headers))]
+    raise ToolUnavailable(f"tool {spec.name!r}: unsupported kind {spec.kind!r}")
