@@ -1,0 +1,270 @@
+"""The escalation broker: the single owner of every pending human escalation in a process.
+
+One asyncio future per escalation, keyed by its id. The agent side awaits `ask()`; a human
+(console), the answers file (headless) or a deadline resolves it exactly once. Subscribers hear
+"raised", "resolved" and "cancelled" synchronously, always in that order for one escalation,
+even when a subscriber answers from inside its own "raised" notification.
+
+All methods must be called on the thread running the asyncio loop that awaits `ask()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+from engine.escalation.clock import Cancellable, Clock
+from engine.escalation.model import (
+    Decision,
+    OnTimeout,
+    Origin,
+    PendingEscalation,
+    ResolvedBy,
+    Response,
+    ResponseType,
+)
+
+log = logging.getLogger(__name__)
+
+RAISED = "raised"
+RESOLVED = "resolved"
+CANCELLED = "cancelled"  # the waiting run was cancelled: the escalation is withdrawn
+
+APPROVE = "approve"
+DENY = "deny"
+
+
+class EscalationError(Exception):
+    """An answer the broker refuses (unknown id, already resolved, option not offered)."""
+
+
+class UnknownEscalation(EscalationError):
+    pass
+
+
+class AlreadyResolved(EscalationError):
+    pass
+
+
+class InvalidResponse(EscalationError):
+    pass
+
+
+class NoTimeoutDefault(EscalationError):
+    """`expire()` on an escalation that waits for a human: there is no default to apply."""
+
+
+@dataclass(frozen=True)
+class BrokerEvent:
+    kind: str  # RAISED | RESOLVED | CANCELLED
+    pending: PendingEscalation
+    decision: Decision | None = None
+
+
+def timeout_decision(pending: PendingEscalation, now: float) -> Decision:
+    """The Decision a passed deadline produces (resolvedBy timeout_default).
+
+    Tool approvals fail closed (deny). Otherwise `allowAgentDecision` wins, then the reason's
+    onTimeout. Raises NoTimeoutDefault for a `wait` default (nothing may be assumed).
+    """
+    esc = pending.escalation
+    policy = pending.policy
+    waited = policy.timeout_seconds
+    nobody = f"nobody answered within {waited:g} s" if waited is not None else "nobody answered"
+
+    def make(response: Response, note: str, stops: bool = False) -> Decision:
+        return Decision(esc.id, response, ResolvedBy.TIMEOUT_DEFAULT, now, f"{nobody}: {note}", stops)
+
+    if esc.origin is Origin.TOOL_APPROVAL:
+        return make(Response(ResponseType.OPTION, selected_option=DENY), "denied (fail closed)")
+    if esc.allow_agent_decision:
+        return make(Response(ResponseType.AGENT_DECIDE), "the agent decides")
+    kind = policy.on_timeout
+    if kind is OnTimeout.CONTINUE:
+        return make(Response(ResponseType.AGENT_DECIDE), "continue by your own judgement")
+    if kind is OnTimeout.STOP:
+        return make(Response(ResponseType.SKIP), "the task stops", stops=True)
+    if kind is OnTimeout.AGENT_DECIDE:
+        return make(Response(ResponseType.AGENT_DECIDE), "the agent decides")
+    if kind is OnTimeout.RECOMMENDED:
+        rec = esc.recommended
+        if rec is None:
+            return make(Response(ResponseType.AGENT_DECIDE), "no recommended option: the agent decides")
+        return make(Response(ResponseType.OPTION, selected_option=rec.id), f"recommended option {rec.id}")
+    if kind is OnTimeout.OPTION:
+        if policy.option_id is None or esc.option(policy.option_id) is None:
+            return make(
+                Response(ResponseType.AGENT_DECIDE),
+                f"default option {policy.option_id} was not offered: the agent decides",
+            )
+        return make(Response(ResponseType.OPTION, selected_option=policy.option_id), f"default option {policy.option_id}")
+    raise NoTimeoutDefault(f"escalation {esc.id} has no timeout default: it waits for a human")
+
+
+def validate_response(pending: PendingEscalation, response: Response) -> None:
+    """Refuse answers that cannot mean anything for this escalation."""
+    esc = pending.escalation
+    if response.response_type is ResponseType.OPTION:
+        if not response.selected_option:
+            raise InvalidResponse(f"escalation {esc.id}: an option answer needs selectedOption")
+        if esc.option(response.selected_option) is None:
+            offered = ", ".join(o.id for o in esc.options) or "none"
+            raise InvalidResponse(
+                f"escalation {esc.id}: option {response.selected_option!r} is not offered (options: {offered})"
+            )
+    elif response.response_type is ResponseType.TEXT and response.text_response is None:
+        raise InvalidResponse(f"escalation {esc.id}: a text answer needs textResponse")
+
+
+class _Entry:
+    __slots__ = ("pending", "future", "timer")
+
+    def __init__(self, pending: PendingEscalation, future: asyncio.Future[Decision]) -> None:
+        self.pending = pending
+        self.future = future
+        self.timer: Cancellable | None = None
+
+
+class EscalationBroker:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._entries: dict[str, _Entry] = {}  # pending only, in raise order
+        self._done: dict[str, Decision | None] = {}  # resolved (Decision) or withdrawn (None)
+        self._subscribers: list[Callable[[BrokerEvent], None]] = []
+        self._queue: deque[BrokerEvent] = deque()
+        self._dispatching = False
+
+    # -- the agent side ---------------------------------------------------------------------
+
+    async def ask(self, pending: PendingEscalation) -> Decision:
+        """Register the escalation, tell subscribers, arm its deadline, wait for the decision.
+        Cancelling the awaiting task withdraws the escalation."""
+        esc_id = pending.escalation.id
+        if esc_id in self._entries or esc_id in self._done:
+            raise EscalationError(f"escalation id {esc_id!r} is already in use")
+        entry = _Entry(pending, asyncio.get_running_loop().create_future())
+        self._entries[esc_id] = entry
+        self._notify(BrokerEvent(RAISED, pending))
+        deadline = pending.policy.deadline
+        if deadline is not None and esc_id in self._entries:  # a subscriber may have answered
+            entry.timer = self.clock.call_at(deadline, lambda: self._on_deadline(esc_id))
+        try:
+            return await entry.future
+        except asyncio.CancelledError:
+            if self._entries.get(esc_id) is entry:
+                self._withdraw(entry)
+            raise
+
+    # -- the deciding side ------------------------------------------------------------------
+
+    def answer(
+        self, escalation_id: str, response: Response, resolved_by: ResolvedBy = ResolvedBy.HUMAN
+    ) -> Decision:
+        """Resolve a pending escalation once; refuses unknown, resolved or meaningless answers."""
+        entry = self._entry(escalation_id)
+        validate_response(entry.pending, response)
+        decision = Decision(escalation_id, response, resolved_by, self.clock.now())
+        self._resolve(entry, decision)
+        return decision
+
+    def expire(self, escalation_id: str) -> Decision:
+        """Apply the timeout default now, as if the deadline had passed."""
+        entry = self._entry(escalation_id)
+        decision = timeout_decision(entry.pending, self.clock.now())
+        self._resolve(entry, decision)
+        return decision
+
+    def fail(self, escalation_id: str, error: Exception) -> None:
+        """Make the waiting `ask()` raise `error` (e.g. an answers-file entry that does not fit)."""
+        entry = self._entry(escalation_id)
+        self._finish(entry, None)
+        entry.future.set_exception(error)
+        self._notify(BrokerEvent(CANCELLED, entry.pending))
+
+    def cancel_run(self, run_id: str) -> None:
+        """Withdraw every pending escalation of a cancelled run; its waiters get CancelledError."""
+        for entry in [e for e in self._entries.values() if e.pending.escalation.run_id == run_id]:
+            self._withdraw(entry)
+            entry.future.cancel()
+
+    # -- queries and subscriptions ------------------------------------------------------------
+
+    def pending(self) -> list[PendingEscalation]:
+        return [e.pending for e in self._entries.values()]
+
+    def get(self, escalation_id: str) -> PendingEscalation | None:
+        entry = self._entries.get(escalation_id)
+        return entry.pending if entry else None
+
+    def decision(self, escalation_id: str) -> Decision | None:
+        """The decision of a resolved escalation (None when pending, withdrawn or unknown)."""
+        return self._done.get(escalation_id)
+
+    def subscribe(self, callback: Callable[[BrokerEvent], None]) -> Callable[[], None]:
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _entry(self, escalation_id: str) -> _Entry:
+        entry = self._entries.get(escalation_id)
+        if entry is not None:
+            return entry
+        if escalation_id in self._done:
+            what = "resolved" if self._done[escalation_id] is not None else "withdrawn"
+            raise AlreadyResolved(f"escalation {escalation_id} was already {what}")
+        raise UnknownEscalation(f"no escalation with id {escalation_id!r}")
+
+    def _on_deadline(self, escalation_id: str) -> None:
+        entry = self._entries.get(escalation_id)
+        if entry is None:  # resolved meanwhile: the default must apply at most once
+            return
+        entry.timer = None
+        try:
+            decision = timeout_decision(entry.pending, self.clock.now())
+        except NoTimeoutDefault:
+            return  # a deadline on a waiting policy means nothing: keep waiting
+        self._resolve(entry, decision)
+
+    def _finish(self, entry: _Entry, decision: Decision | None) -> None:
+        esc_id = entry.pending.escalation.id
+        del self._entries[esc_id]
+        self._done[esc_id] = decision
+        if entry.timer is not None:
+            entry.timer.cancel()
+            entry.timer = None
+
+    def _resolve(self, entry: _Entry, decision: Decision) -> None:
+        self._finish(entry, decision)
+        if not entry.future.done():
+            entry.future.set_result(decision)
+        self._notify(BrokerEvent(RESOLVED, entry.pending, decision))
+
+    def _withdraw(self, entry: _Entry) -> None:
+        self._finish(entry, None)
+        self._notify(BrokerEvent(CANCELLED, entry.pending))
+
+    def _notify(self, event: BrokerEvent) -> None:
+        # Queue re-entrant notifications so every subscriber sees events in causal order.
+        self._queue.append(event)
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while self._queue:
+                current = self._queue.popleft()
+                for callback in list(self._subscribers):
+                    try:
+                        callback(current)
+                    except Exception:  # one faulty subscriber must not break the others
+                        log.exception("escalation subscriber failed on %s", current.kind)
+        finally:
+            self._dispatching = False

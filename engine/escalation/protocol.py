@@ -1,0 +1,206 @@
+"""The agent side of seed 004: how an agent asks, how we spot it, and what it hears back.
+
+An agent asks for a human decision by replying with a JSON object carrying `"escalation":
+true` (bare, in a fenced block, or amid prose), or by calling the ask tool. Agent output is
+untrusted: a malformed or incomplete object is plain output, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from engine.escalation.model import (
+    Decision,
+    Escalation,
+    Option,
+    Origin,
+    Reason,
+    ResolvedBy,
+    ResponseType,
+)
+
+ASK_TOOL_NAME = "ask_human"
+
+PROTOCOL_NOTE = f"""\
+## Asking a human
+When you face an important decision you should not take alone (an architecture choice, a
+breaking change, an unclear requirement, failing tests, a security concern, a cost warning, a
+file conflict, a dependency issue):
+1. STOP working on the task.
+2. Reply with ONLY this JSON (or call the `{ASK_TOOL_NAME}` tool with the same fields, if you
+   have it):
+{{
+  "escalation": true,
+  "reason": "architecture_decision",
+  "question": "Your clear, concise question",
+  "context": "Relevant context",
+  "options": [
+    {{"id": "opt1", "label": "Option 1", "recommended": true}},
+    {{"id": "opt2", "label": "Option 2"}}
+  ],
+  "allowAgentDecision": false
+}}
+`reason` is one of: {", ".join(r.value for r in Reason)}. Add "timeout" (seconds) if the
+question should not wait forever.
+3. WAIT for the answer: it arrives as your next input. Then continue accordingly."""
+
+_DECODER = json.JSONDecoder()
+_TRUE_WORDS = {"true", "yes", "1"}
+
+
+def find_escalation(text: object) -> dict[str, Any] | None:
+    """The first JSON object in `text` with `"escalation": true`, or None.
+
+    Tries a JSON decode at every `{` so prose, code fences and stray braces around the object
+    do not matter; nested objects are found too. Never raises.
+    """
+    if not isinstance(text, str) or "escalation" not in text:
+        return None
+    start = text.find("{")
+    while start != -1:
+        try:
+            obj, _ = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict) and _truthy(obj.get("escalation")):
+            return obj
+        start = text.find("{", start + 1)
+    return None
+
+
+def to_escalation(
+    obj: dict[str, Any],
+    *,
+    id: str,
+    task_id: str,
+    run_id: str,
+    agent: str,
+    origin: Origin = Origin.AGENT_TEXT,
+    created_at: float = 0.0,
+) -> Escalation:
+    """Build an Escalation from the protocol object (or the ask tool's arguments).
+
+    Tolerant: an unknown reason becomes `other`; options may be objects or plain strings;
+    missing or duplicate ids are made unique; only the first `recommended` counts; a timeout
+    that is not a non-negative finite number is ignored.
+    """
+    question = _text(obj.get("question"))
+    context = _text(obj.get("context"))
+    return Escalation(
+        id=id,
+        task_id=task_id,
+        run_id=run_id,
+        agent=agent,
+        reason=Reason.parse(obj.get("reason", "other")),
+        question=question or context or "(the agent gave no question)",
+        context=context if question else "",
+        options=_options(obj.get("options")),
+        allow_agent_decision=_truthy(obj.get("allowAgentDecision", obj.get("allow_agent_decision"))),
+        timeout=_timeout(obj.get("timeout")),
+        origin=origin,
+        created_at=created_at,
+    )
+
+
+_DECIDERS = {
+    ResolvedBy.HUMAN: "a human",
+    ResolvedBy.ANSWERS_FILE: "the answers file (on behalf of a human)",
+    ResolvedBy.RULE: "an escalation rule",
+    ResolvedBy.TIMEOUT_DEFAULT: "the timeout default",
+}
+
+
+def decision_message(escalation: Escalation, decision: Decision) -> str:
+    """The text the asking agent receives as its next input."""
+    r = decision.response
+    lines = [f"Decision on your escalation ({escalation.reason.value}): {escalation.question}"]
+    if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT:
+        lines.append(f"Nobody answered in time ({decision.note or 'no answer'}).")
+    if r.response_type is ResponseType.OPTION:
+        option = escalation.option(r.selected_option or "")
+        label = f" - {option.label}" if option else ""
+        lines.append(f"Chosen option: {r.selected_option}{label}.")
+    elif r.response_type is ResponseType.TEXT:
+        lines.append(f"Answer: {r.text_response}")
+    elif r.response_type is ResponseType.SKIP:
+        lines.append("Skip: do not do this; leave this part of the task undone and say so.")
+    else:
+        lines.append("Decide yourself: use your own judgement and continue.")
+    if r.additional_instructions:
+        lines.append(f"Additional instructions: {r.additional_instructions}")
+    if decision.stops_task:
+        lines.append("The task is stopped.")
+    lines.append(f"Decided by: {_DECIDERS[decision.resolved_by]}.")
+    return "\n".join(lines)
+
+
+def decision_value(escalation: Escalation, decision: Decision) -> str:
+    """The answer as one short text: the value of a flow's `escalate to human` statement."""
+    r = decision.response
+    if r.response_type is ResponseType.OPTION:
+        option = escalation.option(r.selected_option or "")
+        return option.label if option else str(r.selected_option)
+    if r.response_type is ResponseType.TEXT:
+        return r.text_response or ""
+    return r.response_type.value
+
+
+# -- tolerant field readers ------------------------------------------------------------------
+
+
+def _truthy(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUE_WORDS
+    return False
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (list, tuple)):
+        return "\n".join(_text(v) for v in value)
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+
+
+def _timeout(value: object) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _options(value: object) -> tuple[Option, ...]:
+    if isinstance(value, dict):  # {"opt1": "Yes", ...}
+        value = [{"id": k, "label": v} for k, v in value.items()]
+    if not isinstance(value, list):
+        return ()
+    options: list[Option] = []
+    seen: set[str] = set()
+    recommended_taken = False
+    for n, raw in enumerate(value, start=1):
+        if isinstance(raw, dict):
+            oid = _text(raw.get("id")) or f"opt{n}"
+            label = _text(raw.get("label")) or _text(raw.get("description")) or oid
+            description = _text(raw.get("description")) if raw.get("label") else ""
+            recommended = _truthy(raw.get("recommended"))
+        elif raw is None:
+            continue
+        else:
+            oid, label, description, recommended = f"opt{n}", _text(raw), "", False
+        base, k = oid, 2
+        while oid in seen:
+            oid, k = f"{base}_{k}", k + 1
+        seen.add(oid)
+        recommended = recommended and not recommended_taken
+        recommended_taken = recommended_taken or recommended
+        options.append(Option(oid, label, description, recommended))
+    return tuple(options)
