@@ -1,0 +1,209 @@
+"""The escalate console: a Textual app over one ConsoleSession.
+
+Runs are asyncio tasks on this app's loop (async workers follow them), so an agent awaiting the
+broker's future and the key that resolves it share one loop and one thread. The runtime (ADK)
+is imported in a worker after the first frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+
+from engine.escalation.broker import RAISED, EscalationError
+from tui.commands import EscalateCommands
+from tui.messages import BrokerChanged, EngineFailed, EngineReady, RunEventPosted, RunFinished
+from tui.screens.help import HelpScreen
+from tui.screens.main import MainScreen
+from tui.screens.start_run import RunRequest, StartRunScreen
+from tui.session import ConsoleSession
+from tui.widgets.decision_pane import DecisionPane
+
+APP_TITLE = "escalate"
+
+
+class EscalateApp(App[int]):
+    CSS_PATH = "theme.tcss"
+    TITLE = APP_TITLE
+    COMMANDS = App.COMMANDS | {EscalateCommands}
+    BINDINGS = [
+        Binding("s", "start_run", "Start run"),
+        Binding("c", "cancel_run", "Cancel run"),
+        Binding("d", "focus_decision", "Decision"),
+        Binding("left_square_bracket", "previous_decision", "Prev"),
+        Binding("right_square_bracket", "next_decision", "Next"),
+        Binding("h", "history", "History"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        session: ConsoleSession,
+        *,
+        run_first: bool = False,
+        first_input: str | None = None,
+        open_engine: bool = True,
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.main = MainScreen(session)
+        self._run_first = run_first
+        self._first_input = first_input or ""
+        self._open_engine = open_engine
+        self.engine_ready = asyncio.Event()
+        self._unsubscribe = session.broker.subscribe(lambda e: self.post_message(BrokerChanged(e)))
+
+    def get_default_screen(self) -> MainScreen:
+        return self.main
+
+    def on_mount(self) -> None:
+        if self._open_engine:
+            self.call_after_refresh(self._load_engine)  # after the first frame
+
+    @work(group="engine", exit_on_error=False)
+    async def _load_engine(self) -> None:
+        try:
+            await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
+            self.session.open_engine()
+        except Exception as exc:  # a broken install must be seen, not a dead console
+            self.post_message(EngineFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self.session.subscribe_runs(lambda e: self.post_message(RunEventPosted(e)))
+        self.post_message(EngineReady())
+
+    def on_engine_ready(self, _: EngineReady) -> None:
+        self.engine_ready.set()
+        self.main.refresh_workflows()
+        if self._run_first and self.session.workflows:
+            self.start(self.session.workflows[0], RunRequest(None, self._first_input))
+
+    def on_engine_failed(self, message: EngineFailed) -> None:
+        self.notify(message.error, title="The runtime could not start", severity="error", timeout=30)
+
+    # ---- runs --------------------------------------------------------------------------------
+
+    def start(self, entry: Any, request: RunRequest) -> Any:
+        """Start a run and follow it in an async worker; returns its handle (None on error)."""
+        try:
+            handle = self.session.start_run(entry, flow=request.flow, input=request.input)
+        except Exception as exc:  # e.g. an unknown flow: one line, the console stays up
+            self.notify(str(exc), title=f"Cannot start {entry.name}", severity="error")
+            return None
+        self.main.add_run(handle)
+        self._follow(handle)
+        return handle
+
+    @work(group="runs", exit_on_error=False)
+    async def _follow(self, handle: Any) -> None:
+        await handle.wait()
+        self.post_message(RunFinished(handle))
+
+    def on_run_finished(self, message: RunFinished) -> None:
+        handle = message.handle
+        self.main.run_changed(handle)
+        if handle.error:
+            self.notify(handle.error, title=f"{handle.workflow} {_status(handle)}", severity="warning")
+
+    def on_run_event_posted(self, message: RunEventPosted) -> None:
+        self.main.run_event(message.event)
+
+    # ---- decisions ---------------------------------------------------------------------------
+
+    def on_broker_changed(self, message: BrokerChanged) -> None:
+        event = message.event
+        self.main.sync_decisions()
+        if event.kind != RAISED:
+            self.main.query_one(DecisionPane).forget(event.pending.escalation.id)
+        self._update_title()
+        if event.kind == RAISED:
+            self.bell()  # attention: a human is needed
+            if not self.main.is_current:
+                esc = event.pending.escalation
+                self.notify(f"{esc.reason.value}: {esc.question}", title=f"DECISION REQUIRED [{esc.task_id}]",
+                            severity="warning", markup=False)
+        for screen in self.screen_stack:
+            refresh = getattr(screen, "refresh_history", None)
+            if refresh is not None:
+                refresh()
+
+    def on_decision_pane_answered(self, message: DecisionPane.Answered) -> None:
+        try:
+            self.session.answer(message.escalation_id, message.response)
+        except EscalationError as exc:  # resolved meanwhile (timeout, cancel): say so
+            self.notify(str(exc), title="Not sent", severity="warning", markup=False)
+            self.main.sync_decisions()
+
+    def _update_title(self) -> None:
+        waiting = len(self.session.pending())
+        self.title = f"{APP_TITLE} · {waiting} decision{'s' if waiting != 1 else ''} waiting" if waiting else APP_TITLE
+        self._set_terminal_title(self.title)
+
+    def _set_terminal_title(self, title: str) -> None:
+        # Textual has no API for the terminal's own title; OSC 2 is what terminals understand.
+        driver = self._driver
+        if driver is not None and not self.is_headless:
+            driver.write(f"\x1b]2;{title}\x07")
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def action_start_run(self) -> None:
+        index = self.main.selected_workflow
+        if index is not None:
+            self.start_workflow(index)
+
+    def start_workflow(self, index: int) -> None:
+        """Ask for the flow and input of workflow `index`, then start it."""
+        entry = self.session.workflows[index]
+        if entry.error:
+            self.notify(entry.error, title=f"{entry.name} does not compile", severity="error", markup=False)
+            return
+        if not self.engine_ready.is_set():
+            self.notify("the runtime is still loading", title="One moment")
+            return
+
+        def started(request: RunRequest | None) -> None:
+            if request is not None:
+                self.start(entry, request)
+
+        self.push_screen(StartRunScreen(entry), started)
+
+    def action_cancel_run(self) -> None:
+        handle = self.main.selected_run
+        if handle is not None and handle.finished_at is None:
+            handle.cancel()
+            self.notify(f"run {handle.id} cancelled")
+
+    def action_focus_decision(self) -> None:
+        self.main.focus_decision()
+
+    def action_previous_decision(self) -> None:
+        self.main.move_decision(-1)
+
+    def action_next_decision(self) -> None:
+        self.main.move_decision(+1)
+
+    def action_history(self) -> None:
+        from tui.screens.history import HistoryScreen
+
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen(self.session))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        for handle in self.session.runs:
+            if handle.finished_at is None:
+                handle.cancel()
+        self._unsubscribe()
+        self.exit(0)
+
+
+def _status(handle: Any) -> str:
+    return getattr(handle.status, "value", str(handle.status))

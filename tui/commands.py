@@ -1,0 +1,47 @@
+"""Command palette entries (ctrl+p): start any workflow, jump to any pending decision, screens."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Callable
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from tui.format import one_line
+
+if TYPE_CHECKING:
+    from tui.app import EscalateApp
+
+
+class EscalateCommands(Provider):
+    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        app: EscalateApp = self.app  # type: ignore[assignment]
+        session = app.session
+        commands: list[tuple[str, Callable[[], object], str]] = []
+        for index, entry in enumerate(session.workflows):
+            commands.append((f"Start run: {entry.name}", partial(app.start_workflow, index), str(entry.path)))
+        for pending in session.pending():
+            esc = pending.escalation
+            commands.append((
+                f"Decide [{esc.task_id}]: {one_line(esc.question, 50)}",
+                partial(app.main.select_decision, esc.id),
+                f"{esc.reason.value} from {esc.agent}",
+            ))
+        commands += [
+            ("Cancel the selected run", app.action_cancel_run, "stops the run highlighted in Runs"),
+            ("Next pending decision", app.action_next_decision, "the decision pane moves to the next one"),
+            ("History of escalations and metrics", app.action_history, "past decisions, agent success rates"),
+            ("Help: keys and screens", app.action_help, "every key binding"),
+        ]
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self._commands():
+            yield DiscoveryHit(name, callback, text=name, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, callback, help_text in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, text=name, help=help_text)

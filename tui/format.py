@@ -1,0 +1,120 @@
+"""Plain-text formatting shared by the console's widgets (no Textual here, easy to test).
+
+Everything an agent wrote reaches the screen through these functions as `rich.text.Text`, never
+as a markup string: `[prod vs staging]` must show as written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.text import Text
+
+from engine.escalation.broker import timeout_decision
+from engine.escalation.model import Decision, Escalation, PendingEscalation, ResponseType
+
+# Run status -> (label shown, style). "waiting" is the one the user acts on.
+STATUS_STYLES: dict[str, tuple[str, str]] = {
+    "pending": ("starting", "dim"),
+    "running": ("running", "cyan"),
+    "waiting": ("waiting for you", "bold yellow"),
+    "done": ("done", "green"),
+    "failed": ("failed", "bold red"),
+    "stopped": ("stopped", "magenta"),
+    "aborted": ("aborted", "magenta"),
+    "cancelled": ("cancelled", "dim"),
+}
+
+
+def duration(seconds: float) -> str:
+    """`42s`, `3:07`, `1:02:03`: short enough for a table column."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}:{secs:02d}"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def status_text(status: str) -> Text:
+    label, style = STATUS_STYLES.get(status, (status, ""))
+    return Text(label, style=style)
+
+
+def one_line(value: Any, limit: int = 80) -> str:
+    """A value squeezed onto one line for lists and logs."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def countdown(pending: PendingEscalation, now: float) -> str:
+    """The pane's timeout line: what happens by itself, and when (the broker's own default)."""
+    if pending.policy.deadline is None:
+        return "No timeout: waits for your answer"
+    left = max(0.0, pending.policy.deadline - now)
+    # The broker's note reads "nobody answered within N s: <what happens>".
+    outcome = timeout_decision(pending, now).note.split(": ", 1)[-1]
+    return f"No answer in {duration(left)} → {outcome}"
+
+
+def decision_summary(decision: Decision, escalation: Escalation | None = None) -> str:
+    """`opt1 "Yes, use JWT" by human (+ instructions)`: a decision in one line of words."""
+    r = decision.response
+    if r.response_type is ResponseType.OPTION:
+        option = escalation.option(r.selected_option or "") if escalation else None
+        what = f"{r.selected_option}" + (f' "{option.label}"' if option else "")
+    elif r.response_type is ResponseType.TEXT:
+        what = f'text "{one_line(r.text_response or "", 60)}"'
+    elif r.response_type is ResponseType.SKIP:
+        what = "skip"
+    else:
+        what = "let agent decide"
+    summary = f"{what} by {decision.resolved_by.value}"
+    if r.additional_instructions:
+        summary += f' + "{one_line(r.additional_instructions, 40)}"'
+    if decision.stops_task:
+        summary += " (task stops)"
+    return summary
+
+
+# RunEvent type -> how its fields read in the event log.
+def event_line(event_type: str, fields: dict[str, Any]) -> Text:
+    """One event of a run as one styled line of plain text."""
+    f = fields
+    if event_type == "agent_call":
+        return _line("→", f"{f.get('agent')}: {one_line(f.get('input', ''), 100)}", "cyan")
+    if event_type == "agent_result":
+        return _line("←", f"{f.get('agent')}: {one_line(f.get('result', ''), 100)}", "green")
+    if event_type == "escalation":
+        return _line(
+            "↑",
+            f"{f.get('agent_name')} escalated ({f.get('condition_op')} {f.get('condition_value')!r}): "
+            f"{one_line(f.get('result', ''), 60)}",
+            "magenta",
+        )
+    if event_type == "human_escalation":
+        return _line("?", f"{f.get('agent')} asks [{f.get('reason')}]: {one_line(f.get('question', ''), 90)}", "bold yellow")
+    if event_type == "decision":
+        what = f.get("selectedOption") or f.get("textResponse") or f.get("responseType")
+        extra = f' + "{one_line(f["additionalInstructions"], 40)}"' if f.get("additionalInstructions") else ""
+        return _line("✓", f"decided {one_line(what or '', 60)}{extra} by {f.get('resolvedBy')}", "bold green")
+    if event_type == "tool_call":
+        return _line("⚙", f"{f.get('agent')} {f.get('tool')}({one_line(f.get('args', {}), 60)}) {f.get('verdict')}", "blue")
+    if event_type == "agent_escalation":
+        verdict = "approved" if f.get("approved") else "denied"
+        return _line("⇢", f"{f.get('source')} → {f.get('target')} {verdict}: {one_line(f.get('reason', ''), 70)}", "magenta")
+    if event_type == "flow_result":
+        return _line("■", f"result: {one_line(f.get('result', ''), 100)}", "bold green")
+    if event_type == "log":
+        return _line("·", one_line(f.get("message", ""), 110), "")
+    return _line("·", f"{event_type} {one_line(f, 100)}", "dim")
+
+
+def _line(mark: str, body: str, style: str) -> Text:
+    line = Text(f"{mark} ", style=style or "dim")
+    line.append(body)  # appended as plain text: never parsed as markup
+    return line

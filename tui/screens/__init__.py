@@ -1,0 +1,1 @@
+"""The console's screens: main, start-run dialog, history, help."""

@@ -1,0 +1,149 @@
+"""The main screen: workflows, inbox, runs, the selected run's events, and the decision pane."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, OptionList
+
+from engine.escalation.model import PendingEscalation
+from tui.session import ConsoleSession
+from tui.widgets.decision_pane import DecisionPane
+from tui.widgets.event_log import EventLog
+from tui.widgets.inbox import Inbox
+from tui.widgets.run_list import RunList
+from tui.widgets.workflow_list import WorkflowList
+
+
+class MainScreen(Screen):
+    def __init__(self, session: ConsoleSession) -> None:
+        super().__init__()
+        self.session = session
+        self.current_id: str | None = None  # the escalation the pane shows
+        self._position = 0  # its index in the queue, so a resolved one's successor takes its place
+
+    def compose(self) -> ComposeResult:
+        clock = self.session.clock
+        yield Header()
+        with Horizontal(id="top"):
+            with Vertical(id="left"):
+                yield WorkflowList(id="workflows")
+                yield Inbox(clock, id="inbox")
+            with Vertical(id="right"):
+                yield RunList(clock, id="runs")
+                yield EventLog(id="events")
+        yield DecisionPane(clock, id="pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(WorkflowList).border_title = "Workflows"
+        self.query_one(RunList).border_title = "Runs"
+        self.query_one(EventLog).border_title = "Events"
+        self.query_one(WorkflowList).show(self.session.workflows)
+        self.sync_decisions()
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        self.query_one(RunList).tick()
+        self.query_one(Inbox).refresh_ages()
+
+    # ---- workflows and runs ------------------------------------------------------------------
+
+    def refresh_workflows(self) -> None:
+        self.query_one(WorkflowList).show(self.session.workflows)
+
+    @property
+    def selected_workflow(self) -> int | None:
+        return self.query_one(WorkflowList).highlighted
+
+    @property
+    def selected_run(self) -> Any:
+        run_id = self.query_one(RunList).selected_run_id
+        return next((h for h in self.session.runs if h.id == run_id), None)
+
+    def add_run(self, handle: Any) -> None:
+        runs = self.query_one(RunList)
+        runs.add_run(handle)
+        runs.move_cursor(row=runs.get_row_index(handle.id))
+        self.query_one(EventLog).show_run(handle.id, list(handle.events))
+
+    def run_event(self, event: Any) -> None:
+        self.query_one(RunList).note_event(event.run_id, event.type, event.fields)
+        log = self.query_one(EventLog)
+        if log.run_id == event.run_id:
+            log.add_event(event)
+
+    def run_changed(self, handle: Any) -> None:
+        self.query_one(RunList).refresh_run(handle.id)
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        run_id = event.row_key.value
+        handle = next((h for h in self.session.runs if h.id == run_id), None)
+        if handle is not None and self.query_one(EventLog).run_id != run_id:
+            self.query_one(EventLog).show_run(run_id, list(handle.events))
+
+    @on(OptionList.OptionSelected, "#workflows")
+    def _workflow_chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.app.run_action("start_run")
+
+    # ---- the decision queue ------------------------------------------------------------------
+
+    def sync_decisions(self) -> None:
+        """Bring the pane and the inbox in line with the broker's pending escalations.
+
+        The pane keeps showing the escalation it shows while that one is pending: a new arrival
+        never swaps the question under the user's fingers.
+        """
+        pending = self.session.pending()
+        ids = [p.escalation.id for p in pending]
+        pane = self.query_one(DecisionPane)
+        was_hidden = self.current_id is None
+        if self.current_id not in ids:
+            self.current_id = ids[min(self._position, len(ids) - 1)] if ids else None
+        self._show(pending, ids)
+        if was_hidden and self.current_id is not None and not isinstance(self.focused, Input):
+            self.call_after_refresh(pane.focus_choices)  # unasked: the decision takes the keyboard, unless you type
+
+    def _show(self, pending: list[PendingEscalation], ids: list[str]) -> None:
+        pane = self.query_one(DecisionPane)
+        if self.current_id is None:
+            pane.show(None)
+            self._position = 0
+        else:
+            self._position = ids.index(self.current_id)
+            pane.show(pending[self._position], self._position + 1, len(ids))
+        self.query_one(Inbox).show(pending, self.current_id)
+
+    def move_decision(self, delta: int) -> None:
+        pending = self.session.pending()
+        ids = [p.escalation.id for p in pending]
+        if not ids:
+            return
+        index = ids.index(self.current_id) if self.current_id in ids else 0
+        self.current_id = ids[(index + delta) % len(ids)]
+        self._show(pending, ids)
+        self.query_one(DecisionPane).focus_choices()
+
+    def select_decision(self, escalation_id: str) -> None:
+        pending = self.session.pending()
+        ids = [p.escalation.id for p in pending]
+        if escalation_id in ids:
+            self.current_id = escalation_id
+            self._show(pending, ids)
+            self.query_one(DecisionPane).focus_choices()
+
+    def focus_decision(self) -> None:
+        if self.current_id is not None:
+            self.query_one(DecisionPane).focus_choices()
+
+    @on(OptionList.OptionSelected, "#inbox")
+    def _inbox_chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id is not None:
+            self.select_decision(event.option.id)

@@ -1,0 +1,213 @@
+"""The decision pane of seed 004: one pending escalation, answered with one key.
+
+Agent text (question, context, labels) is shown as plain `Text`, never markup. Number keys are
+bound here, on the pane, not on the app: while the instructions field has focus, `1` types "1".
+The pane never talks to the broker itself; it posts `DecisionPane.Answered` naming the exact
+escalation id it showed, and the app answers that id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from engine.escalation.clock import Clock
+from engine.escalation.model import Escalation, PendingEscalation, Response, ResponseType
+from tui.format import countdown
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One numbered line of the pane: an option of the agent's, or one of the three extras."""
+
+    key: str  # "opt:<id>" | "agent" | "skip" | "custom"
+    label: str
+    option_id: str | None = None
+    recommended: bool = False
+
+
+def choices_for(escalation: Escalation) -> list[Choice]:
+    """The pane's numbered choices, in seed 004's order."""
+    choices = [Choice(f"opt:{o.id}", o.label, o.id, o.recommended) for o in escalation.options]
+    if escalation.allow_agent_decision:
+        choices.append(Choice("agent", "Let agent decide"))
+    choices.append(Choice("skip", "Skip this task"))
+    choices.append(Choice("custom", "Custom response..."))
+    return choices
+
+
+def _choice_prompt(number: int, choice: Choice, description: str) -> Text:
+    prompt = Text(f"[{number}] ", style="bold")
+    prompt.append(choice.label)
+    if choice.recommended:
+        prompt.append(" (recommended)", style="bold green")
+    if description:
+        prompt.append(f"\n    {description}", style="dim")
+    return prompt
+
+
+class DecisionPane(Vertical):
+    """Shows one pending escalation; the app decides which one (queue position included)."""
+
+    BINDINGS = [
+        *[Binding(str(n), f"choose({n})", f"choice {n}", show=False) for n in range(1, 10)],
+        Binding("i", "focus_instructions", "Instructions"),
+        Binding("escape", "focus_choices", "Back to choices", show=False),
+    ]
+
+    class Answered(Message):
+        """The user answered the escalation `escalation_id` (the one that was on screen)."""
+
+        def __init__(self, escalation_id: str, response: Response) -> None:
+            super().__init__()
+            self.escalation_id = escalation_id
+            self.response = response
+
+    def __init__(self, clock: Clock, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._clock = clock
+        self.pending: PendingEscalation | None = None
+        self._choices: list[Choice] = []
+        self._drafts: dict[str, str] = {}  # escalation id -> instructions typed so far
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="pane-head"):
+            yield Static("", id="pane-title", markup=False)
+            yield Static("", id="pane-queue", markup=False)
+        with VerticalScroll(id="pane-body"):
+            yield Static("", id="pane-reason", markup=False)
+            yield Static("", id="pane-question", markup=False)
+            yield Static("", id="pane-context", markup=False)
+        yield OptionList(id="pane-choices", markup=False)
+        yield Input(placeholder="your answer, then Enter (Escape: back)", id="pane-custom", compact=True)
+        yield Static("Additional instructions (optional, i):", id="pane-instructions-label")
+        yield Input(placeholder="> type here, Enter or Escape to go back", id="pane-instructions", compact=True)
+        yield Static("", id="pane-countdown", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#pane-custom", Input).display = False
+        # The countdown is redrawn from the injected clock: a frozen clock gives a frozen pane.
+        self.set_interval(0.25, self.refresh_countdown)
+
+    # ---- what is shown -------------------------------------------------------------------
+
+    def show(self, pending: PendingEscalation | None, position: int = 0, total: int = 0) -> None:
+        """Display `pending` (the `position`-th of `total` queued), or nothing."""
+        self._save_draft()
+        previous = self.pending.escalation.id if self.pending else None
+        self.pending = pending
+        self.display = pending is not None
+        if pending is None:
+            self._choices = []
+            return
+        esc = pending.escalation
+        self.query_one("#pane-queue", Static).update(
+            Text(f"{position} of {total}  [ ] to move" if total > 1 else "", style="bold")
+        )
+        if esc.id == previous:
+            return  # same escalation: keep the user's highlight and typing
+        title = Text("⚠  DECISION REQUIRED ", style="bold")
+        title.append(f"[{esc.task_id}]", style="bold yellow")
+        self.query_one("#pane-title", Static).update(title)
+        reason = Text("Reason: ", style="bold")
+        reason.append(esc.reason.value)
+        reason.append(f"    agent {esc.agent} · run {esc.run_id}", style="dim")
+        self.query_one("#pane-reason", Static).update(reason)
+        self.query_one("#pane-question", Static).update(Text(esc.question))
+        context = self.query_one("#pane-context", Static)
+        context.update(Text(esc.context, style="italic"))
+        context.display = bool(esc.context)
+        self._choices = choices_for(esc)
+        descriptions = {o.id: o.description for o in esc.options}
+        options = self.query_one("#pane-choices", OptionList)
+        options.clear_options()
+        options.add_options(
+            Option(_choice_prompt(n, c, descriptions.get(c.option_id or "", "")), id=c.key)
+            for n, c in enumerate(self._choices, start=1)
+        )
+        recommended = next((i for i, c in enumerate(self._choices) if c.recommended), 0)
+        options.highlighted = recommended  # Enter takes the recommended option
+        custom = self.query_one("#pane-custom", Input)
+        custom.value = ""
+        custom.display = False
+        self.query_one("#pane-instructions", Input).value = self._drafts.get(esc.id, "")
+        self.refresh_countdown()
+
+    def refresh_countdown(self) -> None:
+        if self.pending is not None:
+            self.query_one("#pane-countdown", Static).update(
+                Text(countdown(self.pending, self._clock.now()), style="bold")
+            )
+
+    def focus_choices(self) -> None:
+        self.query_one("#pane-choices", OptionList).focus()
+
+    def forget(self, escalation_id: str) -> None:
+        """A resolved escalation's draft instructions are dropped."""
+        self._drafts.pop(escalation_id, None)
+
+    def _save_draft(self) -> None:
+        if self.pending is not None and self.is_mounted:
+            text = self.query_one("#pane-instructions", Input).value
+            self._drafts[self.pending.escalation.id] = text
+
+    # ---- answering -------------------------------------------------------------------------
+
+    def action_choose(self, number: int) -> None:
+        if 1 <= number <= len(self._choices):
+            self._take(self._choices[number - 1])
+
+    def action_focus_instructions(self) -> None:
+        self.query_one("#pane-instructions", Input).focus()
+
+    def action_focus_choices(self) -> None:
+        self.query_one("#pane-custom", Input).display = False
+        self.focus_choices()
+
+    @on(OptionList.OptionSelected, "#pane-choices")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._take(self._choices[event.option_index])
+
+    @on(Input.Submitted, "#pane-instructions")
+    def _instructions_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.focus_choices()
+
+    @on(Input.Submitted, "#pane-custom")
+    def _custom_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.value.strip():
+            self._answer(Response(ResponseType.TEXT, text_response=event.value.strip(),
+                                  additional_instructions=self._instructions()))
+
+    def _take(self, choice: Choice) -> None:
+        if choice.key == "custom":
+            custom = self.query_one("#pane-custom", Input)
+            custom.display = True
+            custom.focus()
+            return
+        instructions = self._instructions()
+        if choice.option_id is not None:
+            response = Response(ResponseType.OPTION, selected_option=choice.option_id,
+                                additional_instructions=instructions)
+        elif choice.key == "agent":
+            response = Response(ResponseType.AGENT_DECIDE, additional_instructions=instructions)
+        else:
+            response = Response(ResponseType.SKIP, additional_instructions=instructions)
+        self._answer(response)
+
+    def _instructions(self) -> str | None:
+        return self.query_one("#pane-instructions", Input).value.strip() or None
+
+    def _answer(self, response: Response) -> None:
+        if self.pending is not None:
+            self.post_message(self.Answered(self.pending.escalation.id, response))

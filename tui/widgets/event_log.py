@@ -1,0 +1,29 @@
+"""The event log of one run: agent calls, outputs, escalations and who decided."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import RichLog
+
+from tui.format import event_line
+
+
+class EventLog(RichLog):
+    def __init__(self, *, id: str | None = None) -> None:
+        # markup=False: agent output is written as Text, never parsed.
+        super().__init__(id=id, wrap=True, markup=False, highlight=False, max_lines=2000)
+        self.run_id: str | None = None
+
+    def show_run(self, run_id: str | None, events: list[Any]) -> None:
+        """Switch to another run: its whole log so far."""
+        self.run_id = run_id
+        self.clear()
+        self.border_title = f"Events · run {run_id}" if run_id else "Events"
+        for event in events:
+            self.add_event(event)
+
+    def add_event(self, event: Any) -> None:
+        stamp = Text(f"{str(getattr(event, 'time', ''))[11:19]} ", style="dim")
+        self.write(stamp + event_line(event.type, dict(event.fields)))

@@ -1,0 +1,65 @@
+"""The runs of this session with live status and elapsed time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from engine.escalation.clock import Clock
+from tui.format import duration, one_line, status_text
+
+_COLUMNS = ("run", "workflow", "status", "elapsed", "latest")
+
+
+class RunList(DataTable):
+    def __init__(self, clock: Clock, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._clock = clock
+        self._runs: dict[str, Any] = {}
+        self._latest: dict[str, str] = {}
+
+    def on_mount(self) -> None:
+        for name in _COLUMNS:
+            self.add_column(name, key=name)
+
+    @property
+    def selected_run_id(self) -> str | None:
+        if not self.row_count:
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+
+    def add_run(self, handle: Any) -> None:
+        self._runs[handle.id] = handle
+        label = handle.workflow + (f" · {handle.flow}" if handle.flow else "")
+        self.add_row(Text(handle.id), Text(label), status_text(_status(handle)),
+                     Text(self._elapsed(handle)), Text(""), key=handle.id)
+
+    def note_event(self, run_id: str, event_type: str, fields: dict[str, Any]) -> None:
+        """The newest event of a run, in a few words, and its possibly changed status."""
+        if run_id not in self._runs:
+            return
+        self._latest[run_id] = one_line(f"{event_type} {fields.get('agent') or fields.get('agent_name') or ''}", 40)
+        self.update_cell(run_id, "latest", Text(self._latest[run_id], style="dim"))
+        self.refresh_run(run_id)
+
+    def refresh_run(self, run_id: str) -> None:
+        handle = self._runs[run_id]
+        self.update_cell(run_id, "status", status_text(_status(handle)))
+        self.update_cell(run_id, "elapsed", Text(self._elapsed(handle)))
+
+    def tick(self) -> None:
+        """Elapsed times move with the clock (only for unfinished runs)."""
+        for run_id, handle in self._runs.items():
+            if handle.finished_at is None:
+                self.refresh_run(run_id)
+
+    def _elapsed(self, handle: Any) -> str:
+        end = handle.finished_at if handle.finished_at is not None else self._clock.now()
+        return duration(end - handle.started_at)
+
+
+def _status(handle: Any) -> str:
+    status = handle.status
+    return getattr(status, "value", str(status))
