@@ -1,0 +1,206 @@
+"""Load a rules YAML file into a validated `Rules`, or reject it whole with FILE:LINE:COL.
+
+A section the file leaves out (`global`, `taskOverrides`, `defaults`, `policy`) keeps the
+shipped default for that section; a section that is present (even empty) replaces it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
+
+from yaml.nodes import Node
+
+from engine.escalation.model import OnTimeout, Reason
+from rules.matcher import REGEX_PREFIX, Pattern
+from rules.model import DEFAULT_TIMEOUT, Action, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
+from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
+
+RulesError = YamlError  # invalid file: `FILE:LINE:COL: message`
+RulesUnreadable = YamlUnreadable  # missing or unreadable file
+
+DEFAULT_RULES_NAME = "default.yaml"
+
+_TOP = ("escalationRules", "policy")
+_SECTIONS = ("global", "taskOverrides", "defaults")
+_RULE = ("pattern", "action", "timeout")
+_OVERRIDE = ("alwaysAsk", "requireConfirmation", "rules")
+_DEFAULT = ("timeout", "onTimeout")
+_POLICY = ("paths", "fallbacks", "maxDepth", "loopWindow", "targetHints")
+_ON_TIMEOUT = "continue, stop, wait, agent_decide, recommended or option:ID"
+
+_shipped: Rules | None = None
+
+
+def load_rules(path: Path | str | None = None) -> Rules:
+    """The rules of `path` over the shipped defaults; None gives the shipped defaults."""
+    if path is None:
+        return default_rules()
+    return parse_rules(read_text(str(path)), str(path), base=default_rules())
+
+
+def default_rules() -> Rules:
+    global _shipped
+    if _shipped is None:
+        text = resources.files("rules").joinpath(DEFAULT_RULES_NAME).read_text(encoding="utf-8")
+        _shipped = parse_rules(text, f"rules/{DEFAULT_RULES_NAME}", base=Rules())
+    return _shipped
+
+
+def parse_rules(text: str, file: str, base: Rules | None = None) -> Rules:
+    """Validate `text`; raises RulesError on the first problem (nothing half-applies)."""
+    return _RulesParser(Reader(text, file)).parse(base if base is not None else default_rules())
+
+
+class _RulesParser:
+    def __init__(self, reader: Reader) -> None:
+        self.r = reader
+
+    def parse(self, base: Rules) -> Rules:
+        r = self.r
+        result = replace(base, source=r.file)
+        if r.root is None or r.is_null(r.root):
+            return result
+        top = r.mapping(r.root, "the rules file", _TOP)
+        if "escalationRules" in top:
+            node = top["escalationRules"][1]
+            sections = {} if r.is_null(node) else r.mapping(node, "escalationRules", _SECTIONS)
+            if "global" in sections:
+                result = replace(result, global_rules=self.rule_list(sections["global"][1], "global"))
+            if "taskOverrides" in sections:
+                result = replace(result, task_overrides=self.overrides(sections["taskOverrides"][1]))
+            if "defaults" in sections:
+                result = replace(result, defaults=self.defaults(sections["defaults"][1]))
+        if "policy" in top:
+            result = replace(result, policy=self.policy(top["policy"][1]))
+        return result
+
+    # -- escalationRules -----------------------------------------------------------------------
+
+    def rule_list(self, node: Node, where: str) -> tuple[Rule, ...]:
+        if self.r.is_null(node):
+            return ()
+        return tuple(self.rule(item, f"{where} rule {n}") for n, item in enumerate(self.r.sequence(node, where), 1))
+
+    def rule(self, node: Node, what: str) -> Rule:
+        r = self.r
+        entries = r.mapping(node, what, _RULE)
+        pattern_node = r.require(entries, "pattern", node, what)
+        source = r.string(pattern_node, f"{what}: pattern")
+        try:
+            pattern = Pattern(source)
+        except re.error as exc:
+            col = pattern_node.start_mark.column + 1
+            if exc.pos is not None and _verbatim(pattern_node):  # point at the offending character
+                col += len(REGEX_PREFIX) + exc.pos + (1 if pattern_node.style else 0)
+            raise RulesError(r.file, pattern_node.start_mark.line + 1, col, f"{what}: bad regular expression: {exc.msg}") from None
+        if source.startswith(REGEX_PREFIX) and not source[len(REGEX_PREFIX) :]:
+            raise r.error(pattern_node, f"{what}: empty regular expression after 're:'")
+        action_node = r.require(entries, "action", node, what)
+        action_text = r.string(action_node, f"{what}: action")
+        try:
+            action = Action(action_text)
+        except ValueError:
+            raise r.error(
+                action_node, f"{what}: unknown action {action_text!r}{did_you_mean(action_text, [a.value for a in Action])}"
+            ) from None
+        timeout = r.number(entries["timeout"][1], f"{what}: timeout") if "timeout" in entries else None
+        return Rule(pattern, action, timeout, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def overrides(self, node: Node) -> dict[str, TaskOverride]:
+        r = self.r
+        if r.is_null(node):
+            return {}
+        result: dict[str, TaskOverride] = {}
+        for task, (_, value) in r.mapping(node, "taskOverrides").items():
+            what = f"taskOverrides.{task}"
+            entries = {} if r.is_null(value) else r.mapping(value, what, _OVERRIDE)
+            result[task] = TaskOverride(
+                always_ask=r.boolean(entries["alwaysAsk"][1], f"{what}.alwaysAsk") if "alwaysAsk" in entries else False,
+                require_confirmation=(
+                    r.boolean(entries["requireConfirmation"][1], f"{what}.requireConfirmation")
+                    if "requireConfirmation" in entries
+                    else False
+                ),
+                rules=self.rule_list(entries["rules"][1], f"{what}.rules") if "rules" in entries else (),
+            )
+        return result
+
+    def defaults(self, node: Node) -> dict[Reason, ReasonDefault]:
+        r = self.r
+        if r.is_null(node):
+            return {}
+        result: dict[Reason, ReasonDefault] = {}
+        reasons = [reason.value for reason in Reason]
+        for name, (key_node, value) in r.mapping(node, "defaults").items():
+            if name not in reasons:
+                raise r.error(key_node, f"defaults: unknown reason {name!r}{did_you_mean(name, reasons)}")
+            what = f"defaults.{name}"
+            entries = r.mapping(value, what, _DEFAULT)
+            on_node = r.require(entries, "onTimeout", value, what)
+            on_timeout, option_id = self.on_timeout(on_node, f"{what}.onTimeout")
+            timeout = r.number(entries["timeout"][1], f"{what}.timeout") if "timeout" in entries else DEFAULT_TIMEOUT
+            result[Reason(name)] = ReasonDefault(on_timeout, timeout, option_id)
+        return result
+
+    def on_timeout(self, node: Node, what: str) -> tuple[OnTimeout, str | None]:
+        text = self.r.string(node, what)
+        if text.startswith("option:"):
+            option_id = text[len("option:") :].strip()
+            if not option_id:
+                raise self.r.error(node, f"{what}: 'option:' needs an option id, e.g. option:opt1")
+            return OnTimeout.OPTION, option_id
+        kinds = [k.value for k in OnTimeout if k is not OnTimeout.OPTION]
+        if text not in kinds:
+            raise self.r.error(node, f"{what}: unknown onTimeout {text!r}; expected {_ON_TIMEOUT}{_hint(text, kinds)}")
+        return OnTimeout(text), None
+
+    # -- policy (seed 002) ---------------------------------------------------------------------
+
+    def policy(self, node: Node) -> PolicyConfig:
+        r = self.r
+        if r.is_null(node):
+            return PolicyConfig()
+        entries = r.mapping(node, "policy", _POLICY)
+        config = PolicyConfig()
+        if "paths" in entries:
+            config = replace(config, paths=self.agent_lists(entries["paths"][1], "policy.paths"))
+        if "fallbacks" in entries:
+            config = replace(config, fallbacks=self.agent_lists(entries["fallbacks"][1], "policy.fallbacks"))
+        if "maxDepth" in entries:
+            config = replace(config, max_depth=int(r.number(entries["maxDepth"][1], "policy.maxDepth", minimum=1, integer=True)))
+        if "loopWindow" in entries:
+            config = replace(config, loop_window=r.number(entries["loopWindow"][1], "policy.loopWindow"))
+        if "targetHints" in entries:
+            hints = entries["targetHints"][1]
+            pairs = {} if r.is_null(hints) else r.mapping(hints, "policy.targetHints")
+            config = replace(
+                config, target_hints={k: r.string(v, f"policy.targetHints.{k}") for k, (_, v) in pairs.items()}
+            )
+        return config
+
+    def agent_lists(self, node: Node, what: str) -> dict[str, tuple[str, ...]]:
+        r = self.r
+        if r.is_null(node):
+            return {}
+        result: dict[str, tuple[str, ...]] = {}
+        for agent, (_, value) in r.mapping(node, what).items():
+            items = r.sequence(value, f"{what}.{agent}")
+            result[agent] = tuple(r.string(item, f"{what}.{agent} entry") for item in items)
+        return result
+
+
+def _verbatim(node: Node) -> bool:
+    """True when the scalar's characters sit in the file as written (no escapes, one line)."""
+    value = str(node.value)
+    same_line = node.start_mark.line == node.end_mark.line
+    if node.style is None:
+        return same_line
+    return node.style in ("'", '"') and same_line and "\\" not in value and node.style not in value
+
+
+def _hint(text: str, choices: list[str]) -> str:
+    hint = did_you_mean(text, choices)
+    return hint if "did you mean" in hint else ""

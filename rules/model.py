@@ -1,0 +1,133 @@
+"""The validated rules: which activities go to a human, and what silence means.
+
+Built only by rules.loader (so every instance is valid). Pure data plus lookups; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from engine.escalation.model import Escalation, OnTimeout, Origin, Reason, TimeoutPolicy
+from rules.matcher import Activity, Pattern, normalize
+
+DEFAULT_TIMEOUT = 300.0  # seed 004: "Default if no response in 5min"
+DENY_OPTION = "deny"  # tool approvals fail closed
+
+
+class Action(str, Enum):
+    ASK_USER = "ask_user"
+    ALLOW = "allow"
+    DENY = "deny"
+    STOP = "stop"
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: Pattern
+    action: Action
+    timeout: float | None = None  # optional: deadline for what this rule sends to a human
+    line: int = 0
+    column: int = 0
+
+    def describe(self) -> str:
+        return f"rule {self.pattern.source!r} ({self.action.value}, line {self.line})"
+
+
+@dataclass(frozen=True)
+class TaskOverride:
+    always_ask: bool = False
+    require_confirmation: bool = False
+    rules: tuple[Rule, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReasonDefault:
+    on_timeout: OnTimeout
+    timeout: float = DEFAULT_TIMEOUT
+    option_id: str | None = None  # for `option:ID`
+
+    def describe(self) -> str:
+        return f"option:{self.option_id}" if self.on_timeout is OnTimeout.OPTION else self.on_timeout.value
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Seed 002's agent-to-agent policy as configured (engine.escalation.agent_policy uses it)."""
+
+    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    max_depth: int = 3
+    loop_window: float = 300.0
+    target_hints: dict[str, str] = field(default_factory=dict)  # keyword -> target, in order
+
+
+@dataclass(frozen=True)
+class Rules:
+    global_rules: tuple[Rule, ...] = ()
+    task_overrides: dict[str, TaskOverride] = field(default_factory=dict)
+    defaults: dict[Reason, ReasonDefault] = field(default_factory=dict)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    source: str = "<rules>"
+
+    def override(self, task: str) -> TaskOverride | None:
+        """A task's override: exact name first, then with case, `_` and `-` ignored."""
+        found = self.task_overrides.get(task)
+        if found is not None:
+            return found
+        wanted = normalize(task)
+        return next((o for name, o in self.task_overrides.items() if normalize(name) == wanted), None)
+
+    def match(self, task: str, activity: Activity) -> Rule | None:
+        """First match wins: the task override's rules, then the global rules."""
+        override = self.override(task)
+        for rule in (override.rules if override else ()) + self.global_rules:
+            if rule.pattern.matches(activity):
+                return rule
+        return None
+
+    def match_escalation(self, escalation: Escalation) -> Rule | None:
+        return self.match(escalation.task_id, Activity.of_escalation(escalation))
+
+    def match_tool(self, task: str, tool: str, args: dict[str, Any]) -> Rule | None:
+        return self.match(task, Activity.of_tool(tool, args))
+
+    def timeout_policy(self, escalation: Escalation, now: float, rule: Rule | None = None) -> TimeoutPolicy:
+        """When this escalation expires and what then happens.
+
+        No deadline for `alwaysAsk` tasks, `wait` reasons and reasons without a default entry:
+        they wait for a human. Otherwise the escalation's own timeout beats the matching rule's,
+        which beats the reason's; at the deadline `allowAgentDecision` means agent_decide, else
+        the reason's onTimeout. Tool approvals expire as `deny` (fail closed).
+        """
+        override = self.override(escalation.task_id)
+        if override is not None and override.always_ask:
+            return TimeoutPolicy(None)
+        default = self.defaults.get(escalation.reason)
+        if default is not None and default.on_timeout is OnTimeout.WAIT:
+            default = None  # a `wait` reason has no deadline, like a reason without an entry
+        rule_timeout = rule.timeout if rule else None
+        if escalation.origin is Origin.TOOL_APPROVAL:
+            seconds = _first(rule_timeout, default.timeout if default else None)
+            if seconds is None:
+                return TimeoutPolicy(None)
+            return TimeoutPolicy(now + seconds, OnTimeout.OPTION, DENY_OPTION, seconds)
+        if default is None:
+            return TimeoutPolicy(None)
+        seconds = _first(escalation.timeout, rule_timeout, default.timeout) or 0.0
+        if escalation.allow_agent_decision:
+            return TimeoutPolicy(now + seconds, OnTimeout.AGENT_DECIDE, None, seconds)
+        return TimeoutPolicy(now + seconds, default.on_timeout, default.option_id, seconds)
+
+    def summary(self) -> str:
+        n_rules = len(self.global_rules) + sum(len(o.rules) for o in self.task_overrides.values())
+        return (
+            f"{len(self.global_rules)} global rules, {len(self.task_overrides)} task overrides "
+            f"({n_rules} rules in all), {len(self.defaults)} reason defaults, "
+            f"{len(self.policy.paths)} agent escalation sources"
+        )
+
+
+def _first(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
