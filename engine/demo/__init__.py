@@ -1,0 +1,25 @@
+"""The demo workspace `escalate` opens: workflows with scripted models, and a rules file.
+
+Each `NAME.sr` has its offline model script `NAME.yaml` beside it; `rules.yaml` adds the demo's
+task override on top of the shipped rules.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+RULES_NAME = "rules.yaml"
+
+
+def demo_dir() -> Path:
+    """The folder holding the demo files (inside the installed package)."""
+    return Path(str(resources.files(__name__)))
+
+
+def demo_workflows() -> list[Path]:
+    return sorted(demo_dir().glob("*.sr"))
+
+
+def demo_rules() -> Path:
+    return demo_dir() / RULES_NAME
