@@ -1,0 +1,299 @@
+"""THE agent call: every `run agent`, `call llm`, `use` child and `escalate_to_agent` target
+goes through `call_agent`. It is the seam where human escalation, policies, schemas and events
+happen, and where runs will later become durable.
+
+One ADK session per call (per attempt). The loop drives the runner until the agent's final
+reply; when the run paused on the ask tool, or the reply carries the escalation JSON, it asks the
+escalation desk and resumes THE SAME session with the decision (a FunctionResponse with the
+paused call's id and name, or a user message), until the agent finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.escalation import protocol
+from engine.escalation.model import Decision, Escalation, Origin
+from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
+from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope, wait_for_human
+from engine.runtime.handlers import GuardrailBlocked, run_handlers
+from engine.runtime.prompt_escalation import escalation_spec, matches
+from engine.runtime.schemas import SchemaMismatch, check, describe, parse_json
+from engine.runtime.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from engine.runtime.run_state import RunState
+
+log = logging.getLogger("escalate.runtime")
+
+MAX_ROUNDS = 100  # escalations/corrections within one call before we call it a loop
+MAX_OUTPUT_RETRIES = 3  # `retry with e if c` in output handlers
+_NOT_RETRIED = (StopTask, AbortFlow, GuardrailBlocked, asyncio.CancelledError)
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    text: str  # the final reply as text
+    value: Any  # the parsed value when the prompt expects a schema, else the text
+    escalated: bool  # a prompt-level `escalate if` matched here or anywhere below
+
+
+class EscalationUnresolved(FlowError):
+    """A paused call we cannot answer (an unknown long-running tool)."""
+
+
+def _user_text(text: str) -> Any:
+    from google.genai import types
+
+    return types.Content(role="user", parts=[types.Part.from_text(text=text)])
+
+
+def _spec_name(run: "RunState", adk_author: str) -> str:
+    factory = run._factory
+    return factory.names.get(adk_author, adk_author) if factory is not None else adk_author
+
+
+def new_escalation_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+async def decide(run: "RunState", escalation: Escalation) -> Decision:
+    """Wait for the desk's decision; a decision that stops the task raises StopTask."""
+    decision = await wait_for_human(run, run.desk.decide(escalation))
+    if decision.stops_task:
+        raise StopTask(f"escalation {escalation.id} ({escalation.reason.value}) stopped the task: {decision.note or decision.resolved_by.value}")
+    return decision
+
+
+async def call_agent(run: "RunState", agent: str, message: str, *, history: Any = None) -> AgentOutcome:
+    """Run one agent on one message, with its retry and timeout policies."""
+    spec = run.agent_spec(agent)
+    if spec is None:
+        raise FlowError(f"no agent named {agent!r}")
+    run.emit("agent_call", agent=spec.name, input=message)
+    retry = run.workflow.RETRIES.get(spec.retry or "")
+    attempts = 1 + (retry.times if retry else 0)
+    seconds = spec.timeout_seconds
+    if seconds is None and spec.timeout:
+        policy = run.workflow.TIMEOUTS.get(spec.timeout)
+        seconds = policy.seconds if policy else None
+    parent = current()
+    for attempt in range(attempts):
+        frame = CallFrame(agent, parent, agent_escalation_depth=parent.agent_escalation_depth if parent else 0)
+        token = CURRENT.set(frame)
+        try:
+            async with timeout_scope(seconds) as scope:
+                frame.timeout = scope if seconds else None
+                outcome = await _call_once(run, agent, spec, message, frame, history)
+            break
+        except _NOT_RETRIED:
+            raise
+        except Exception as exc:
+            if isinstance(exc, TimeoutError):
+                exc = FlowError(f"agent {spec.name!r} timed out after {seconds:g} s")
+            if attempt + 1 >= attempts:
+                if isinstance(exc, FlowError):
+                    raise exc
+                raise
+            delay = _backoff(retry.backoff if retry else None, attempt)
+            run.emit("log", message=f"agent {spec.name!r} failed ({exc}); retry {attempt + 1} of {attempts - 1} in {delay:g} s")
+            await asyncio.sleep(delay)
+        finally:
+            CURRENT.reset(token)
+    run.emit("agent_result", agent=spec.name, result=outcome.value)
+    return outcome
+
+
+def _backoff(kind: str | None, attempt: int) -> float:
+    base = 0.2
+    if kind == "exponential":
+        return min(base * (2**attempt), 10.0)
+    if kind == "linear":
+        return min(base * (attempt + 1), 10.0)
+    return base
+
+
+async def _call_once(
+    run: "RunState", key: str, spec: AgentSpec, message: str, frame: CallFrame, history: Any
+) -> AgentOutcome:
+    gate = await run_handlers(run, spec, "input", {"input": message}, subject=message)
+    if gate.blocked:
+        raise GuardrailBlocked(f"input of agent {spec.name!r} blocked: {gate.blocked}")
+    message = str(gate.subject)
+    runner = run.runner_for(key)
+    session = await run.session_service.create_session(app_name=runner.app_name, user_id=run.run_id)
+    if history:
+        await _prefill(run, session, spec, history)
+    prompt = _expected(run, spec)
+    next_message = _user_text(message)
+    corrected = False
+    output_retries = 0
+    final_text = ""
+    for _round in range(MAX_ROUNDS):
+        frame.retry_with = None
+        paused, final_text = await _drive(run, runner, session.id, next_message, frame)
+        if paused:
+            next_message = await _answer_pauses(run, paused)
+            continue
+        found = protocol.find_escalation(final_text)
+        if found is not None:
+            author = frame.last_author or spec.name
+            escalation = protocol.to_escalation(
+                found, id=new_escalation_id(), task_id=run.task, run_id=run.run_id, agent=author,
+                origin=Origin.AGENT_TEXT, created_at=run.clock.now(),
+            )
+            decision = await decide(run, escalation)
+            next_message = _user_text(protocol.decision_message(escalation, decision))
+            continue
+        if frame.retry_with is not None and output_retries < MAX_OUTPUT_RETRIES:
+            output_retries += 1
+            next_message = _user_text(str(frame.retry_with))
+            continue
+        if prompt is not None:
+            schema, as_list = prompt
+            try:
+                value = parse_json(final_text)
+                check(value, schema, run.workflow.SCHEMAS, as_list)
+            except SchemaMismatch as exc:
+                if corrected:
+                    raise FlowError(f"agent {spec.name!r}: reply does not match {schema}{'[]' if as_list else ''}: {exc}") from None
+                corrected = True
+                next_message = _user_text(
+                    f"Your reply did not match the expected format ({exc}). Reply again with ONLY JSON of this "
+                    f"shape: {describe(schema, run.workflow.SCHEMAS, as_list)}"
+                )
+                continue
+            await _check_prompt_escalations(run, runner, session, frame, spec)
+            return AgentOutcome(final_text, value, frame.escalated)
+        break
+    else:
+        raise FlowError(f"agent {spec.name!r} kept escalating: more than {MAX_ROUNDS} rounds in one call")
+    await _check_prompt_escalations(run, runner, session, frame, spec)
+    return AgentOutcome(final_text, final_text, frame.escalated)
+
+
+def _expected(run: "RunState", spec: AgentSpec) -> tuple[str, bool] | None:
+    for name in (spec.instruction, spec.prompt):
+        prompt = run.workflow.PROMPTS.get(name or "")
+        if prompt is not None and prompt.expecting and prompt.expecting in run.workflow.SCHEMAS:
+            return prompt.expecting, prompt.expecting_list
+    return None
+
+
+async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, frame: CallFrame) -> tuple[list[tuple[str, Any]], str]:
+    """One `run_async` until it ends (final reply or pause): paused calls and the last reply."""
+    paused: list[tuple[str, Any]] = []
+    final_text = ""
+    async for event in runner.run_async(user_id=run.run_id, session_id=session_id, new_message=message):
+        content = event.content
+        if content is None or not content.parts or event.author == "user":
+            continue
+        long_running = event.long_running_tool_ids or set()
+        for part in content.parts:
+            call = part.function_call
+            if call is not None and call.id in long_running:
+                paused.append((_spec_name(run, event.author), call))
+        if event.partial or any(p.function_call or p.function_response for p in content.parts):
+            continue
+        text = "".join(p.text or "" for p in content.parts if not p.thought)
+        if text:
+            author = _spec_name(run, event.author)
+            frame.texts[author] = text
+            frame.last_author = author
+            final_text = text
+    return paused, final_text
+
+
+async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:
+    """Decide every paused call and build the resume message (same ids, same names)."""
+    from google.genai import types
+
+    parts = []
+    for agent, call in paused:
+        args = dict(call.args or {})
+        if call.name == protocol.ASK_TOOL_NAME:
+            escalation = protocol.to_escalation(
+                args, id=new_escalation_id(), task_id=run.task, run_id=run.run_id, agent=agent,
+                origin=Origin.AGENT_TOOL, created_at=run.clock.now(),
+            )
+            decision = await decide(run, escalation)
+            response = {
+                "decision": protocol.decision_message(escalation, decision),
+                **decision.to_event_fields(),
+            }
+        elif call.name == "adk_request_confirmation":
+            original = args.get("originalFunctionCall") or {}
+            from engine.runtime.callbacks import gate_tool
+
+            verdict = await gate_tool(run, agent, str(original.get("name", "tool")), dict(original.get("args") or {}))
+            response = {"confirmed": verdict in ("allowed", "confirmed")}
+        else:
+            raise EscalationUnresolved(f"agent {agent!r} paused on {call.name!r}, which nobody can answer")
+        parts.append(types.Part(function_response=types.FunctionResponse(id=call.id, name=call.name, response=response)))
+    return types.Content(role="user", parts=parts)
+
+
+async def _check_prompt_escalations(
+    run: "RunState", runner: Any, session: Any, frame: CallFrame, called: AgentSpec
+) -> None:
+    """`escalate if` of every agent that replied in this call (the called one and its
+    delegates); `use` children checked themselves in their own call and marked the frame."""
+    for author, text in frame.texts.items():
+        spec = called if author == called.name else run.workflow.AGENTS.get(author)
+        if spec is None:
+            continue
+        condition = escalation_spec(run.workflow, spec)
+        if condition is None or not matches(condition, text, run.context):
+            continue
+        run.emit(
+            "escalation", agent_name=author, result=text, condition_op=condition.op,
+            condition_value=condition.value if condition.op != "expr" else condition.source,
+        )
+        frame.mark_escalated()
+        await _append_escalate_event(run, runner, session, author)
+
+
+async def _append_escalate_event(run: "RunState", runner: Any, session: Any, author: str) -> None:
+    """The ADK side of a prompt-level escalation: an event with `actions.escalate=True`, for
+    ADK parents (LoopAgent, ParallelAgent) that read it."""
+    from google.adk.events import Event, EventActions
+
+    from engine.runtime.agents import adk_name
+
+    fresh = await run.session_service.get_session(app_name=runner.app_name, user_id=run.run_id, session_id=session.id)
+    if fresh is None:
+        return
+    event = Event(
+        author=adk_name(author),
+        invocation_id=fresh.events[-1].invocation_id if fresh.events else "",
+        actions=EventActions(escalate=True, skip_summarization=True),
+    )
+    await run.session_service.append_event(fresh, event)
+
+
+async def _prefill(run: "RunState", session: Any, spec: AgentSpec, history: Any) -> None:
+    """`history $h`: earlier messages (strings, or {role, content} objects) put in the session."""
+    from google.adk.events import Event
+    from google.genai import types
+
+    from engine.runtime.agents import adk_name
+
+    items = history if isinstance(history, list) else [history]
+    for item in items:
+        role, text = "user", item
+        if isinstance(item, dict):
+            role = str(item.get("role", "user"))
+            text = item.get("content", item.get("text", ""))
+        model_side = role in ("assistant", "model", "agent")
+        content = types.Content(
+            role="model" if model_side else "user",
+            parts=[types.Part.from_text(text=text if isinstance(text, str) else json.dumps(text, default=str))],
+        )
+        await run.session_service.append_event(
+            session, Event(author=adk_name(spec.name) if model_side else "user", invocation_id="history", content=content)
+        )

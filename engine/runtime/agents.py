@@ -1,0 +1,146 @@
+"""AgentSpec -> ADK LlmAgent, recursively: `delegate` -> sub_agents, `use` -> agent tools.
+
+Every agent gets: its instruction (prompt body, interpolated at each turn, plus the human
+escalation protocol note), its model (scripted or real), its declared tools, the built-in
+`ask_human` tool, `escalate_to_agent` when the policy names it as a source, and the callbacks
+that gate tools through the rules and run the workflow's handlers.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from engine.escalation.protocol import PROTOCOL_NOTE
+from engine.runtime import callbacks
+from engine.runtime.models import agent_model_name, is_real, model_spec, real_model
+from engine.runtime.scripted_model import scripted_model
+from engine.runtime.spec import AgentSpec
+from engine.runtime.tools.registry import BUILTINS, ToolUnavailable, build_tools
+
+if TYPE_CHECKING:
+    from engine.runtime.run_state import RunState
+
+log = logging.getLogger("escalate.runtime")
+
+
+def adk_name(name: str) -> str:
+    """ADK wants identifiers (and never 'user'); .sr names are kept where they already are."""
+    if name.isidentifier() and name != "user":
+        return name
+    cleaned = re.sub(r"\W", "_", name) or "agent"
+    return cleaned if cleaned.isidentifier() and cleaned != "user" else f"agent_{cleaned}"
+
+
+def agent_prompt_names(spec: AgentSpec) -> list[str]:
+    return [p for p in (spec.instruction, spec.prompt) if p]
+
+
+class AgentFactory:
+    """Builds the agent trees of one run and closes all of them at its end."""
+
+    def __init__(self, run: "RunState") -> None:
+        self.run = run
+        self.created: list[Any] = []  # every LlmAgent and tool made, for close()
+        self.names: dict[str, str] = {}  # ADK name -> .sr name
+
+    def spec(self, key: str) -> AgentSpec:
+        spec = self.run.agent_spec(key)
+        if spec is None:
+            raise ToolUnavailable(f"no agent named {key!r}")
+        return spec
+
+    def model_for(self, key: str, spec: AgentSpec) -> Any:
+        workflow = self.run.workflow
+        prompt_models = [self.run.model_overrides.get(key)]
+        prompt_models += [workflow.PROMPTS[p].model for p in agent_prompt_names(spec) if p in workflow.PROMPTS]
+        chosen = model_spec(workflow, agent_model_name(workflow, prompt_models))
+        if self.run.script_given or not is_real(chosen):
+            return scripted_model(spec.name, self.run.cursor)
+        return real_model(chosen)
+
+    def instruction_for(self, spec: AgentSpec) -> Any:
+        prompt = self.run.workflow.PROMPTS.get(spec.instruction or "")
+        run = self.run
+
+        # A provider (not a string): ADK would otherwise treat `{...}` in prompts as state keys.
+        def provide(_readonly_context: Any) -> str:
+            body = ""
+            if prompt is not None and prompt.body is not None and run.context is not None:
+                body = str(prompt.body(run.context))
+            return f"{body}\n\n{PROTOCOL_NOTE}" if body else PROTOCOL_NOTE
+
+        return provide
+
+    def tools_for(self, spec: AgentSpec) -> list[Any]:
+        from google.adk.tools import LongRunningFunctionTool
+
+        tools: list[Any] = []
+        for tool_name in spec.tools:
+            tool_spec = self.run.workflow.TOOLS.get(tool_name)
+            if tool_spec is not None and tool_spec.kind == "ref":
+                tool_spec = self.run.workflow.TOOLS.get(tool_spec.target, tool_spec)
+            if tool_spec is None:
+                if tool_name not in BUILTINS:
+                    raise ToolUnavailable(f"agent {spec.name!r}: no tool named {tool_name!r}")
+                from engine.runtime.spec import ToolSpec
+
+                tool_spec = ToolSpec(name=tool_name, kind="builtin", target=tool_name)
+            tools.extend(build_tools(tool_spec, self.run.workspace))
+        tools.append(LongRunningFunctionTool(callbacks.ask_human))
+        if spec.name in self.run.policy_paths:
+            from google.adk.tools import FunctionTool
+
+            tools.append(FunctionTool(callbacks.escalate_to_agent_tool(self.run, spec.name)))
+        for child in spec.use:
+            tools.append(callbacks.agent_tool(self.run, child, self._declaration_agent(child)))
+        return tools
+
+    def _declaration_agent(self, name: str) -> Any:
+        """A bare agent that only gives a `use` tool its name and description; the child's
+        real tree is built (and run) by the agent-call function in its own session."""
+        from google.adk.agents import LlmAgent
+
+        spec = self.spec(name)
+        agent = LlmAgent(
+            name=adk_name(name),
+            description=spec.description or f"Agent: {name}",
+            model=scripted_model(name, self.run.cursor),
+        )
+        self.created.append(agent)
+        return agent
+
+    def build(self, key: str) -> Any:
+        from google.adk.agents import LlmAgent
+
+        spec = self.spec(key)
+        name = spec.name
+        sub_agents = [self.build(child) for child in spec.delegate]
+        agent = LlmAgent(
+            name=adk_name(name),
+            description=spec.description or f"Agent: {name}",
+            model=self.model_for(key, spec),
+            instruction=self.instruction_for(spec),
+            tools=self.tools_for(spec),
+            sub_agents=sub_agents,
+            **callbacks.agent_callbacks(self.run, spec),
+        )
+        self.names[agent.name] = name
+        self.created.append(agent)
+        return agent
+
+    async def close(self) -> None:
+        """Close what was created, tools before the agents holding them."""
+        for agent in reversed(self.created):
+            for tool in getattr(agent, "tools", None) or []:
+                close = getattr(tool, "close", None)
+                if callable(close):
+                    try:
+                        result = close()
+                        if inspect.isawaitable(result):
+                            await result
+                    except Exception:
+                        log.debug("tool close failed", exc_info=True)
+        self.created.clear()

@@ -1,0 +1,156 @@
+"""The ADK-side hooks of a run: the ask tool, agent tools for `use`, `escalate_to_agent`, and
+the agent callbacks (tool gating through the rules; input/output/tool handlers).
+
+Tool gating is enforced here, in code: a denied tool never runs, whatever the model does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable
+
+from google.adk.tools.agent_tool import AgentTool
+
+from engine.runtime.flow_api import StopTask
+from engine.runtime.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from engine.runtime.run_state import RunState
+
+log = logging.getLogger("escalate.runtime")
+
+# Tools that are escalation mechanisms themselves, not actions: never gated by the rules.
+UNGATED = {"ask_human", "escalate_to_agent", "transfer_to_agent", "adk_request_confirmation"}
+
+
+def ask_human(
+    question: str,
+    reason: str = "other",
+    context: str = "",
+    options: list[dict[str, Any]] | None = None,
+    allow_agent_decision: bool = False,
+    timeout: float | None = None,
+) -> None:
+    """Ask a human to decide. The run pauses until the decision arrives as this tool's result.
+
+    reason: one of architecture_decision, breaking_change, unclear_requirement, test_failure,
+    security_concern, cost_warning, file_conflict, dependency_issue, other.
+    options: choices as objects with id, label, description and recommended.
+    """
+    # Returning None is what makes ADK pause on this long-running call (field notes).
+    return None
+
+
+class RuntimeAgentTool(AgentTool):
+    """`use CHILD`: runs the child through the one agent-call function in its own session, so
+    the child can pause for a human and resume (ADK's AgentTool cannot resume a paused child),
+    and a prompt-level escalation inside the child propagates to the caller."""
+
+    def __init__(self, run: "RunState", child: str, declaration_agent: Any) -> None:
+        super().__init__(declaration_agent, skip_summarization=False, include_plugins=False)
+        self._run = run
+        self._child = child
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+        from engine.runtime.agent_call import call_agent
+
+        request = args.get("request", "") if isinstance(args, dict) else args
+        outcome = await call_agent(self._run, self._child, str(request))
+        return outcome.value if isinstance(outcome.value, (dict, list)) else outcome.text
+
+
+def agent_tool(run: "RunState", child: str, declaration_agent: Any) -> RuntimeAgentTool:
+    return RuntimeAgentTool(run, child, declaration_agent)
+
+
+def escalate_to_agent_tool(run: "RunState", source: str) -> Callable[..., Any]:
+    """`escalate_to_agent` for one source agent (seed 002): the policy decides; approved, the
+    target agent runs the task and its answer is the result; denied, the reason and fallbacks."""
+
+    async def escalate_to_agent(reason: str, task: str, suggested_target: str = "") -> dict[str, Any]:
+        """Hand a task you cannot do well to a more specialised agent.
+
+        reason: why you escalate. task: what the other agent should do.
+        suggested_target: the agent you think fits (optional).
+        """
+        from engine.runtime.agent_escalation import escalate_to_agent as run_escalation
+
+        return await run_escalation(run, source, reason, task, suggested_target)
+
+    return escalate_to_agent
+
+
+def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
+    """The LlmAgent callbacks for one agent of the run."""
+    from engine.runtime.handlers import run_handlers
+
+    name = spec.name
+
+    async def before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
+        if tool.name in UNGATED:
+            return None
+        verdict = await gate_tool(run, name, tool.name, args)
+        if verdict == "denied":
+            return {"error": f"refused: the call to {tool.name} was denied by the escalation rules; do not retry it"}
+        outcome = await run_handlers(run, spec, "tool-call", {"tool": tool.name, "args": dict(args)}, subject=args)
+        if outcome.blocked:
+            return {"error": f"refused: {outcome.blocked}"}
+        if isinstance(outcome.subject, dict) and outcome.subject is not args:
+            args.clear()
+            args.update(outcome.subject)
+        return None
+
+    async def after_tool(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> Any:
+        if tool.name in UNGATED:
+            return None
+        outcome = await run_handlers(
+            run, spec, "tool-result", {"tool": tool.name, "args": dict(args), "result": tool_response}, subject=tool_response
+        )
+        if outcome.blocked:
+            return {"error": f"blocked: {outcome.blocked}"}
+        if outcome.subject is not tool_response:
+            return outcome.subject if isinstance(outcome.subject, dict) else {"result": outcome.subject}
+        return None
+
+    async def after_model(callback_context: Any, llm_response: Any) -> Any:
+        content = llm_response.content
+        if content is None or not content.parts or llm_response.partial:
+            return None
+        if any(p.function_call is not None for p in content.parts):
+            return None
+        text = "".join(p.text or "" for p in content.parts if not p.thought)
+        outcome = await run_handlers(run, spec, "output", {"output": text}, subject=text)
+        if outcome.blocked:
+            from engine.runtime.handlers import GuardrailBlocked
+
+            raise GuardrailBlocked(f"output of agent {name!r} blocked: {outcome.blocked}")
+        if outcome.subject != text:
+            from google.genai import types
+
+            llm_response.content = types.Content(role="model", parts=[types.Part.from_text(text=str(outcome.subject))])
+            return llm_response
+        return None
+
+    return {"before_tool_callback": before_tool, "after_tool_callback": after_tool, "after_model_callback": after_model}
+
+
+async def gate_tool(run: "RunState", agent: str, tool: str, args: dict[str, Any]) -> str:
+    """The rules' verdict on one tool call, after a human where they say so; emits `tool_call`.
+
+    Returns "allowed", "confirmed" or "denied"; raises StopTask when a rule says stop.
+    """
+    rule = run.desk.tool_verdict(run.task, tool, dict(args))
+    if rule == "allow":
+        verdict = "allowed"
+    elif rule == "deny":
+        verdict = "denied"
+    elif rule == "stop":
+        verdict = "stop"
+    else:
+        from engine.runtime.frames import wait_for_human
+
+        verdict = await wait_for_human(run, run.desk.approve_tool(run.run_id, run.task, agent, tool, dict(args)))
+    run.emit("tool_call", agent=agent, tool=tool, args=dict(args), verdict="denied" if verdict == "stop" else verdict)
+    if verdict == "stop":
+        raise StopTask(f"a rule stopped the task at the call to {tool}")
+    return verdict

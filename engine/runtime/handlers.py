@@ -1,0 +1,62 @@
+"""Workflow handlers (`on|after start|input|output|tool-call|tool-result do ... end`).
+
+A handler runs with the message in flight as `$input`, `$output`, `$tool`/`$args` or `$result`
+(and `$message` for any of them); in it `mask NAME` rewrites that message, `block if c` refuses
+it, `warn` logs, and `retry with e if c` (output) asks the agent again with `e`. Top-level
+handlers apply to every agent, an agent's own handlers to it; `on` handlers run before `after`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.runtime.flow_api import FlowError
+from engine.runtime.spec import AgentSpec, HandlerSpec
+
+if TYPE_CHECKING:
+    from engine.runtime.run_state import RunState
+
+
+class GuardrailBlocked(FlowError):
+    """A `block if` handler refused the message (the agent call fails)."""
+
+
+@dataclass
+class HandlerScope:
+    """What the handlers of one message can see and change."""
+
+    event: str
+    agent: str | None
+    subject: Any  # the message in flight, rewritten by `mask`
+    blocked: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    retry_with: Any = None
+
+
+def handlers_for(run: "RunState", spec: AgentSpec | None, event: str) -> list[HandlerSpec]:
+    found = [h for h in run.workflow.HANDLERS if h.event == event]
+    if spec is not None:
+        found += [h for h in spec.handlers if h.event == event]
+    return sorted(found, key=lambda h: 0 if h.timing == "on" else 1)
+
+
+async def run_handlers(
+    run: "RunState", spec: AgentSpec | None, event: str, values: dict[str, Any], *, subject: Any
+) -> HandlerScope:
+    """Run the matching handlers over one message; returns the (maybe rewritten) outcome."""
+    scope = HandlerScope(event, spec.name if spec else None, subject)
+    selected = handlers_for(run, spec, event)
+    if not selected or run.context is None:
+        return scope
+    for handler in selected:
+        await run.context.run_handler(handler, scope, values)
+        if scope.blocked:
+            break
+    if scope.retry_with is not None:
+        from engine.runtime.frames import current
+
+        frame = current()
+        if frame is not None:
+            frame.retry_with = scope.retry_with
+    return scope

@@ -1,0 +1,104 @@
+"""Everything one run owns: ids, the script cursor, the workspace, the event sink, the ADK
+session service and the runners it built. Runs never share any of it (the engine shares only
+the escalation desk, the broker and the agent policy, which are keyed by run)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from engine.runtime.events import EventSink
+from engine.runtime.script import Script
+from engine.runtime.spec import AgentSpec, WorkflowBase
+from engine.runtime.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from engine.runtime.context import RunContext
+    from engine.runtime.scripted_model import ScriptCursor
+
+log = logging.getLogger("escalate.runtime")
+
+
+@dataclass
+class RunState:
+    run_id: str
+    task: str
+    workflow: WorkflowBase
+    script: Script
+    script_given: bool  # a --script makes every agent scripted, real models or not
+    workspace: Workspace
+    sink: EventSink
+    desk: Any  # engine.escalation.desk.EscalationDesk
+    agent_policy: Any  # engine.escalation.agent_policy handler, or None
+    clock: Any
+    policy_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    on_waiting: Callable[[bool], None] = lambda waiting: None  # run status: waiting on a human
+    abort: asyncio.Event = field(default_factory=asyncio.Event)
+    context: "RunContext | None" = None
+    _cursor: "ScriptCursor | None" = None
+    _session_service: Any = None
+    _runners: dict[str, Any] = field(default_factory=dict)
+    _factory: Any = None
+    _llm_agents: dict[str, AgentSpec] = field(default_factory=dict)  # `call llm` one-off agents
+    model_overrides: dict[str, str] = field(default_factory=dict)  # agent key -> model name
+
+    def agent_spec(self, key: str) -> AgentSpec | None:
+        spec = self.workflow.AGENTS.get(key)
+        return spec if spec is not None else self._llm_agents.get(key)
+
+    def register_llm_agent(self, prompt: str, model: str | None) -> str:
+        """The one-off agent for `call llm PROMPT`; named after the prompt (its script key)."""
+        key = f"llm:{prompt}"
+        if key not in self._llm_agents:
+            self._llm_agents[key] = AgentSpec(name=prompt, prompt=prompt)
+        if model:
+            self.model_overrides[key] = model
+        return key
+
+    @property
+    def cursor(self) -> "ScriptCursor":
+        if self._cursor is None:
+            from engine.runtime.scripted_model import ScriptCursor
+
+            self._cursor = ScriptCursor(self.script)
+        return self._cursor
+
+    @property
+    def session_service(self) -> Any:
+        if self._session_service is None:
+            from google.adk.sessions import InMemorySessionService
+
+            self._session_service = InMemorySessionService()
+        return self._session_service
+
+    def emit(self, type_: str, **fields: Any) -> None:
+        self.sink.emit(type_, **fields)
+
+    def runner_for(self, agent: str) -> Any:
+        """The ADK runner whose root is `agent` (built once per run, reused by every call)."""
+        runner = self._runners.get(agent)
+        if runner is None:
+            from google.adk.runners import Runner
+
+            from engine.runtime.agents import AgentFactory
+
+            if self._factory is None:
+                self._factory = AgentFactory(self)
+            root = self._factory.build(agent)
+            runner = Runner(app_name=f"escalate-{self.run_id}", agent=root, session_service=self.session_service)
+            self._runners[agent] = runner
+        return runner
+
+    async def close(self) -> None:
+        """Close every runner, agent and tool the run created (depth-first)."""
+        for runner in self._runners.values():
+            try:
+                await runner.close()
+            except Exception:  # closing must not hide the run's own outcome
+                log.debug("runner close failed", exc_info=True)
+        if self._factory is not None:
+            await self._factory.close()
+        self._runners.clear()
+        self.sink.close()

@@ -1,0 +1,96 @@
+"""One run from start to end: entry point, `on start` handlers, the flow, the final status."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from engine.runtime.context import RunContext
+from engine.runtime.events import EventSink
+from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
+from engine.runtime.handlers import run_handlers
+from engine.runtime.run_state import RunState
+from engine.runtime.script import Script
+from engine.runtime.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from engine.runtime.engine import CompiledWorkflow, Engine, RunHandle
+
+log = logging.getLogger("escalate.runtime")
+
+
+def waiting_error() -> tuple[type[BaseException], ...]:
+    """The desk's "nobody can answer" error (headless, answers used up, no default): exit 4."""
+    try:
+        from engine.escalation.headless import NoAnswer
+    except ImportError:
+        return ()
+    return (NoAnswer,)
+
+
+async def execute_run(
+    engine: "Engine", handle: "RunHandle", workflow: "CompiledWorkflow", sink: EventSink, script: Script | None
+) -> None:
+    from engine.runtime.engine import RunStatus
+
+    instance = workflow.cls()
+    run = RunState(
+        run_id=handle.id,
+        task=handle.task,
+        workflow=instance,
+        script=script if script is not None else Script.empty(),
+        script_given=script is not None,
+        workspace=Workspace(engine.workspace),
+        sink=sink,
+        desk=engine.desk,
+        agent_policy=engine.agent_policy,
+        clock=engine.clock,
+        policy_paths=dict(engine.rules.policy.paths),
+        on_waiting=handle._set_waiting,
+    )
+    context = RunContext(run, handle.input)
+    run.context = context
+    status, error, result = RunStatus.FAILED, None, None
+    try:
+        result = await _run_entry(run, context, handle)
+        status = RunStatus.DONE
+    except StopTask as exc:
+        status, error = RunStatus.STOPPED, str(exc) or "stopped by a rule"
+    except AbortFlow as exc:
+        status, error = RunStatus.ABORTED, _located(exc, str(exc) or "aborted")
+    except asyncio.CancelledError:
+        status, error = RunStatus.CANCELLED, "cancelled"
+    except waiting_error() as exc:
+        status, error = RunStatus.WAITING, str(exc)
+    except FlowError as exc:
+        status, error = RunStatus.FAILED, _located(exc, str(exc))
+    except LookupError as exc:
+        status, error = RunStatus.FAILED, str(exc.args[0]) if exc.args else str(exc)
+    except Exception as exc:  # an unexpected failure still ends the run cleanly, with its reason
+        log.debug("run %s failed", handle.id, exc_info=True)
+        status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
+    finally:
+        handle.result = result
+        handle.error = error
+        handle.finished_at = time.time()
+        if status is RunStatus.DONE:
+            sink.emit("flow_result", result=result)
+        elif error:
+            sink.emit("log", message=f"run {status.value}: {error}", level="error")
+        handle.status = status
+        await asyncio.shield(run.close())
+
+
+async def _run_entry(run: RunState, context: RunContext, handle: "RunHandle") -> Any:
+    kind, name = run.workflow.entry(handle.flow)
+    await run_handlers(run, None, "start", {"input": handle.input}, subject=handle.input)
+    if kind == "flow":
+        return (await context.run_flow(name, [handle.input], line=0)).value
+    return (await context.run_agent(name, [handle.input], line=0)).value
+
+
+def _located(exc: Exception, message: str) -> str:
+    line = getattr(exc, "line", 0)
+    return f"line {line}: {message}" if line else message
