@@ -68,7 +68,8 @@ def timeout_decision(pending: PendingEscalation, now: float) -> Decision:
     """The Decision a passed deadline produces (resolvedBy timeout_default).
 
     Tool approvals fail closed (deny). Otherwise `allowAgentDecision` wins, then the reason's
-    onTimeout. Raises NoTimeoutDefault for a `wait` default (nothing may be assumed).
+    onTimeout. Raises NoTimeoutDefault when there is no deadline or the default is `wait`:
+    nothing may be assumed, a human must answer.
     """
     esc = pending.escalation
     policy = pending.policy
@@ -80,6 +81,8 @@ def timeout_decision(pending: PendingEscalation, now: float) -> Decision:
 
     if esc.origin is Origin.TOOL_APPROVAL:
         return make(Response(ResponseType.OPTION, selected_option=DENY), "denied (fail closed)")
+    if policy.deadline is None:
+        raise NoTimeoutDefault(f"escalation {esc.id} has no deadline: it waits for a human")
     if esc.allow_agent_decision:
         return make(Response(ResponseType.AGENT_DECIDE), "the agent decides")
     kind = policy.on_timeout
