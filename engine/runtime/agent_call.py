@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.escalation import protocol
+from engine.escalation.broker import EscalationError
+from engine.escalation.desk import new_escalation_id
 from engine.escalation.model import Decision, Escalation, Origin
 from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope, wait_for_human
@@ -33,7 +34,8 @@ log = logging.getLogger("escalate.runtime")
 
 MAX_ROUNDS = 100  # escalations/corrections within one call before we call it a loop
 MAX_OUTPUT_RETRIES = 3  # `retry with e if c` in output handlers
-_NOT_RETRIED = (StopTask, AbortFlow, GuardrailBlocked, asyncio.CancelledError)
+# Control flow and escalation failures are not an agent's transient error: never retried.
+_NOT_RETRIED = (StopTask, AbortFlow, GuardrailBlocked, EscalationError, asyncio.CancelledError)
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,6 @@ def _user_text(text: str) -> Any:
 def _spec_name(run: "RunState", adk_author: str) -> str:
     factory = run._factory
     return factory.names.get(adk_author, adk_author) if factory is not None else adk_author
-
-
-def new_escalation_id() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 async def decide(run: "RunState", escalation: Escalation) -> Decision:

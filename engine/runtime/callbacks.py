@@ -91,7 +91,7 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
             return None
         verdict = await gate_tool(run, name, tool.name, args)
         if verdict == "denied":
-            return {"error": f"refused: the call to {tool.name} was denied by the escalation rules; do not retry it"}
+            return {"error": getattr(verdict, "message", "") or f"the call to {tool.name} was refused by the rules"}
         outcome = await run_handlers(run, spec, "tool-call", {"tool": tool.name, "args": dict(args)}, subject=args)
         if outcome.blocked:
             return {"error": f"refused: {outcome.blocked}"}
@@ -134,23 +134,17 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
     return {"before_tool_callback": before_tool, "after_tool_callback": after_tool, "after_model_callback": after_model}
 
 
-async def gate_tool(run: "RunState", agent: str, tool: str, args: dict[str, Any]) -> str:
-    """The rules' verdict on one tool call, after a human where they say so; emits `tool_call`.
+async def gate_tool(run: "RunState", agent: str, tool: str, args: dict[str, Any]) -> Any:
+    """The rules' verdict on one tool call, after a human where they say so (the desk emits
+    `tool_call`). Returns the desk's verdict (`allowed`, `confirmed`, `denied`, with the text the
+    agent is told); raises StopTask when a rule says stop."""
+    from engine.runtime.frames import wait_for_human
 
-    Returns "allowed", "confirmed" or "denied"; raises StopTask when a rule says stop.
-    """
-    rule = run.desk.tool_verdict(run.task, tool, dict(args))
-    if rule == "allow":
-        verdict = "allowed"
-    elif rule == "deny":
-        verdict = "denied"
-    elif rule == "stop":
-        verdict = "stop"
+    approval = run.desk.approve_tool(run.run_id, run.task, agent, tool, dict(args))
+    if run.desk.tool_verdict(run.task, tool, dict(args)) == "ask":
+        verdict = await wait_for_human(run, approval)
     else:
-        from engine.runtime.frames import wait_for_human
-
-        verdict = await wait_for_human(run, run.desk.approve_tool(run.run_id, run.task, agent, tool, dict(args)))
-    run.emit("tool_call", agent=agent, tool=tool, args=dict(args), verdict="denied" if verdict == "stop" else verdict)
+        verdict = await approval
     if verdict == "stop":
-        raise StopTask(f"a rule stopped the task at the call to {tool}")
+        raise StopTask(getattr(verdict, "message", "") or f"a rule stopped the task at the call to {tool}")
     return verdict

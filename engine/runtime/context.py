@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from engine.escalation import protocol
+from engine.escalation.broker import EscalationError
 from engine.escalation.model import Escalation, Origin, Reason
 from engine.runtime.flow_api import AbortFlow, CallResult, FlowError, RetryStep, StopTask
 from engine.runtime.frames import CURRENT, CallFrame, current
@@ -27,7 +28,7 @@ log = logging.getLogger("escalate.runtime")
 
 _FRAME: ContextVar[dict[str, Any] | None] = ContextVar("escalate_flow_frame", default=None)
 _SCOPE: ContextVar["HandlerScope | None"] = ContextVar("escalate_handler_scope", default=None)
-_CONTROL = (StopTask, AbortFlow, asyncio.CancelledError)
+_CONTROL = (StopTask, AbortFlow, EscalationError, asyncio.CancelledError)
 
 
 def as_text(value: Any) -> str:
@@ -128,7 +129,8 @@ class RunContext:
         return CallResult(outcome.value, outcome.escalated)
 
     async def escalate_to_human(self, message: Any, *, line: int) -> str:
-        from engine.runtime.agent_call import decide, new_escalation_id
+        from engine.escalation.desk import new_escalation_id
+        from engine.runtime.agent_call import decide
 
         escalation = Escalation(
             id=new_escalation_id(), task_id=self.run.task, run_id=self.run.run_id, agent="flow",

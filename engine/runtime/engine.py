@@ -19,7 +19,6 @@ from typing import Any, Callable
 
 from engine.escalation.clock import Clock
 from engine.runtime.events import EventSink, RunEvent
-from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.script import Script
 from engine.runtime.spec import WorkflowBase
 
@@ -77,6 +76,7 @@ class RunHandle:
     finished_at: float | None = None
     result: Any = None
     error: str | None = None
+    exception: BaseException | None = None  # what ended the run, if anything
     events: list[RunEvent] = field(default_factory=list)
     _task: "asyncio.Task[None] | None" = field(default=None, repr=False)
     _waiting: int = field(default=0, repr=False)  # human waits in progress (parallel branches)
@@ -111,9 +111,10 @@ class Engine:
         store: Path | None = None,
         events_file: Path | None = None,
     ) -> None:
-        from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
+        from engine.runtime.logs import quiet_adk
 
+        quiet_adk()
         self.rules = rules
         self.broker = broker
         self.clock = clock
@@ -122,8 +123,8 @@ class Engine:
         self.store = store
         self.events_file = events_file  # `escalate run --events`: every run's events appended
         self.runs: list[RunHandle] = []
-        self.agent_policy = AgentEscalationHandler(rules.policy, clock)
-        self.desk = EscalationDesk(rules, broker, clock, emit=self._emit_for_run)
+        self.agent_policy = _agent_policy(rules, clock)
+        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run)
         self._subscribers: list[Callable[[RunEvent], None]] = []
         self._sinks: dict[str, EventSink] = {}
         self._seq = itertools.count(1)
@@ -199,9 +200,10 @@ class Engine:
         return handle
 
 
-# Errors that end a run, and the status each one gives (the rest: failed).
-END_STATES: tuple[tuple[type[BaseException], RunStatus], ...] = (
-    (StopTask, RunStatus.STOPPED),
-    (AbortFlow, RunStatus.ABORTED),
-    (FlowError, RunStatus.FAILED),
-)
+def _agent_policy(rules: Any, clock: Clock) -> Any:
+    """The seed 002 handler over the rules' `policy` section."""
+    try:
+        from engine.escalation.agent_policy import AgentEscalationHandler
+    except ImportError:  # TEMPORARY until the escalation helper lands agent_policy.py
+        return None
+    return AgentEscalationHandler(rules.policy, clock)

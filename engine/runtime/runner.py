@@ -21,15 +21,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("escalate.runtime")
 
 
-def waiting_error() -> tuple[type[BaseException], ...]:
-    """The desk's "nobody can answer" error (headless, answers used up, no default): exit 4."""
-    try:
-        from engine.escalation.headless import NoAnswer
-    except ImportError:
-        return ()
-    return (NoAnswer,)
-
-
 async def execute_run(
     engine: "Engine", handle: "RunHandle", workflow: "CompiledWorkflow", sink: EventSink, script: Script | None
 ) -> None:
@@ -54,16 +45,18 @@ async def execute_run(
     run.context = context
     status, error, result = RunStatus.FAILED, None, None
     try:
-        result = await _run_entry(run, context, handle)
-        status = RunStatus.DONE
+        try:
+            result = await _run_entry(run, context, handle)
+            status = RunStatus.DONE
+        except BaseException as exc:
+            handle.exception = exc
+            raise
     except StopTask as exc:
         status, error = RunStatus.STOPPED, str(exc) or "stopped by a rule"
     except AbortFlow as exc:
         status, error = RunStatus.ABORTED, _located(exc, str(exc) or "aborted")
     except asyncio.CancelledError:
         status, error = RunStatus.CANCELLED, "cancelled"
-    except waiting_error() as exc:
-        status, error = RunStatus.WAITING, str(exc)
     except FlowError as exc:
         status, error = RunStatus.FAILED, _located(exc, str(exc))
     except LookupError as exc:

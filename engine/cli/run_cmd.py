@@ -1,0 +1,118 @@
+"""`escalate run FILE.sr`: one workflow, headless.
+
+stdout gets only the flow's final result (a string as it is, anything else as JSON); logs and
+errors go to stderr. Exit codes (contract): 0 done, 1 runtime error, 2 compile error or usage
+(bad --script/--answers/--rules, missing file), 3 aborted or stopped, 4 waiting on a human
+with no answer to give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STOPPED, EXIT_WAITING = 0, 1, 2, 3, 4
+
+
+class UsageError(Exception):
+    """A bad input file or option: one line, exit 2."""
+
+
+def main(args: argparse.Namespace) -> int:
+    from engine.runtime.logs import quiet_adk
+
+    quiet_adk()
+    try:
+        inputs = _load_inputs(args)
+    except UsageError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    return asyncio.run(_run(args, **inputs))
+
+
+def _err(message: str) -> None:
+    sys.stderr.write(message.rstrip("\n") + "\n")
+
+
+def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """Every input file validated before anything runs (nothing half-applies)."""
+    from engine.escalation.answers import AnswersError, load_answers
+    from engine.runtime.script import ScriptError, load_script
+    from rules.loader import RulesError, load_rules
+
+    source = Path(args.file)
+    if not source.is_file():
+        raise UsageError(f"{args.file}:1:1: cannot read workflow file: no such file")
+    try:
+        rules = load_rules(args.rules) if args.rules else load_rules()
+        script = load_script(args.script) if args.script else None
+        answers = load_answers(args.answers) if args.answers else []
+    except (RulesError, ScriptError, AnswersError) as exc:
+        raise UsageError(str(exc)) from None
+    workspace = Path(args.workspace) if args.workspace else Path.cwd()
+    if not workspace.is_dir():
+        raise UsageError(f"--workspace {args.workspace}: not a directory")
+    events = Path(args.events) if args.events else None
+    if events is not None:
+        try:
+            events.write_text("", encoding="utf-8")  # this run's events only
+        except OSError as exc:
+            raise UsageError(f"--events {args.events}: cannot write: {exc.strerror or exc}") from None
+    return {"source": source, "rules": rules, "script": script, "answers": answers, "workspace": workspace, "events": events}
+
+
+async def _run(
+    args: argparse.Namespace, *, source: Path, rules: Any, script: Any, answers: list[Any], workspace: Path, events: Path | None
+) -> int:
+    from engine.escalation.broker import EscalationBroker
+    from engine.escalation.clock import RealClock
+    from engine.escalation.headless import HeadlessResponder, waiting_message
+    from engine.runtime.engine import CompileFailed, Engine, RunStatus
+
+    clock = RealClock()
+    broker = EscalationBroker(clock)
+    engine = Engine(rules=rules, broker=broker, clock=clock, script=script, workspace=workspace, events_file=events)
+    try:
+        workflow = engine.load(source)
+    except CompileFailed as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    stuck: list[str] = []
+    handle: Any = None
+
+    def on_waiting(pending: Any) -> None:
+        # Headless and nobody can answer: the run would wait forever, so it ends here (exit 4).
+        stuck.append(waiting_message(pending))
+        if handle is not None:
+            handle.cancel()
+
+    responder = HeadlessResponder(broker, answers, on_waiting=on_waiting)
+    try:
+        handle = engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or source.stem)
+        status = await handle.wait()
+    finally:
+        responder.close()
+    if stuck:
+        _err(f"{source}: {stuck[0]}")
+        return EXIT_WAITING
+    if status is RunStatus.DONE:
+        sys.stdout.write(_result_text(handle.result) + "\n")
+        return EXIT_OK
+    _err(f"{source}: {status.value}: {handle.error}")
+    if status in (RunStatus.STOPPED, RunStatus.ABORTED):
+        return EXIT_STOPPED
+    from engine.escalation.headless import AnswerMismatch
+
+    if isinstance(handle.exception, AnswerMismatch) or isinstance(getattr(handle.exception, "__cause__", None), AnswerMismatch):
+        return EXIT_USAGE
+    return EXIT_ERROR
+
+
+def _result_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)
