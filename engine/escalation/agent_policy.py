@@ -1,0 +1,321 @@
+"""Agent-to-agent escalation (seed 002): policy, handler and an indexed, thread-safe history.
+
+An agent that cannot do a task well hands it to a more specialised one through
+`escalate_to_agent`. The handler checks the allowed paths, chooses the target (the suggestion,
+else the policy's keyword hints, else the first allowed), refuses chains deeper than maxDepth
+and loops (A->B->A, A->B->C->A) within the loop window, and records every decision.
+
+No query scans the whole history: loops look at the last approval time of each edge, recent
+escalations and success rates bisect per-agent timestamp arrays.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Iterable
+
+from engine.escalation.clock import Clock, RealClock
+from rules.model import PolicyConfig
+
+
+class Denial(str, Enum):
+    INVALID = "invalid"
+    NOT_ALLOWED = "not_allowed"
+    NO_TARGET = "no_target"
+    LOOP = "loop"
+    DEPTH = "depth"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEscalationRequest:
+    source_agent: str
+    reason: str
+    task: str
+    suggested_target: str = ""
+    # The agents whose escalations led to `source_agent` in this request chain, oldest first
+    # (empty for an agent that was not itself reached by escalation).
+    chain: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEscalationResponse:
+    approved: bool
+    target_agent: str
+    task: str
+    reason: str  # why approved or denied, for the agent and the event
+    fallbacks: tuple[str, ...] = ()
+    denial: Denial | None = None
+
+    def to_event_fields(self, source: str) -> dict[str, Any]:
+        """The contract's `agent_escalation` event fields."""
+        return {
+            "source": source,
+            "target": self.target_agent,
+            "approved": self.approved,
+            "reason": self.reason,
+            "fallbacks": list(self.fallbacks),
+        }
+
+
+def _key(name: str) -> str:
+    """Agent names compare with case, `_` and `-` ignored (seed 002 spells them with `-`)."""
+    return re.sub(r"[\s_\-]+", "_", name.strip().lower())
+
+
+class AgentPolicy:
+    """Who may escalate to whom, fallbacks, depth limit, loop window and target hints."""
+
+    def __init__(
+        self,
+        paths: dict[str, Iterable[str]] | None = None,
+        fallbacks: dict[str, Iterable[str]] | None = None,
+        max_depth: int = 3,
+        loop_window: float = 300.0,
+        target_hints: dict[str, str] | None = None,
+    ) -> None:
+        self._paths: dict[str, tuple[str, ...]] = {}
+        self._fallbacks: dict[str, tuple[str, ...]] = {}
+        self._names: dict[str, str] = {}  # key -> name as configured
+        for source, targets in (paths or {}).items():
+            self.add_path(source, targets)
+        for agent, alternatives in (fallbacks or {}).items():
+            self.add_fallback(agent, alternatives)
+        self.max_depth = max_depth
+        self.loop_window = loop_window
+        self.target_hints = dict(target_hints or {})
+
+    @classmethod
+    def from_config(cls, config: PolicyConfig) -> "AgentPolicy":
+        return cls(config.paths, config.fallbacks, config.max_depth, config.loop_window, config.target_hints)
+
+    def add_path(self, source: str, targets: Iterable[str]) -> None:
+        self._paths[_key(source)] = tuple(self._remember(t) for t in targets)
+        self._remember(source)
+
+    def add_fallback(self, agent: str, fallbacks: Iterable[str]) -> None:
+        self._fallbacks[_key(agent)] = tuple(self._remember(f) for f in fallbacks)
+
+    def set_max_depth(self, depth: int) -> None:
+        if depth < 1:
+            raise ValueError("maxDepth must be at least 1")
+        self.max_depth = depth
+
+    def is_source(self, agent: str) -> bool:
+        return bool(self._paths.get(_key(agent)))
+
+    def allowed_targets(self, source: str) -> tuple[str, ...]:
+        return self._paths.get(_key(source), ())
+
+    def allow_escalation(self, source: str, target: str) -> bool:
+        wanted = _key(target)
+        return any(_key(t) == wanted for t in self.allowed_targets(source))
+
+    def get_fallbacks(self, agent: str) -> tuple[str, ...]:
+        return self._fallbacks.get(_key(agent), ())
+
+    def determine_target(self, source: str, text: str) -> str | None:
+        """The first hint keyword found in `text` whose agent the source may reach, else the
+        first allowed target, else None."""
+        allowed = self.allowed_targets(source)
+        lowered = text.lower()
+        for keyword, target in self.target_hints.items():
+            if keyword.lower() in lowered and self.allow_escalation(source, target):
+                return self.canonical(target)
+        return allowed[0] if allowed else None
+
+    def canonical(self, name: str) -> str:
+        """The name as the policy spells it (so `codebase-analyzer` finds `codebase_analyzer`)."""
+        return self._names.get(_key(name), name)
+
+    def _remember(self, name: str) -> str:
+        self._names.setdefault(_key(name), name)
+        return name
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    timestamp: float
+    source: str
+    target: str
+    approved: bool
+    reason: str
+    task: str
+    denial: Denial | None
+
+
+class _AgentIndex:
+    """One agent's escalations as source: entries, their times, and approvals so far."""
+
+    __slots__ = ("entries", "times", "approved_before")
+
+    def __init__(self) -> None:
+        self.entries: list[HistoryEntry] = []
+        self.times = array("d")
+        self.approved_before = array("q", [0])  # approvals among entries[:i]
+
+    def add(self, entry: HistoryEntry) -> None:
+        self.entries.append(entry)
+        self.times.append(entry.timestamp)
+        self.approved_before.append(self.approved_before[-1] + int(entry.approved))
+
+
+class EscalationHistory:
+    """Every decision, indexed for the questions the handler and the console ask."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries: list[HistoryEntry] = []
+            self._times = array("d")
+            self._by_agent: dict[str, _AgentIndex] = {}
+            self._last_edge: dict[str, dict[str, float]] = {}  # source -> target -> last approval
+            self._paths: Counter[tuple[str, str]] = Counter()
+            self._denials: Counter[Denial] = Counter()
+
+    def record(self, request: AgentEscalationRequest, response: AgentEscalationResponse, timestamp: float) -> HistoryEntry:
+        source, target = _key(request.source_agent), _key(response.target_agent)
+        with self._lock:
+            if self._times and timestamp < self._times[-1]:
+                timestamp = self._times[-1]  # keep the arrays sorted even if a clock stepped back
+            entry = HistoryEntry(
+                timestamp, request.source_agent, response.target_agent, response.approved,
+                request.reason, request.task, response.denial,
+            )
+            self._entries.append(entry)
+            self._times.append(timestamp)
+            self._by_agent.setdefault(source, _AgentIndex()).add(entry)
+            if response.approved:
+                self._last_edge.setdefault(source, {})[target] = timestamp
+                self._paths[(request.source_agent, response.target_agent)] += 1
+            elif response.denial is not None:
+                self._denials[response.denial] += 1
+        return entry
+
+    def has_loop(self, source: str, target: str, now: float, window: float) -> bool:
+        """Would source->target close a cycle of approvals made within the window? Direct
+        (target->source) or through a chain (target->...->source)."""
+        start, goal, cutoff = _key(target), _key(source), now - window
+        if start == goal:
+            return True
+        with self._lock:
+            seen = {start}
+            frontier = [start]
+            while frontier:  # breadth-first over recent edges: bounded by the agents, not history
+                nxt: list[str] = []
+                for node in frontier:
+                    for dst, when in self._last_edge.get(node, {}).items():
+                        if when < cutoff or dst in seen:
+                            continue
+                        if dst == goal:
+                            return True
+                        seen.add(dst)
+                        nxt.append(dst)
+                frontier = nxt
+        return False
+
+    def recent(self, window: float, now: float) -> list[HistoryEntry]:
+        with self._lock:
+            return self._entries[bisect_left(self._times, now - window) :]
+
+    def for_agent(self, agent: str) -> list[HistoryEntry]:
+        with self._lock:
+            index = self._by_agent.get(_key(agent))
+            return list(index.entries) if index else []
+
+    def success_rate(self, agent: str, window: float | None, now: float) -> float:
+        """Approved / attempted for escalations by `agent` within the window (0.0 when none)."""
+        with self._lock:
+            index = self._by_agent.get(_key(agent))
+            if index is None:
+                return 0.0
+            start = 0 if window is None else bisect_left(index.times, now - window)
+            total = len(index.times) - start
+            if total == 0:
+                return 0.0
+            return (index.approved_before[-1] - index.approved_before[start]) / total
+
+    def agents(self) -> list[str]:
+        """Agents that escalated, as first spelled."""
+        with self._lock:
+            return [index.entries[0].source for index in self._by_agent.values()]
+
+    def denials(self) -> dict[Denial, int]:
+        with self._lock:
+            return dict(self._denials)
+
+    def common_paths(self, n: int = 5) -> list[tuple[tuple[str, str], int]]:
+        with self._lock:
+            return self._paths.most_common(n)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class AgentEscalationHandler:
+    def __init__(self, policy: AgentPolicy | PolicyConfig | None = None, clock: Clock | None = None) -> None:
+        if isinstance(policy, PolicyConfig):
+            policy = AgentPolicy.from_config(policy)
+        self._policy = policy or AgentPolicy()
+        self.clock = clock or RealClock()
+        self.history = EscalationHistory()
+        self._lock = threading.Lock()  # one decision at a time: check-then-record is atomic
+
+    @property
+    def policy(self) -> AgentPolicy:
+        return self._policy
+
+    def set_policy(self, policy: AgentPolicy) -> None:
+        self._policy = policy
+
+    def handle(self, request: AgentEscalationRequest) -> AgentEscalationResponse:
+        if not request.source_agent.strip():
+            raise ValueError("an agent escalation needs a source agent")
+        with self._lock:
+            now = self.clock.now()
+            response = self._decide(request, now)
+            self.history.record(request, response, now)
+            return response
+
+    def _decide(self, req: AgentEscalationRequest, now: float) -> AgentEscalationResponse:
+        policy = self._policy
+        source = req.source_agent
+
+        def deny(kind: Denial, why: str, target: str = "") -> AgentEscalationResponse:
+            alternatives = policy.get_fallbacks(target) if target else policy.get_fallbacks(source)
+            fallbacks = tuple(f for f in alternatives if _key(f) not in (_key(source), _key(target)))
+            return AgentEscalationResponse(False, target, req.task, why, fallbacks, kind)
+
+        if not req.task.strip():
+            return deny(Denial.INVALID, "an escalation needs a task for the other agent")
+        allowed = policy.allowed_targets(source)
+        if not allowed:
+            return deny(Denial.NOT_ALLOWED, f"{source} has no escalation paths")
+        if req.suggested_target.strip():
+            target = policy.canonical(req.suggested_target.strip())
+            if not policy.allow_escalation(source, target):
+                return deny(
+                    Denial.NOT_ALLOWED, f"{source} may not escalate to {target} (allowed: {', '.join(allowed)})", target
+                )
+        else:
+            target = policy.determine_target(source, f"{req.reason} {req.task}") or ""
+            if not target:
+                return deny(Denial.NO_TARGET, f"no target for {source}")
+        depth = len(req.chain) + 1
+        if depth > policy.max_depth:
+            return deny(Denial.DEPTH, f"escalation chain too deep ({depth} > maxDepth {policy.max_depth})", target)
+        chain_keys = {_key(a) for a in req.chain}
+        if _key(target) in chain_keys or self.history.has_loop(source, target, now, policy.loop_window):
+            return deny(
+                Denial.LOOP, f"escalation loop: {target} already escalated back towards {source} recently", target
+            )
+        fallbacks = tuple(f for f in policy.get_fallbacks(target) if _key(f) != _key(source))
+        return AgentEscalationResponse(True, target, req.task, f"approved: {source} -> {target}", fallbacks)
