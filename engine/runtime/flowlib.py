@@ -347,6 +347,14 @@ class FlowReturn(Exception):
 MAX_STEP_RETRIES = 3
 
 
+def loop_count(value: Any, line: int = 0) -> int:
+    """`loop max N`: N as a whole, non-negative count."""
+    n = _num(value, "loop max", line)
+    if n < 0 or int(n) != n:
+        raise FlowError(f"loop max needs a whole number >= 0, got {to_text(value)}", line)
+    return int(n)
+
+
 # ------------------------------------------------------------------ pure built-in functions
 
 def _join(items: Any, sep: Any = ", ") -> str:

@@ -32,6 +32,7 @@ def cli_functions(workspace: Workspace, *, time_limit: float = 60.0) -> list[Cal
             return {"error": f"command timed out after {time_limit:g} s", "exit_code": None}
         except asyncio.CancelledError:
             proc.kill()
+            await proc.wait()  # reap it, so no transport outlives the loop
             raise
         return {
             "exit_code": proc.returncode,

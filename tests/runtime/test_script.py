@@ -1,0 +1,79 @@
+"""The --script file: formats accepted, and every mistake reported as FILE:LINE:COL."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.runtime.script import ScriptError, load_script, parse_script
+from engine.runtime.scripted_model import ScriptCursor, ScriptExhausted
+
+
+def test_all_reply_forms() -> None:
+    script = parse_script(
+        """
+agents:
+  peer1:
+    - "plain"
+    - text: "only for JWT"
+      when: "JWT"
+    - tool: delete_file
+      args: {path: old.txt}
+    - escalate:
+        reason: architecture_decision
+        question: "Use JWT?"
+        options: [{id: opt1, label: "Yes", recommended: true}]
+"""
+    )
+    kinds = [r.kind for r in script.agents["peer1"]]
+    assert kinds == ["text", "text", "tool", "escalate"]
+    assert script.agents["peer1"][1].when == "JWT"
+    assert script.agents["peer1"][2].args == {"path": "old.txt"}
+    assert script.agents["peer1"][3].escalation["question"] == "Use JWT?"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "col", "fragment"),
+    [
+        ("agents:\n  a:\n    - text: [unclosed\n", 4, 1, "invalid YAML"),
+        ("agnts: {}\n", 1, 1, "unknown key 'agnts'"),
+        ("agents:\n  a: hello\n", 2, 6, "expected a list of replies"),
+        ("agents:\n  a:\n    - {text: x, tool: y}\n", 3, 7, "exactly one of"),
+        ("agents:\n  a:\n    - {txt: x}\n", 3, 8, "unknown reply key 'txt'"),
+        ("agents:\n  a:\n    - {tool: t, args: [1]}\n", 3, 23, "'args' must be a mapping"),
+        ("agents:\n  a:\n    - escalate: {reason: other}\n", 3, 17, "needs a 'question'"),
+        ("", 1, 1, "empty script"),
+    ],
+)
+def test_errors_have_positions(text: str, line: int, col: int, fragment: str) -> None:
+    with pytest.raises(ScriptError) as info:
+        parse_script(text, "s.yaml")
+    assert (info.value.line, info.value.column) == (line, col), str(info.value)
+    assert fragment in str(info.value)
+    assert str(info.value).startswith(f"s.yaml:{line}:{col}: ")
+
+
+def test_missing_file_is_a_script_error(tmp_path) -> None:
+    with pytest.raises(ScriptError) as info:
+        load_script(tmp_path / "nope.yaml")
+    assert str(info.value).startswith(f"{tmp_path / 'nope.yaml'}:1:1: cannot read")
+
+
+def test_cursor_first_unused_matching_reply() -> None:
+    script = parse_script(
+        """
+agents:
+  a:
+    - text: "jwt answer"
+      when: "jwt"
+    - "first plain"
+    - "second plain"
+"""
+    )
+    cursor = ScriptCursor(script)
+    assert cursor.next_reply("a", "nothing").text == "first plain"
+    assert cursor.next_reply("a", "Use JWT please").text == "jwt answer"
+    assert cursor.next_reply("a", "Use JWT please").text == "second plain"
+    with pytest.raises(ScriptExhausted, match="'a'"):
+        cursor.next_reply("a", "")
+    # A second run keeps its own cursor.
+    assert ScriptCursor(script).next_reply("a", "x").text == "first plain"
