@@ -1,0 +1,33 @@
+"""`escalate compile FILE.sr [-o OUT.py]`: print or write the generated Python.
+
+Exit 0, 1 on compile errors (diagnostics on stderr), 2 when the file cannot be read or the
+output cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from engine.lang.compiler import compile_file, is_unreadable
+from engine.lang.diagnostics import render_text
+
+
+def main(args: argparse.Namespace) -> int:
+    result = compile_file(Path(args.file))
+    if result.diagnostics:
+        sys.stderr.write(render_text(result.diagnostics, result.sources))
+    if is_unreadable(result):
+        return 2
+    if not result.ok or result.python is None:
+        return 1
+    if args.output:
+        try:
+            Path(args.output).write_text(result.python, encoding="utf-8")
+        except OSError as exc:
+            sys.stderr.write(f"{args.output}: error: cannot write: {exc.strerror or exc}\n")
+            return 2
+    else:
+        sys.stdout.write(result.python)
+    return 0

@@ -1,0 +1,229 @@
+"""The compiler pipeline: read -> parse -> build AST -> resolve imports -> analyze -> generate
+-> Python `compile()`; and loading the generated `Workflow` class.
+
+Results are cached by content hash (the file's source and every imported file's source), so
+the console and the runtime can call `load_workflow` freely.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.lang import ast
+from engine.lang.analyzer import analyze
+from engine.lang.codegen import generate
+from engine.lang.diagnostics import Diagnostic, error, sort_key
+from engine.lang.parser import parse_source
+from engine.lang.semantics import Unit, gather
+from engine.lang.transformer import build_module
+
+if TYPE_CHECKING:
+    from engine.runtime.spec import WorkflowBase
+
+
+@dataclass
+class CompileResult:
+    path: Path
+    diagnostics: list[Diagnostic]
+    python: str | None
+    ok: bool
+    sources: dict[str, str] = field(default_factory=dict)  # file -> text, for rendering snippets
+
+
+class CompileFailed(Exception):
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        first = diagnostics[0] if diagnostics else None
+        msg = f"{first.file}:{first.line}:{first.column}: {first.message}" if first else "compilation failed"
+        super().__init__(msg)
+        self.diagnostics = diagnostics
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# ------------------------------------------------------------------ parsing (cached per file content)
+
+@dataclass
+class _Parsed:
+    module: ast.Module | None
+    diagnostics: list[Diagnostic]
+
+
+_parse_cache: dict[tuple[str, str], _Parsed] = {}
+_result_cache: dict[tuple[str, str], CompileResult] = {}
+_class_cache: dict[str, type] = {}
+_lock = threading.Lock()
+_CACHE_LIMIT = 256
+
+
+def _parse(text: str, file: str) -> _Parsed:
+    key = (file, _sha(text))
+    hit = _parse_cache.get(key)
+    if hit is not None:
+        return hit
+    pr = parse_source(text, file)
+    if pr.tree is None:
+        parsed = _Parsed(None, pr.diagnostics)
+    else:
+        module, diags = build_module(pr.tree, file, pr.bodies)
+        parsed = _Parsed(module, diags)
+    with _lock:
+        if len(_parse_cache) > _CACHE_LIMIT:
+            _parse_cache.clear()
+        _parse_cache[key] = parsed
+    return parsed
+
+
+def _read(path: Path) -> str:
+    data = path.read_bytes()
+    return data.decode("utf-8")
+
+
+# ------------------------------------------------------------------ imports
+
+def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> list[Unit]:
+    """Load imported files depth first; dependencies come before the files that import them."""
+    ordered: list[Unit] = []
+    done: set[Path] = set()
+    stack: list[Path] = []
+
+    def visit(unit: Unit, path: Path | None) -> None:
+        for d in unit.module.definitions:
+            if not isinstance(d, ast.Import) or d.path is None:
+                continue
+            target = ((path.parent if path else base) / d.path).resolve()
+            if target in stack or (path is not None and target == path):
+                chain = " -> ".join(p.name for p in stack + [target])
+                diagnostics.append(error(unit.file, d.line, d.column, "E0006", f"circular import: {chain}",
+                                         "move the shared definitions into a third file both can import"))
+                continue
+            if target in done:
+                continue
+            try:
+                text = _read(target)
+            except (OSError, UnicodeDecodeError):
+                diagnostics.append(error(unit.file, d.line, d.column, "E0005", f"cannot import '{d.path}': no such file",
+                                         f"looked for {target}"))
+                continue
+            file = str(target)
+            parsed = _parse(text, file)
+            diagnostics.extend(parsed.diagnostics)
+            if parsed.module is None:
+                done.add(target)
+                continue
+            sub = Unit(file, parsed.module, text, only={d.name} if d.name else None)
+            if d.name and not any(getattr(x, "name", None) == d.name for x in parsed.module.definitions):
+                diagnostics.append(error(unit.file, d.line, d.column, "E0001", f"'{d.path}' defines no '{d.name}'"))
+            stack.append(target)
+            visit(sub, target)
+            stack.pop()
+            done.add(target)
+            ordered.append(sub)
+
+    if main.file and Path(main.file).exists():
+        stack.append(Path(main.file).resolve())
+    visit(main, Path(main.file).resolve() if main.file and Path(main.file).exists() else None)
+    return ordered
+
+
+# ------------------------------------------------------------------ pipeline
+
+def compile_source(source: str, path: Path) -> CompileResult:
+    """Compile `.sr` text. Imports are resolved relative to `path`'s folder."""
+    file = str(path)
+    parsed = _parse(source, file)
+    sources = {file: source}
+    if parsed.module is None:
+        return CompileResult(path, sorted(parsed.diagnostics, key=sort_key), None, False, sources)
+    diagnostics: list[Diagnostic] = list(parsed.diagnostics)
+    main = Unit(file, parsed.module, source)
+    deps = _resolve_imports(main, path.parent, diagnostics) if _has_imports(parsed.module) else []
+    units = deps + [main]
+    key = (file, _sha("\x00".join(u.source for u in units)))
+    cached = _result_cache.get(key)
+    if cached is not None:
+        return cached
+    sources.update({u.file: u.source for u in deps})
+    info = gather(units, file)
+    diagnostics += info.diagnostics
+    diagnostics += analyze(info)
+    diagnostics = _dedupe(sorted(diagnostics, key=sort_key))
+    ok = not any(d.is_error for d in diagnostics)
+    python = None
+    if ok:
+        python = generate(info, path.name, _sha(source))
+        try:
+            compile(python, f"<escalate:{path.name}>", "exec")
+        except SyntaxError as exc:  # a generator bug; never the user's fault, but never a traceback
+            diagnostics.append(error(file, 1, 1, "E0007", f"internal error: generated code does not compile ({exc.msg})"))
+            ok, python = False, None
+    result = CompileResult(path, diagnostics, python, ok, sources)
+    with _lock:
+        if len(_result_cache) > _CACHE_LIMIT:
+            _result_cache.clear()
+        _result_cache[key] = result
+    return result
+
+
+def _has_imports(module: ast.Module) -> bool:
+    return any(isinstance(d, ast.Import) and d.path is not None for d in module.definitions)
+
+
+def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen: set[tuple] = set()
+    out = []
+    for d in diags:
+        k = (d.file, d.line, d.column, d.code, d.message)
+        if k not in seen:
+            seen.add(k)
+            out.append(d)
+    return out
+
+
+def compile_file(path: Path) -> CompileResult:
+    """Read and compile a file; an unreadable file is an E0020 diagnostic."""
+    path = Path(path)
+    try:
+        text = _read(path)
+    except FileNotFoundError:
+        return CompileResult(path, [error(path, 1, 1, "E0020", "cannot read file: no such file")], None, False)
+    except IsADirectoryError:
+        return CompileResult(path, [error(path, 1, 1, "E0020", "cannot read file: it is a directory")], None, False)
+    except UnicodeDecodeError as exc:
+        return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")], None, False)
+    except OSError as exc:
+        return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: {exc.strerror or exc}")], None, False)
+    return compile_source(text, path)
+
+
+def is_unreadable(result: CompileResult) -> bool:
+    return any(d.code == "E0020" for d in result.diagnostics)
+
+
+def load_workflow(path: Path) -> "type[WorkflowBase]":
+    """Compile and import the generated module; raises CompileFailed with the diagnostics."""
+    result = compile_file(Path(path))
+    if not result.ok or result.python is None:
+        raise CompileFailed([d for d in result.diagnostics if d.is_error])
+    return workflow_class(result)
+
+
+def workflow_class(result: CompileResult) -> "type[WorkflowBase]":
+    key = _sha(result.python or "")
+    cls = _class_cache.get(key)
+    if cls is not None:
+        return cls  # type: ignore[return-value]
+    module = types.ModuleType(f"escalate_generated_{key[:12]}")
+    module.__file__ = f"<escalate:{result.path.name}>"
+    code = compile(result.python or "", module.__file__, "exec")
+    exec(code, module.__dict__)  # our own generated code, user text only as literals
+    cls = module.__dict__["Workflow"]
+    with _lock:
+        _class_cache[key] = cls
+    return cls  # type: ignore[return-value]

@@ -1,0 +1,242 @@
+"""ProgramInfo: the definitions of a file and its imports gathered into symbol tables.
+
+Gathering is where duplicates (E0003) and prompt declarations that disagree (E0014) are found;
+prompts declared first and given a body later are merged here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from engine.lang import ast
+from engine.lang.diagnostics import Diagnostic, error
+
+# Variables every flow starts with: the run's input.
+BUILTIN_VARS = ("input_prompt", "input")
+
+
+@dataclass
+class Unit:
+    """One parsed file."""
+
+    file: str
+    module: ast.Module
+    source: str
+    only: set[str] | None = None  # `import NAME from`: just these definitions
+
+
+@dataclass
+class ProgramInfo:
+    main_file: str
+    sources: dict[str, str] = field(default_factory=dict)
+    models: dict[str, ast.Model] = field(default_factory=dict)
+    schemas: dict[str, ast.Schema] = field(default_factory=dict)
+    tools: dict[str, ast.Tool] = field(default_factory=dict)
+    retries: dict[str, ast.RetryPolicy] = field(default_factory=dict)
+    timeouts: dict[str, ast.TimeoutPolicy] = field(default_factory=dict)
+    policies: dict[str, ast.Policy] = field(default_factory=dict)
+    prompts: dict[str, ast.Prompt] = field(default_factory=dict)
+    agents: dict[str, ast.Agent] = field(default_factory=dict)
+    flows: dict[str, ast.Flow] = field(default_factory=dict)
+    handlers: list[ast.Handler] = field(default_factory=list)
+    file_of: dict[int, str] = field(default_factory=dict)  # id(definition) -> file
+    assigned: set[str] = field(default_factory=set)  # every variable some code assigns
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    _lines: dict[str, list[str]] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- helpers
+    def file(self, node: ast.Node) -> str:
+        return self.file_of.get(id(node), self.main_file)
+
+    def source_line(self, node: ast.Node) -> str:
+        lines = self._lines.get(self.file_of.get(id(node), self.main_file))
+        if lines is None:
+            lines = self._lines.setdefault(self.main_file, self.sources.get(self.main_file, "").splitlines())
+        if 1 <= node.line <= len(lines):
+            return lines[node.line - 1].strip()
+        return ""
+
+    def agent_fields(self, a: ast.Agent) -> dict[str, Any]:
+        """Agent properties as plain values (validated by the analyzer)."""
+        out: dict[str, Any] = {}
+        for p in a.props:
+            names = [v for v in p.values if isinstance(v, str)]
+            if p.key in ("tools", "delegate", "use"):
+                out.setdefault(p.key, []).extend(names)
+            elif p.key == "description":
+                lit = next((v for v in p.values if isinstance(v, ast.Literal)), None)
+                out["description"] = lit.value if lit is not None else (names[0] if names else None)
+            elif p.key == "timeout":
+                num = next((v for v in p.values if isinstance(v, tuple)), None)
+                if num is not None:
+                    amount, unit = num[0], num[1] or "seconds"
+                    scale = {"second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600}.get(unit, 1)
+                    out["timeout_seconds"] = float(amount * scale)
+                elif names:
+                    out["timeout"] = names[0]
+            elif p.key in ("instruction", "prompt", "produces", "retry", "history"):
+                if names:
+                    out[p.key] = names[0]
+        return out
+
+    def definitions(self) -> Iterator[ast.Definition]:
+        yield from self.models.values()
+        yield from self.schemas.values()
+        yield from self.tools.values()
+        yield from self.retries.values()
+        yield from self.timeouts.values()
+        yield from self.policies.values()
+        yield from self.prompts.values()
+        yield from self.agents.values()
+        yield from self.flows.values()
+
+
+def _err(info: ProgramInfo, file: str, node: ast.Node, code: str, msg: str, help: str | None = None) -> None:
+    info.diagnostics.append(error(file, node.line, node.column, code, msg, help))
+
+
+def gather(units: list[Unit], main_file: str) -> ProgramInfo:
+    """Build the symbol tables. Units come dependencies first, the main file last."""
+    info = ProgramInfo(main_file)
+    for u in units:
+        info.sources[u.file] = u.source
+        info._lines[u.file] = u.source.splitlines()
+    for u in units:
+        for d in u.module.definitions:
+            if isinstance(d, ast.Import):
+                continue
+            name = getattr(d, "name", None)
+            if u.only is not None and name not in u.only:
+                continue
+            info.file_of[id(d)] = u.file
+            _add(info, u.file, d)
+    for p in info.prompts.values():
+        _merge_modifiers(info, p)
+    for a in info.agents.values():
+        for h in a.handlers:
+            info.file_of.setdefault(id(h), info.file(a))
+            _mark_nodes(info, h.body, info.file(a))
+    for f in info.flows.values():
+        _mark_nodes(info, f.body, info.file(f))
+        info.assigned.update(f.params)
+    for h in info.handlers:
+        _mark_nodes(info, h.body, info.file(h))
+    for a in info.agents.values():
+        produced = info.agent_fields(a).get("produces")
+        if produced:
+            info.assigned.add(produced)
+    return info
+
+
+def _mark_nodes(info: ProgramInfo, stmts: list[ast.Stmt], file: str) -> None:
+    """Record the file of nested statements (for source-line comments) and assigned names."""
+    for s in walk_statements(stmts):
+        info.file_of[id(s)] = file
+        if isinstance(s, ast.Assign):
+            root = s.target
+            while isinstance(root, ast.GetAttr):
+                root = root.target
+            if isinstance(root, ast.Var):
+                info.assigned.add(root.name)
+        elif isinstance(s, ast.For):
+            info.assigned.add(s.var)
+        elif isinstance(s, ast.Push) and isinstance(s.target, ast.Var):
+            info.assigned.add(s.target.name)
+
+
+def walk_statements(stmts: list[ast.Stmt]) -> Iterator[ast.Stmt]:
+    for s in stmts:
+        yield s
+        yield from walk_statements(child_blocks(s))
+
+
+def child_blocks(s: ast.Stmt) -> list[ast.Stmt]:
+    if isinstance(s, ast.If):
+        out = [x for _, body in s.branches for x in body]
+        return out + (s.orelse or [])
+    if isinstance(s, (ast.For, ast.Loop, ast.Parallel, ast.OnFailure)):
+        return s.body
+    if isinstance(s, ast.Match):
+        return [c.body for c in s.cases]
+    return []
+
+
+_TABLES = {
+    ast.Model: ("models", "model"),
+    ast.Schema: ("schemas", "schema"),
+    ast.Tool: ("tools", "tool"),
+    ast.RetryPolicy: ("retries", "retry policy"),
+    ast.TimeoutPolicy: ("timeouts", "timeout policy"),
+    ast.Policy: ("policies", "policy"),
+    ast.Agent: ("agents", "agent"),
+    ast.Flow: ("flows", "flow"),
+}
+
+
+def _add(info: ProgramInfo, file: str, d: ast.Definition) -> None:
+    if isinstance(d, ast.Handler):
+        info.handlers.append(d)
+        return
+    if isinstance(d, ast.Prompt):
+        _add_prompt(info, file, d)
+        return
+    attr, kind = _TABLES[type(d)]
+    table: dict[str, Any] = getattr(info, attr)
+    name = d.name  # type: ignore[attr-defined]
+    if name in table:
+        prev = table[name]
+        label = f"{kind} '{name}'" if name else "the unnamed agent"
+        _err(info, file, d, "E0003", f"{label} is defined twice",
+             f"the first definition is at {info.file(prev)}:{prev.line}")
+        return
+    table[name] = d
+
+
+def _add_prompt(info: ProgramInfo, file: str, p: ast.Prompt) -> None:
+    prev = info.prompts.get(p.name)
+    if prev is None:
+        info.prompts[p.name] = p
+        return
+    if prev.body is not None and p.body is not None:
+        _err(info, file, p, "E0003", f"prompt '{p.name}' has two bodies",
+             f"the first body is at {info.file(prev)}:{prev.line}; a prompt may be declared first and given one body later")
+        return
+    # Declaration + definition: merge into the one that has the body.
+    keep, other = (p, prev) if p.body is not None else (prev, p)
+    keep.modifiers = other.modifiers + keep.modifiers
+    if keep.escalation is None:
+        keep.escalation = other.escalation
+    elif other.escalation is not None:
+        _err(info, file, p, "E0014", f"prompt '{p.name}' has two 'escalate if' conditions")
+    info.prompts[p.name] = keep
+    info.file_of[id(keep)] = info.file_of.get(id(keep), file)
+
+
+def _merge_modifiers(info: ProgramInfo, p: ast.Prompt) -> None:
+    seen: dict[str, Any] = {}
+    for key, value, line, col in p.modifiers:
+        if key in seen and seen[key] != value:
+            info.diagnostics.append(error(info.file(p), line, col, "E0014",
+                                          f"prompt '{p.name}' has conflicting '{_mod_label(key)}' modifiers",
+                                          f"it was already given {_mod_text(key, seen[key])}"))
+            continue
+        seen[key] = value
+    if "model" in seen:
+        p.model = seen["model"]
+    if "expecting" in seen:
+        p.expecting, p.expecting_list = seen["expecting"]
+    if "inherit" in seen:
+        p.inherit = seen["inherit"]
+
+
+def _mod_label(key: str) -> str:
+    return {"model": "using model", "expecting": "expecting", "inherit": "inherit"}[key]
+
+
+def _mod_text(key: str, value: Any) -> str:
+    if key == "model":
+        return f'using model "{value}"'
+    if key == "expecting":
+        return f"expecting {value[0]}{'[]' if value[1] else ''}"
+    return f"inherit ${value}"
