@@ -68,7 +68,9 @@ async def decide(run: "RunState", escalation: Escalation) -> Decision:
     return decision
 
 
-async def call_agent(run: "RunState", agent: str, message: str, *, history: Any = None) -> AgentOutcome:
+async def call_agent(
+    run: "RunState", agent: str, message: str, *, history: Any = None, chain: tuple[str, ...] | None = None
+) -> AgentOutcome:
     """Run one agent on one message, with its retry and timeout policies."""
     spec = run.agent_spec(agent)
     if spec is None:
@@ -82,7 +84,8 @@ async def call_agent(run: "RunState", agent: str, message: str, *, history: Any 
         seconds = policy.seconds if policy else None
     parent = current()
     for attempt in range(attempts):
-        frame = CallFrame(agent, parent, agent_escalation_depth=parent.agent_escalation_depth if parent else 0)
+        inherited = parent.escalation_chain if parent is not None else ()
+        frame = CallFrame(spec.name, parent, escalation_chain=chain if chain is not None else inherited)
         token = CURRENT.set(frame)
         try:
             async with timeout_scope(seconds) as scope:

@@ -90,7 +90,7 @@ class AgentFactory:
                 tool_spec = ToolSpec(name=tool_name, kind="builtin", target=tool_name)
             tools.extend(build_tools(tool_spec, self.run.workspace))
         tools.append(LongRunningFunctionTool(callbacks.ask_human))
-        if spec.name in self.run.policy_paths:
+        if self.run.agent_policy is not None and self.run.agent_policy.policy.is_source(spec.name):
             from google.adk.tools import FunctionTool
 
             tools.append(FunctionTool(callbacks.escalate_to_agent_tool(self.run, spec.name)))

@@ -111,6 +111,7 @@ class Engine:
         store: Path | None = None,
         events_file: Path | None = None,
     ) -> None:
+        from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
         from engine.runtime.logs import quiet_adk
 
@@ -123,7 +124,7 @@ class Engine:
         self.store = store
         self.events_file = events_file  # `escalate run --events`: every run's events appended
         self.runs: list[RunHandle] = []
-        self.agent_policy = _agent_policy(rules, clock)
+        self.agent_policy = AgentEscalationHandler(rules.policy, clock)
         self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run)
         self._subscribers: list[Callable[[RunEvent], None]] = []
         self._sinks: dict[str, EventSink] = {}
@@ -199,11 +200,3 @@ class Engine:
         handle._task = asyncio.get_running_loop().create_task(main(), name=f"run {run_id}")
         return handle
 
-
-def _agent_policy(rules: Any, clock: Clock) -> Any:
-    """The seed 002 handler over the rules' `policy` section."""
-    try:
-        from engine.escalation.agent_policy import AgentEscalationHandler
-    except ImportError:  # TEMPORARY until the escalation helper lands agent_policy.py
-        return None
-    return AgentEscalationHandler(rules.policy, clock)

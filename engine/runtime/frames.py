@@ -25,7 +25,7 @@ class CallFrame:
     parent: "CallFrame | None" = None
     escalated: bool = False
     timeout: "asyncio.Timeout | None" = None  # the agent's timeout policy, if any
-    agent_escalation_depth: int = 0  # how many escalate_to_agent hops led here
+    escalation_chain: tuple[str, ...] = ()  # agents whose escalate_to_agent led here, oldest first
     texts: dict[str, str] = field(default_factory=dict)  # author -> its last reply text
     last_author: str | None = None  # who gave the latest reply (a delegate may answer)
     retry_with: Any = None  # set by an output handler's `retry with e if c`

@@ -33,7 +33,6 @@ class RunState:
     desk: Any  # engine.escalation.desk.EscalationDesk
     agent_policy: Any  # engine.escalation.agent_policy handler, or None
     clock: Any
-    policy_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
     on_waiting: Callable[[bool], None] = lambda waiting: None  # run status: waiting on a human
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     context: "RunContext | None" = None

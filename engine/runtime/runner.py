@@ -38,7 +38,6 @@ async def execute_run(
         desk=engine.desk,
         agent_policy=engine.agent_policy,
         clock=engine.clock,
-        policy_paths=dict(engine.rules.policy.paths),
         on_waiting=handle._set_waiting,
     )
     context = RunContext(run, handle.input)

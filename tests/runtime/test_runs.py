@@ -464,3 +464,56 @@ async def test_cancel_while_waiting_on_a_human(harness) -> None:
     handle.cancel()
     assert await handle.wait() is RunStatus.CANCELLED
     assert engine.broker.pending() == []
+
+
+class Agents(WorkflowBase):
+    AGENTS = {n: AgentSpec(n) for n in ("locator", "analyzer", "pattern_finder")}
+    FLOWS = {"main": "flow_main"}
+
+    async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+        return (await ctx.run_agent("locator", ["find the auth code"], line=1)).value
+
+
+POLICY_RULES = """
+policy:
+  paths: {locator: [analyzer, pattern_finder], analyzer: [locator]}
+  fallbacks: {analyzer: [pattern_finder]}
+"""
+
+
+async def test_agent_escalation_approved_then_loop_denied(harness) -> None:
+    script = """
+agents:
+  locator:
+    - tool: escalate_to_agent
+      args: {reason: "need analysis", task: "analyze auth.py", suggested_target: analyzer}
+    - text: "locator got: analysis ready"
+      when: "analysis ready"
+  analyzer:
+    - tool: escalate_to_agent
+      args: {reason: "back to you", task: "locate it again", suggested_target: locator}
+    - text: "analysis ready"
+      when: "loop"
+"""
+    handle = await harness.run(Agents, script, rules=POLICY_RULES)
+    assert handle.result == "locator got: analysis ready", handle.error
+    first, second = events(handle, "agent_escalation")
+    assert (first["source"], first["target"], first["approved"]) == ("locator", "analyzer", True)
+    assert (second["source"], second["target"], second["approved"]) == ("analyzer", "locator", False)
+    assert "loop" in second["reason"]
+    assert [e["agent"] for e in events(handle, "agent_call")] == ["locator", "analyzer"]
+
+
+async def test_escalate_to_agent_only_for_policy_sources(harness) -> None:
+    script = """
+agents:
+  locator:
+    - tool: escalate_to_agent
+      args: {reason: x, task: y}
+    - text: "no such tool for me"
+      when: "not found"
+"""
+    handle = await harness.run(Agents, script, rules="policy:\n  paths: {analyzer: [locator]}\n")
+    # locator is no source here: ADK answers its call as an unknown tool; nothing escalates.
+    assert handle.result == "no such tool for me", handle.error
+    assert events(handle, "agent_escalation") == []

@@ -1,0 +1,50 @@
+"""`escalate_to_agent` (seed 002): an agent hands a task to a more specialised one.
+
+The engine's policy handler decides (paths, loops, depth, target choice). Approved, the target
+runs the task through the one agent-call function and its answer is the tool's result; denied,
+the agent gets the reason and the fallbacks. Either way an `agent_escalation` event is emitted.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from engine.escalation.agent_policy import AgentEscalationRequest
+from engine.runtime.frames import current
+
+if TYPE_CHECKING:
+    from engine.runtime.run_state import RunState
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "_", name.strip().lower())
+
+
+def workflow_agent(run: "RunState", name: str) -> str | None:
+    """The workflow's agent for a policy name (`codebase-analyzer` finds `codebase_analyzer`)."""
+    if name in run.workflow.AGENTS:
+        return name
+    wanted = _key(name)
+    return next((a for a in run.workflow.AGENTS if _key(a) == wanted), None)
+
+
+async def escalate_to_agent(run: "RunState", source: str, reason: str, task: str, suggested_target: str) -> dict[str, Any]:
+    from engine.runtime.agent_call import call_agent
+
+    frame = current()
+    chain = frame.escalation_chain if frame is not None else ()
+    request = AgentEscalationRequest(str(source), str(reason), str(task), str(suggested_target or ""), chain)
+    response = run.agent_policy.handle(request)
+    target = workflow_agent(run, response.target_agent) if response.approved else None
+    if response.approved and target is None:
+        run.emit(
+            "agent_escalation", source=source, target=response.target_agent, approved=False,
+            reason=f"no agent named {response.target_agent!r} in this workflow", fallbacks=list(response.fallbacks),
+        )
+        return {"approved": False, "reason": f"no agent named {response.target_agent} here", "fallbacks": list(response.fallbacks)}
+    run.emit("agent_escalation", **response.to_event_fields(source))
+    if not response.approved:
+        return {"approved": False, "reason": response.reason, "fallbacks": list(response.fallbacks)}
+    outcome = await call_agent(run, target, response.task, chain=chain + (source,))
+    return {"approved": True, "target": target, "result": outcome.value}
