@@ -511,7 +511,7 @@ agents:
     - tool: escalate_to_agent
       args: {reason: x, task: y}
     - text: "no such tool for me"
-      when: "not found"
+      when: "no tool with that name"
 """
     handle = await harness.run(Agents, script, rules="policy:\n  paths: {analyzer: [locator]}\n")
     # locator is no source here: ADK answers its call as an unknown tool; nothing escalates.
