@@ -79,7 +79,9 @@ async def _run(
     try:
         workflow = engine.load(source)
     except CompileFailed as exc:
-        _err(str(exc))
+        from engine.lang.diagnostics import render_text
+
+        _err(render_text(exc.diagnostics) or str(exc))
         return EXIT_USAGE
     stuck: list[str] = []
     handle: Any = None

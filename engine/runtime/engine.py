@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from engine.escalation.clock import Clock
+from engine.lang.compiler import CompileFailed, load_workflow
 from engine.runtime.events import EventSink, RunEvent
 from engine.runtime.script import Script
 from engine.runtime.spec import WorkflowBase
@@ -39,14 +40,6 @@ class RunStatus(str, Enum):
     @property
     def finished(self) -> bool:
         return self not in (RunStatus.RUNNING, RunStatus.WAITING)
-
-
-class CompileFailed(Exception):
-    """A workflow that does not compile; `diagnostics` are the compiler's."""
-
-    def __init__(self, diagnostics: list[Any], message: str) -> None:
-        super().__init__(message)
-        self.diagnostics = diagnostics
 
 
 @dataclass(frozen=True)
@@ -134,13 +127,7 @@ class Engine:
 
     def load(self, path: Path) -> CompiledWorkflow:
         """Compile a `.sr` file; raises CompileFailed with the diagnostics."""
-        from engine.lang.compiler import CompileError, load_workflow
-
-        try:
-            cls = load_workflow(Path(path))
-        except CompileError as exc:
-            diagnostics = list(getattr(exc, "diagnostics", []) or [])
-            raise CompileFailed(diagnostics, str(exc)) from None
+        cls = load_workflow(Path(path))
         return CompiledWorkflow(Path(path), Path(path).stem, cls)
 
     # -- events ------------------------------------------------------------------------------
