@@ -136,6 +136,16 @@ def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> l
 
 def compile_source(source: str, path: Path) -> CompileResult:
     """Compile `.sr` text. Imports are resolved relative to `path`'s folder."""
+    try:
+        return _compile_source(source, Path(path))
+    except RecursionError:
+        return CompileResult(Path(path), [error(path, 1, 1, "E0007", "the program nests too deeply to compile")], None, False)
+    except Exception as exc:  # a compiler bug must still be one clear line, never a traceback
+        return CompileResult(Path(path), [error(path, 1, 1, "E0007", f"internal compiler error: {type(exc).__name__}: {exc}")],
+                             None, False)
+
+
+def _compile_source(source: str, path: Path) -> CompileResult:
     file = str(path)
     parsed = _parse(source, file)
     sources = {file: source}

@@ -541,6 +541,8 @@ def _dotted(t: Tree) -> str:
 
 
 def _number(tok: Any) -> int | float:
+    while isinstance(tok, Tree):
+        tok = tok.children[0]
     s = str(tok)
     return float(s) if "." in s else int(s)
 
