@@ -18,7 +18,8 @@ from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterable
+from functools import lru_cache
+from typing import Any, Iterable, NamedTuple
 
 from engine.escalation.clock import Clock, RealClock
 from rules.model import PolicyConfig
@@ -63,9 +64,13 @@ class AgentEscalationResponse:
         }
 
 
+_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+@lru_cache(maxsize=4096)  # a handful of agent names, asked about on every request
 def _key(name: str) -> str:
     """Agent names compare with case, `_` and `-` ignored (seed 002 spells them with `-`)."""
-    return re.sub(r"[\s_\-]+", "_", name.strip().lower())
+    return _SEPARATORS.sub("_", name.strip().lower())
 
 
 class AgentPolicy:
@@ -80,6 +85,7 @@ class AgentPolicy:
         target_hints: dict[str, str] | None = None,
     ) -> None:
         self._paths: dict[str, tuple[str, ...]] = {}
+        self._allowed: dict[str, frozenset[str]] = {}  # source key -> target keys
         self._fallbacks: dict[str, tuple[str, ...]] = {}
         self._names: dict[str, str] = {}  # key -> name as configured
         for source, targets in (paths or {}).items():
@@ -95,7 +101,9 @@ class AgentPolicy:
         return cls(config.paths, config.fallbacks, config.max_depth, config.loop_window, config.target_hints)
 
     def add_path(self, source: str, targets: Iterable[str]) -> None:
-        self._paths[_key(source)] = tuple(self._remember(t) for t in targets)
+        targets = tuple(self._remember(t) for t in targets)
+        self._paths[_key(source)] = targets
+        self._allowed[_key(source)] = frozenset(_key(t) for t in targets)
         self._remember(source)
 
     def add_fallback(self, agent: str, fallbacks: Iterable[str]) -> None:
@@ -113,8 +121,7 @@ class AgentPolicy:
         return self._paths.get(_key(source), ())
 
     def allow_escalation(self, source: str, target: str) -> bool:
-        wanted = _key(target)
-        return any(_key(t) == wanted for t in self.allowed_targets(source))
+        return _key(target) in self._allowed.get(_key(source), ())
 
     def get_fallbacks(self, agent: str) -> tuple[str, ...]:
         return self._fallbacks.get(_key(agent), ())
@@ -138,8 +145,7 @@ class AgentPolicy:
         return name
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryEntry:
+class HistoryEntry(NamedTuple):  # a tuple: cheap to build and small (memory per entry counts)
     timestamp: float
     source: str
     target: str
@@ -200,16 +206,16 @@ class EscalationHistory:
                 self._denials[response.denial] += 1
         return entry
 
-    def has_loop(self, source: str, target: str, now: float, window: float) -> bool:
+    def has_loop(self, source: str, target: str, now: float, window: float, max_hops: int) -> bool:
         """Would source->target close a cycle of approvals made within the window? Direct
-        (target->source) or through a chain (target->...->source)."""
+        (target->source) or through a chain of at most `max_hops` edges (target->...->source)."""
         start, goal, cutoff = _key(target), _key(source), now - window
         if start == goal:
             return True
         with self._lock:
             seen = {start}
             frontier = [start]
-            while frontier:  # breadth-first over recent edges: bounded by the agents, not history
+            for _ in range(max_hops):  # breadth-first over recent edges: never over the history
                 nxt: list[str] = []
                 for node in frontier:
                     for dst, when in self._last_edge.get(node, {}).items():
@@ -219,6 +225,8 @@ class EscalationHistory:
                             return True
                         seen.add(dst)
                         nxt.append(dst)
+                if not nxt:
+                    break
                 frontier = nxt
         return False
 
@@ -313,7 +321,7 @@ class AgentEscalationHandler:
         if depth > policy.max_depth:
             return deny(Denial.DEPTH, f"escalation chain too deep ({depth} > maxDepth {policy.max_depth})", target)
         chain_keys = {_key(a) for a in req.chain}
-        if _key(target) in chain_keys or self.history.has_loop(source, target, now, policy.loop_window):
+        if _key(target) in chain_keys or self.history.has_loop(source, target, now, policy.loop_window, max(2, policy.max_depth)):
             return deny(
                 Denial.LOOP, f"escalation loop: {target} already escalated back towards {source} recently", target
             )
