@@ -275,9 +275,10 @@ class Analyzer:
             root = s.target
             while isinstance(root, ast.GetAttr):
                 root = root.target
+            if not isinstance(root, ast.Var):
+                return defined  # not assignable: reported as E0018 by the transformer
             if root is not s.target:
-                self.use(root, ctx, defined)  # type: ignore[arg-type]
-            assert isinstance(root, ast.Var)
+                self.use(root, ctx, defined)
             return defined | {root.name} | self.produced(s.value)
         if isinstance(s, ast.ExprStmt):
             self.value(s.expr, ctx, defined)
@@ -286,7 +287,7 @@ class Analyzer:
             if ctx.in_handler:
                 self.err(file, s, "E0009", "'return' is not allowed in a handler", "handlers react to events; use `block if`, `warn` or `retry step`")
             if s.value is not None:
-                self.expr(s.value, ctx, defined)
+                self.value(s.value, ctx, defined)
             return defined
         if isinstance(s, (ast.Log,)):
             self.expr(s.message, ctx, defined)

@@ -373,7 +373,9 @@ class CodeGen:
         assert isinstance(e, ast.CallLlm)
         return f"ctx.call_llm({e.prompt!r}, {args}, model={e.model!r}, line={e.line})"
 
-    def run_with_handler(self, e: ast.RunAgent | ast.RunFlow, target: ast.Expr | None, override: str | None) -> list[str]:
+    def run_with_handler(self, e: ast.RunAgent | ast.RunFlow, target: ast.Expr | None, override: str | None,
+                         returns: bool = False) -> list[str]:
+        """The call, then the escalation action; then the assignment (or `return` of the value)."""
         h = e.handler
         assert h is not None
         lines: list[str] = []
@@ -403,6 +405,8 @@ class CodeGen:
             lines.append(f"    raise AbortFlow({('escalation from ' + who)!r}, {h.line})")
         if target is not None:
             lines.append(self.assign_code(target, f"{r}.value", e.line))
+        if returns:
+            lines.append(self.return_code(f"{r}.value"))
         return lines
 
     def return_code(self, value: str) -> str:
@@ -439,6 +443,9 @@ class CodeGen:
         return [self.ex()(e)]
 
     def s_Return(self, s: ast.Return) -> list[str]:
+        v = s.value
+        if isinstance(v, (ast.RunAgent, ast.RunFlow)) and v.handler is not None:
+            return self.run_with_handler(v, None, None, returns=True)
         return [self.return_code(self.ex()(s.value) if s.value is not None else "None")]
 
     def s_Log(self, s: ast.Log) -> list[str]:

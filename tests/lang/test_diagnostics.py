@@ -1,0 +1,98 @@
+"""Every diagnostic code, at the right position, with help where a close name exists."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.lang.compiler import compile_file, compile_source
+from engine.lang.diagnostics import CODES, render_json, render_text
+from tests.lang.helpers import compile_text
+
+P = 'prompt p: """x"""\n'
+A = P + "agent a:\n    instruction p\n"
+
+CASES = [
+    ("E0001", A + "flow main:\n    run agent ab\n", 5, "did you mean 'a'?"),
+    ("E0001", "agent a:\n    instruction pp\n" + P, 2, "did you mean 'p'?"),
+    ("E0002", A + "flow main:\n    if 1 == 1:\n        $x = 1\n    log $x\n", 7, None),
+    ("E0003", A + "agent a:\n    instruction p\n", 4, None),
+    ("E0004", A + 'flow main:\n    $x = "a" - 1\n', 5, None),
+    ("E0007", "flow main:\n    $x = = 1\n", 2, "expected one of"),
+    ("E0008", "flow main:\n    $x = 1\n      $y = 2\n", 3, None),
+    ("E0008", "flow main:\n        $x = 1\n    $y = 2\n", 3, None),
+    ("E0009", A + "flow main:\n    mask pii\n", 5, None),
+    ("E0009", A + "on input do\n    return 1\nend\n", 5, None),
+    ("E0010", P + "agent a:\n    description \"x\"\n", 2, None),
+    ("E0011", P + "agent a:\n    instruction p\n    use b\nagent b:\n    instruction p\n    delegate a\n", 2, None),
+    ("E0012", A + "flow main:\n    continue\n", 5, None),
+    ("E0012", A + "flow main:\n    run agent a, on escalate continue\n", 5, None),
+    ("E0013", "prompt p expecting X\nagent a:\n    instruction p\n", 1, None),
+    ("E0014", 'model m = a/b\nmodel n = a/c\nprompt p using model "m"\nprompt p using model "n": """x"""\n', 4, None),
+    ("E0015", 'prompt p: """Hi ${nobody}"""\n', 1, None),
+    ("E0016", 'prompt p: """Hi ${output}"""\nagent a:\n    instruction p\n', 1, None),
+    ("E0017", A.replace("instruction p", "instruction p\n    colour red"), 4, None),
+    ("E0018", A + "flow main:\n    len(1) = 3\n", 5, None),
+    ("E0019", 'prompt p: """${lib.secret()}"""\n', 1, None),
+]
+
+
+@pytest.mark.parametrize("code,src,line,help", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_each_code(code, src, line, help):
+    r = compile_text(src)
+    match = [d for d in r.diagnostics if d.code == code]
+    assert match, r.diagnostics
+    assert match[0].line == line, match[0]
+    if help:
+        assert help in (match[0].help or "")
+    assert not r.ok
+
+
+def test_warning_w0002_is_not_an_error():
+    r = compile_text(A + "agent b:\n    instruction p\nagent c:\n    instruction p\n    delegate a\n    use b\n")
+    assert [d.code for d in r.diagnostics] == ["W0002"] and r.ok
+
+
+def test_imports_load_and_report_missing_and_cycles(tmp_path: Path):
+    (tmp_path / "lib.sr").write_text(A)
+    (tmp_path / "main.sr").write_text("import ./lib.sr\nflow main:\n    return run agent a\n")
+    assert compile_file(tmp_path / "main.sr").ok
+    (tmp_path / "one.sr").write_text("import p from ./lib.sr\nagent z:\n    instruction p\n")
+    assert compile_file(tmp_path / "one.sr").ok
+    (tmp_path / "x.sr").write_text("import ./y.sr\n")
+    (tmp_path / "y.sr").write_text("import ./x.sr\n")
+    assert "E0006" in [d.code for d in compile_file(tmp_path / "x.sr").diagnostics]
+    (tmp_path / "m.sr").write_text("import ./missing.sr\n")
+    d = compile_file(tmp_path / "m.sr").diagnostics
+    assert d[0].code == "E0005" and d[0].line == 1
+
+
+def test_all_semantic_errors_reported_in_one_run():
+    r = compile_text(A + "flow main:\n    run agent x\n    run agent y\n    continue\n    mask pii\n")
+    assert [d.code for d in r.diagnostics] == ["E0001", "E0001", "E0012", "E0009"]
+
+
+def test_unreadable_file_is_a_diagnostic(tmp_path: Path):
+    assert compile_file(tmp_path / "nope.sr").diagnostics[0].code == "E0020"
+    (tmp_path / "bin.sr").write_bytes(b"\xff\xfe\x00")
+    assert compile_file(tmp_path / "bin.sr").diagnostics[0].code == "E0020"
+
+
+def test_render_text_and_json():
+    r = compile_text(A + "flow main:\n    run agent ab\n")
+    text = render_text(r.diagnostics, r.sources)
+    first = text.splitlines()[0]
+    assert first.endswith("error[E0001]: undefined agent 'ab'") and ":5:5:" in first
+    assert "^" in text and "help: did you mean 'a'?" in text
+    data = json.loads(render_json(r.diagnostics))
+    assert {"file", "line", "column", "severity", "code", "message"} <= set(data[0])
+
+
+def test_codes_table_is_complete():
+    for code, *_ in CASES:
+        assert code in CODES
+
+
+def test_unknown_interpolation_syntax_points_into_string():
+    r = compile_text('flow main:\n    log "a ${1 +} b"\n')
+    assert r.diagnostics[0].code == "E0007" and r.diagnostics[0].line == 2
