@@ -82,8 +82,13 @@ class RunHandle:
             self._cancel()
 
     async def wait(self) -> RunStatus:
-        if self._task is not None:
-            await asyncio.shield(self._task) if not self._task.done() else None
+        """Wait for the end of the run (whoever waits is not cancelled by the run's cancel)."""
+        if self._task is not None and not self._task.done():
+            try:
+                await asyncio.shield(self._task)
+            except asyncio.CancelledError:
+                if not self._task.done():  # the waiter itself was cancelled
+                    raise
         return self.status
 
     def _set_waiting(self, waiting: bool) -> None:

@@ -72,7 +72,10 @@ async def execute_run(
         elif error:
             sink.emit("log", message=f"run {status.value}: {error}", level="error")
         handle.status = status
-        await asyncio.shield(run.close())
+        try:
+            await asyncio.shield(run.close())
+        except asyncio.CancelledError:  # cancelled again while closing: the run is over anyway
+            pass
 
 
 async def _run_entry(run: RunState, context: RunContext, handle: "RunHandle") -> Any:

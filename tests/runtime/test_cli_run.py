@@ -1,0 +1,139 @@
+"""`escalate run` per the contract: stdout only the result, exit codes, --events JSONL, and one
+clear line (never a traceback) for every bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli.main import main
+
+DATA = Path(__file__).parent / "data"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["run", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_resolver_returns_previous_value_on_normalized_drift(capsys, tmp_path) -> None:
+    events = tmp_path / "e.jsonl"
+    code, out, err = run(
+        capsys, str(DATA / "resolver.sr"), "--script", str(DATA / "resolver.yaml"), "--input", "draft zero",
+        "--events", str(events),
+    )
+    assert (code, out) == (0, "draft two\n"), err
+    lines = [json.loads(line) for line in events.read_text().splitlines()]
+    assert {"type", "time"} <= set(lines[0])
+    [esc] = [e for e in lines if e["type"] == "escalation"]
+    assert esc["agent_name"] == "peer1" and esc["condition_op"] == "~" and esc["condition_value"] == "DRIFTING"
+    assert lines[-1] == {"type": "flow_result", "time": lines[-1]["time"], "result": "draft two"}
+
+
+def test_continue_in_for_and_loop(capsys) -> None:
+    code, out, err = run(capsys, str(DATA / "loops.sr"), "--script", str(DATA / "loops.yaml"))
+    assert code == 0, err
+    assert json.loads(out) == ["ok a", "ok c", "ok loop 2", "ok loop 3"]
+
+
+def test_abort_exits_3(capsys) -> None:
+    script = DATA / "resolver.yaml"  # any script: guard answers from its own list below
+    code, out, err = run(capsys, str(DATA / "abort.sr"), "--script", str(_script(script.parent, "guard", "STOP")))
+    assert (code, out) == (3, "")
+    assert "aborted" in err
+
+
+def _script(folder: Path, agent: str, *replies: str) -> Path:
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "s.yaml"
+    path.write_text(json.dumps({"agents": {agent: list(replies)}}))
+    return path
+
+
+def test_answers_file_option_reaches_the_agent(capsys, tmp_path) -> None:
+    answers = tmp_path / "a.yaml"
+    answers.write_text("- {responseType: option, selectedOption: opt2}\n")
+    code, out, err = run(capsys, str(DATA / "decide.sr"), "--script", str(DATA / "decide.yaml"), "--answers", str(answers))
+    assert (code, json.loads(out)) == (0, {"answer": "Keeping sessions"}), err
+
+
+def test_waiting_on_a_human_exits_4(capsys) -> None:
+    # architecture_decision waits for a human by default; headless with no answers: exit 4.
+    code, out, err = run(capsys, str(DATA / "decide.sr"), "--script", str(DATA / "decide.yaml"))
+    assert (code, out) == (4, "")
+    assert "waiting on a human" in err and "Use JWT instead of sessions?" in err
+
+
+def test_timeout_default_applies_headless(capsys, tmp_path) -> None:
+    rules = tmp_path / "r.yaml"
+    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 60, onTimeout: 'option:opt1'}\n")
+    code, out, err = run(capsys, str(DATA / "decide.sr"), "--script", str(DATA / "decide.yaml"), "--rules", str(rules))
+    assert (code, json.loads(out)) == (0, {"answer": "Switching to JWT"}), err
+
+
+def test_stop_default_exits_3(capsys, tmp_path) -> None:
+    rules = tmp_path / "r.yaml"
+    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 60, onTimeout: stop}\n")
+    code, out, err = run(capsys, str(DATA / "decide.sr"), "--script", str(DATA / "decide.yaml"), "--rules", str(rules))
+    assert (code, out) == (3, ""), err
+
+
+def test_out_of_replies_exits_1_naming_the_agent(capsys, tmp_path) -> None:
+    empty = tmp_path / "s.yaml"
+    empty.write_text("agents: {}\n")
+    code, out, err = run(capsys, str(DATA / "decide.sr"), "--script", str(empty))
+    assert (code, out) == (1, "")
+    assert "'architect'" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "content", "expected"),
+    [
+        ("--script", "agents:\n  a: 5\n", "s.yaml:2:6: "),
+        ("--answers", "- {responseType: nope}\n", "s.yaml:1:"),
+        ("--rules", "escalationRules:\n  global: 3\n", "s.yaml:2:"),
+    ],
+)
+def test_bad_input_files_exit_2_with_position(capsys, tmp_path, option, content, expected) -> None:
+    bad = tmp_path / "s.yaml"
+    bad.write_text(content)
+    code, out, err = run(capsys, str(DATA / "decide.sr"), option, str(bad))
+    assert (code, out) == (2, "")
+    assert expected in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_workflow_and_compile_error_exit_2(capsys, tmp_path) -> None:
+    code, out, err = run(capsys, str(tmp_path / "nope.sr"))
+    assert (code, out) == (2, "") and "nope.sr" in err
+    broken = tmp_path / "broken.sr"
+    broken.write_text("flow main:\n    $x = run agent ghost\n")
+    code, out, err = run(capsys, str(broken))
+    assert (code, out) == (2, "")
+    assert "broken.sr:2:" in err and "E0001" in err
+
+
+def test_task_defaults_to_file_stem_and_selects_overrides(capsys, tmp_path) -> None:
+    rules = tmp_path / "r.yaml"
+    rules.write_text("escalationRules:\n  taskOverrides:\n    decide:\n      rules: [{pattern: 'JWT', action: allow}]\n")
+    script = _script(tmp_path, "architect", '{"escalation": true, "reason": "other", "question": "JWT?"}', "decided myself")
+    code, out, err = run(capsys, str(DATA / "decide.sr"), "--script", str(script), "--rules", str(rules))
+    assert (code, json.loads(out)) == (0, {"answer": "decided myself"}), err
+    # Another task name: the override does not apply; the question waits for a human: exit 4.
+    code, out, err = run(capsys, str(DATA / "decide.sr"), "--script", str(script), "--rules", str(rules), "--task", "x")
+    assert (code, out) == (4, "")
+
+
+def test_real_command_no_traceback_and_stdout_clean(tmp_path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine", "run", str(DATA / "resolver.sr"), "--script", str(DATA / "resolver.yaml"), "--input", "x"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "draft two\n"), proc.stderr
+    assert "Traceback" not in proc.stderr
