@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Collection, Iterable, NamedTuple
 
 from engine.escalation.clock import Clock, RealClock
 from rules.model import PolicyConfig
@@ -126,13 +126,17 @@ class AgentPolicy:
     def get_fallbacks(self, agent: str) -> tuple[str, ...]:
         return self._fallbacks.get(_key(agent), ())
 
-    def determine_target(self, source: str, text: str) -> str | None:
+    def determine_target(self, source: str, text: str, available: Collection[str] | None = None) -> str | None:
         """The first hint keyword found in `text` whose agent the source may reach, else the
-        first allowed target, else None."""
+        first allowed target, else None. `available` (agent names) limits the candidates."""
         allowed = self.allowed_targets(source)
+        if available is not None:
+            present = {_key(a) for a in available}
+            allowed = tuple(t for t in allowed if _key(t) in present)
+        allowed_keys = {_key(t) for t in allowed}
         lowered = text.lower()
         for keyword, target in self.target_hints.items():
-            if keyword.lower() in lowered and self.allow_escalation(source, target):
+            if keyword.lower() in lowered and _key(target) in allowed_keys:
                 return self.canonical(target)
         return allowed[0] if allowed else None
 
@@ -284,16 +288,18 @@ class AgentEscalationHandler:
     def set_policy(self, policy: AgentPolicy) -> None:
         self._policy = policy
 
-    def handle(self, request: AgentEscalationRequest) -> AgentEscalationResponse:
+    def handle(self, request: AgentEscalationRequest, available: Collection[str] | None = None) -> AgentEscalationResponse:
+        """Decide and record one request. `available`: the agents that exist where the request
+        runs (a workflow's agents); targets outside it are never chosen."""
         if not request.source_agent.strip():
             raise ValueError("an agent escalation needs a source agent")
         with self._lock:
             now = self.clock.now()
-            response = self._decide(request, now)
+            response = self._decide(request, now, available)
             self.history.record(request, response, now)
             return response
 
-    def _decide(self, req: AgentEscalationRequest, now: float) -> AgentEscalationResponse:
+    def _decide(self, req: AgentEscalationRequest, now: float, available: Collection[str] | None) -> AgentEscalationResponse:
         policy = self._policy
         source = req.source_agent
 
@@ -313,10 +319,12 @@ class AgentEscalationHandler:
                 return deny(
                     Denial.NOT_ALLOWED, f"{source} may not escalate to {target} (allowed: {', '.join(allowed)})", target
                 )
+            if available is not None and _key(target) not in {_key(a) for a in available}:
+                return deny(Denial.NO_TARGET, f"there is no agent named {target} here", target)
         else:
-            target = policy.determine_target(source, f"{req.reason} {req.task}") or ""
+            target = policy.determine_target(source, f"{req.reason} {req.task}", available) or ""
             if not target:
-                return deny(Denial.NO_TARGET, f"no target for {source}")
+                return deny(Denial.NO_TARGET, f"none of {source}'s allowed targets ({', '.join(allowed)}) is here")
         depth = len(req.chain) + 1
         if depth > policy.max_depth:
             return deny(Denial.DEPTH, f"escalation chain too deep ({depth} > maxDepth {policy.max_depth})", target)

@@ -162,3 +162,15 @@ def test_thread_safe_under_concurrent_handling() -> None:
     assert len(h.history) == 4000
     assert all(h.history.success_rate(f"s{i}", None, 0) == 1.0 for i in range(8))
     assert sum(len(h.history.for_agent(f"s{i}")) for i in range(8)) == 4000
+
+
+def test_available_agents_limit_the_choice() -> None:
+    h = handler()
+    workflow = ["codebase_locator", "codebase-pattern-finder"]
+    # 'analyze' hints the analyzer, which this workflow lacks: the first allowed present one wins
+    r = h.handle(Req("codebase_locator", "analyze it", "t"), available=workflow)
+    assert r.approved and r.target_agent == "codebase_pattern_finder"
+    r = h.handle(Req("codebase_locator", "r", "t", "codebase_analyzer"), available=workflow)
+    assert not r.approved and r.denial is Denial.NO_TARGET
+    r = h.handle(Req("codebase_pattern_finder", "r", "t"), available=workflow)
+    assert not r.approved and r.denial is Denial.NO_TARGET and "is here" in r.reason
