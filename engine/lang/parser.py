@@ -94,7 +94,7 @@ def _lark() -> Lark:
         propagate_positions=True,
         maybe_placeholders=False,
         start=["start", "expr"],
-        cache=False,
+        cache=True,  # lark keeps the analysed grammar in the temp dir, keyed by its hash
     )
 
 

@@ -1,0 +1,106 @@
+"""Compiler speed: full pipeline (parse, analyze, generate, Python compile()) and `escalate check`.
+
+Run: python tests/benchmarks/bench_compiler.py   (prints figures; no assertions)
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from engine.lang import compiler
+from engine.lang.parser import lark_parser
+
+HEAD = '''streetrace v1
+model main = anthropic/claude-sonnet
+schema Finding:
+    file: string
+    score: int
+tool fs = builtin streetrace.fs
+'''
+
+BLOCK = '''
+prompt p{i} using model "main": """Review ${{input_prompt}} and $current carefully, part {i}."""
+    escalate if ~ "DRIFTING"
+
+agent a{i}:
+    instruction p{i}
+    tools fs
+    description "agent {i}"
+
+flow f{i} $seed:
+    $current = $seed
+    $items = []
+    loop max 3 do
+        $current = run agent a{i} $current, on escalate return $current
+        if $current ~ "done":
+            log "finished ${{current}}"
+        elif $current contains "retry":
+            continue
+        else:
+            $items = $items + [$current]
+    end
+    for $x in filter $items where .score > 50 do
+        parallel do
+            $l = run agent a{i} with $x
+            $r = call llm p{i} $x
+        end
+        push $l to $log
+    end
+    match $current
+        when "a" -> return {{ status: "ok", n: len($items) }}
+        else -> log "other"
+    end
+    return $current
+'''
+BLOCK_LINES = BLOCK.count("\n")
+
+
+def program(lines: int) -> str:
+    n = max(1, (lines - HEAD.count("\n")) // BLOCK_LINES)
+    return HEAD + "".join(BLOCK.format(i=i) for i in range(n))
+
+
+def full_pipeline(text: str, path: Path) -> float:
+    compiler._parse_cache.clear()
+    compiler._result_cache.clear()
+    t = time.perf_counter()
+    r = compiler.compile_source(text, path)
+    dt = time.perf_counter() - t
+    assert r.ok, r.diagnostics[:3]
+    return dt
+
+
+def median_ms(text: str, runs: int) -> float:
+    path = Path("/tmp/bench.sr")
+    return statistics.median(full_pipeline(text, path) for _ in range(runs)) * 1000
+
+
+def main() -> None:
+    lark_parser()  # grammar build is a one-time start-up cost, measured by the check timing below
+    for size in (57, 880):
+        text = program(size)
+        print(f"full pipeline, {text.count(chr(10))}-line file: median {median_ms(text, 21):.1f} ms (21 runs)")
+    print("linear growth:")
+    for size in (1000, 5000, 20000):
+        text = program(size)
+        ms = median_ms(text, 5 if size < 20000 else 3)
+        print(f"  {text.count(chr(10)):6d} lines: {ms:8.1f} ms  ({ms / text.count(chr(10)) * 1000:.1f} us/line)")
+    with tempfile.TemporaryDirectory() as d:
+        small = Path(d) / "small.sr"
+        small.write_text(program(57))
+        walls = []
+        for _ in range(7):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "engine", "check", str(small)], capture_output=True, check=True)
+            walls.append(time.perf_counter() - t)
+        print(f"`escalate check` small file, wall incl. start-up: median {statistics.median(walls) * 1000:.0f} ms "
+              f"(min {min(walls) * 1000:.0f} ms)")
+
+
+if __name__ == "__main__":
+    main()
