@@ -2,7 +2,7 @@
 
 One asyncio future per escalation, keyed by its id. The agent side awaits `ask()`; a human
 (console), the answers file (headless) or a deadline resolves it exactly once. Subscribers hear
-"raised", "resolved" and "cancelled" synchronously, always in that order for one escalation,
+"raised", then "resolved" or "cancelled", synchronously and in that order for each escalation,
 even when a subscriber answers from inside its own "raised" notification.
 
 All methods must be called on the thread running the asyncio loop that awaits `ask()`.

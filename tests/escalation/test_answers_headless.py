@@ -9,7 +9,6 @@ from engine.escalation.clock import FakeClock
 from engine.escalation.desk import EscalationDesk
 from engine.escalation.headless import AnswerMismatch, HeadlessResponder, waiting_message
 from engine.escalation.model import OnTimeout, Option, Origin, Reason, ResolvedBy, ResponseType
-from rules import parse_rules
 from esc_helpers import make_escalation, make_pending
 
 CONTRACT_EXAMPLE = """\

@@ -264,3 +264,59 @@ async def test_200_concurrent_escalations_answered_in_random_order() -> None:
         assert decision.escalation_id == esc_id
         assert decision.response.selected_option == expected[esc_id]
     assert broker.pending() == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+async def test_random_interleaving_of_answers_deadlines_and_cancels(seed: int) -> None:
+    rng = random.Random(seed)
+    clock = FakeClock()
+    broker = EscalationBroker(clock)
+    resolved: dict[str, int] = {}
+    broker.subscribe(lambda e: resolved.__setitem__(e.pending.escalation.id, resolved.get(e.pending.escalation.id, 0) + 1) if e.kind != RAISED else None)
+    pendings = []
+    for i in range(300):
+        deadline = rng.choice([None, rng.uniform(1, 100)])
+        kind = rng.choice([OnTimeout.STOP, OnTimeout.CONTINUE, OnTimeout.RECOMMENDED])
+        pendings.append(make_pending(id=f"s{seed}e{i}", run_id=f"run{i % 30}", deadline=deadline, on_timeout=kind))
+    tasks = {p.escalation.id: asyncio.create_task(broker.ask(p)) for p in pendings}
+    await asyncio.sleep(0)
+    cancelled_runs: set[str] = set()
+    human: dict[str, str] = {}
+    for step in range(400):
+        roll = rng.random()
+        live = broker.pending()
+        if roll < 0.5 and live:
+            target = rng.choice(live).escalation
+            option = rng.choice(["opt1", "opt2"])
+            broker.answer(target.id, Response(ResponseType.OPTION, option))
+            human[target.id] = option
+        elif roll < 0.55:
+            run = f"run{rng.randrange(30)}"
+            if any(p.escalation.run_id == run for p in live):
+                cancelled_runs.add(run)
+            broker.cancel_run(run)
+        else:
+            clock.advance(rng.uniform(0, 3))
+        if step % 20 == 0:
+            await asyncio.sleep(0)
+    for p in broker.pending():  # whatever still waits for a human gets an answer now
+        broker.answer(p.escalation.id, Response(ResponseType.SKIP))
+        human[p.escalation.id] = "skip"
+    for p in pendings:
+        esc_id = p.escalation.id
+        task = tasks[esc_id]
+        try:
+            decision = await task
+        except asyncio.CancelledError:
+            assert p.escalation.run_id in cancelled_runs
+            assert broker.decision(esc_id) is None
+            continue
+        assert decision.escalation_id == esc_id
+        if esc_id in human:
+            assert decision.resolved_by is ResolvedBy.HUMAN
+            assert (decision.response.selected_option or "skip") == human[esc_id]
+        else:
+            assert decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT
+            assert p.policy.deadline is not None and clock.now() >= p.policy.deadline
+    assert all(count == 1 for count in resolved.values()) and len(resolved) == 300
+    assert clock.pending_timers() == 0
