@@ -139,7 +139,7 @@ class Analyzer:
         if p.expecting is not None:
             self.ref(file, p, "schema", p.expecting, info.schemas)
         instruction_of = [a for a in info.agents.values() if info.agent_fields(a).get("instruction") == p.name]
-        known = info.assigned | set(BUILTIN_VARS)
+        known = info.assigned | set(BUILTIN_VARS) | set(info.prompts)
         if p.body is not None:
             for e in iter_exprs(p.body):
                 if isinstance(e, ast.Var):
@@ -150,9 +150,28 @@ class Analyzer:
                         self.err(file, e, "E0015", f"unknown variable '${{{e.name}}}' in prompt '{p.name}'",
                                  did_you_mean(e.name, known) or "no flow assigns it; `$name` without braces is left as written when unset")
             self.pure_only(file, p.body, "a prompt body")
+            cycle = self.prompt_cycle(p.name, [])
+            if cycle:
+                self.err(file, p, "E0021", "prompts include each other: " + " -> ".join(cycle),
+                         "a prompt may include another with $name, but not itself through a chain")
         if p.escalation is not None and p.escalation.expr is not None:
             self.pure_only(file, p.escalation.expr, "an 'escalate if' condition")
             self.expr_types(file, p.escalation.expr)
+
+    def prompt_cycle(self, name: str, path: list[str]) -> list[str] | None:
+        """A chain of prompts including each other back to `name`, if any."""
+        if name in path:
+            return path[path.index(name):] + [name] if path[0] == name else None
+        p = self.info.prompts.get(name)
+        if p is None or p.body is None:
+            return None
+        for e in iter_exprs(p.body):
+            ref = e.name if isinstance(e, (ast.Var, ast.SoftVar)) and not getattr(e, "path", ()) else None
+            if ref and ref in self.info.prompts and ref not in self.info.assigned:
+                found = self.prompt_cycle(ref, path + [name])
+                if found:
+                    return found
+        return None
 
     def agent(self, a: ast.Agent) -> None:
         info = self.info

@@ -46,11 +46,13 @@ class ExprGen:
     """Expressions -> Python expression source. `output_name`: `$output` in escalation checks;
     `item`: the current `filter` element variable; `in_lambda`: no `await` possible."""
 
-    def __init__(self, gen: "CodeGen", *, output_name: str | None = None, in_lambda: bool = False) -> None:
+    def __init__(self, gen: "CodeGen", *, output_name: str | None = None, in_lambda: bool = False,
+                 prompt: str | None = None) -> None:
         self.gen = gen
         self.output_name = output_name
         self.in_lambda = in_lambda
         self.items: list[str] = []
+        self.prompt_stack: list[str] = [prompt] if prompt else []
 
     def __call__(self, e: ast.Expr) -> str:
         return self.expr(e)
@@ -71,12 +73,32 @@ class ExprGen:
     def e_SoftVar(self, e: ast.SoftVar) -> str:
         if self.output_name and e.name == "output":
             return f"rt.path({self.output_name}, {e.path!r})" if e.path else self.output_name
+        included = self.included_prompt(e.name, e.path)
+        if included is not None:
+            return included
         return f"rt.soft_var(ctx.vars, {e.name!r}, {e.path!r}, {e.raw!r})"
 
     def e_Var(self, e: ast.Var) -> str:
         if self.output_name and e.name == "output":
             return self.output_name
+        included = self.included_prompt(e.name, ())
+        if included is not None:
+            return included
         return f"ctx.get({e.name!r}, {e.line})"
+
+    def included_prompt(self, name: str, path: tuple[str, ...]) -> str | None:
+        """In prompt text, `$other_prompt` / `${other_prompt}` includes that prompt's body
+        (when no code assigns a variable of that name). Inlined at compile time."""
+        if not self.prompt_stack or path or name in self.gen.info.assigned:
+            return None
+        target = self.gen.info.prompts.get(name)
+        if target is None or target.body is None or name in self.prompt_stack:
+            return None  # a cycle is reported by the analyzer (E0021)
+        self.prompt_stack.append(name)
+        try:
+            return self.expr(target.body)
+        finally:
+            self.prompt_stack.pop()
 
     def e_GetAttr(self, e: ast.GetAttr) -> str:
         names: list[str] = []
@@ -291,7 +313,7 @@ class CodeGen:
         if p.body is None:
             body = "None"
         else:
-            body = f"lambda ctx: {ExprGen(self, in_lambda=True)(p.body)}"
+            body = f"lambda ctx: {ExprGen(self, in_lambda=True, prompt=p.name)(p.body)}"
         esc = "None"
         if p.escalation is not None:
             c = p.escalation

@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "E0018": "invalid assignment or call target",
     "E0019": "call not allowed in this context",
     "E0020": "cannot read file",
+    "E0021": "prompts include each other",
     "W0002": "agent has both delegate and use",
 }
 
