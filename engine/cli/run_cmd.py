@@ -23,9 +23,9 @@ class UsageError(Exception):
 
 
 def main(args: argparse.Namespace) -> int:
-    from engine.runtime.logs import quiet_adk
+    from engine.runtime.adk_setup import prepare_adk
 
-    quiet_adk()
+    prepare_adk()
     try:
         inputs = _load_inputs(args)
     except UsageError as exc:

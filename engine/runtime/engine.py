@@ -111,9 +111,9 @@ class Engine:
     ) -> None:
         from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
-        from engine.runtime.logs import quiet_adk
+        from engine.runtime.adk_setup import prepare_adk
 
-        quiet_adk()
+        prepare_adk()
         self.rules = rules
         self.broker = broker
         self.clock = clock

@@ -19,7 +19,7 @@ from pathlib import Path
 from engine.escalation.broker import EscalationBroker
 from engine.escalation.clock import RealClock
 from engine.runtime.engine import Engine
-from engine.runtime.logs import quiet_adk
+from engine.runtime.adk_setup import prepare_adk
 from engine.runtime.script import parse_script
 from rules.loader import default_rules
 
@@ -118,7 +118,7 @@ async def bench_concurrent(runs: int, folder: Path) -> tuple[float, float, int]:
 
 
 async def main(n: int) -> None:
-    quiet_adk()
+    prepare_adk()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         # Concurrency first, so the peak-memory figure is not hidden by the long runs below.
