@@ -23,9 +23,12 @@ from engine.escalation.model import Decision, Escalation, Origin
 from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope, wait_for_human
 from engine.runtime.handlers import GuardrailBlocked, run_handlers
+from engine.runtime.models import ModelUnavailable
 from engine.runtime.prompt_escalation import escalation_spec, matches
 from engine.runtime.schemas import SchemaMismatch, check, describe, parse_json
+from engine.runtime.scripted_model import ScriptExhausted
 from engine.runtime.spec import AgentSpec
+from engine.runtime.tools.registry import ToolUnavailable
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
@@ -34,8 +37,12 @@ log = logging.getLogger("escalate.runtime")
 
 MAX_ROUNDS = 100  # escalations/corrections within one call before we call it a loop
 MAX_OUTPUT_RETRIES = 3  # `retry with e if c` in output handlers
-# Control flow and escalation failures are not an agent's transient error: never retried.
-_NOT_RETRIED = (StopTask, AbortFlow, GuardrailBlocked, EscalationError, asyncio.CancelledError)
+# Control flow, escalation failures and setup problems (no model, no tool, script used up) are
+# not an agent's transient error: retrying cannot help, so they are never retried.
+_NOT_RETRIED = (
+    StopTask, AbortFlow, GuardrailBlocked, EscalationError, ModelUnavailable, ToolUnavailable, ScriptExhausted,
+    asyncio.CancelledError,
+)
 
 
 @dataclass(frozen=True)

@@ -517,3 +517,90 @@ agents:
     # locator is no source here: ADK answers its call as an unknown tool; nothing escalates.
     assert handle.result == "no such tool for me", handle.error
     assert events(handle, "agent_escalation") == []
+
+
+async def test_history_is_put_in_the_session(harness) -> None:
+    class WithHistory(OneAgent):
+        async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+            h = [{"role": "user", "content": "my name is Ada"}, {"role": "assistant", "content": "hello Ada"}]
+            return (await ctx.run_agent("worker", ["and now?"], history=h, line=1)).value
+
+    import engine.runtime.scripted_model as sm
+
+    seen: list[int] = []
+    original = sm.latest_input
+
+    def spy(request: Any) -> str:
+        seen.append(len(request.contents))
+        return original(request)
+
+    sm.latest_input = spy
+    try:
+        handle = await harness.run(WithHistory, "agents:\n  worker: ['ok']\n")
+    finally:
+        sm.latest_input = original
+    assert handle.result == "ok", handle.error
+    assert seen == [3]  # two history messages + the new one
+
+
+async def test_flow_escalate_to_human_returns_the_answer_text(harness) -> None:
+    class Asks(WorkflowBase):
+        FLOWS = {"main": "flow_main"}
+
+        async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+            return await ctx.escalate_to_human("Ship it?", line=1)
+
+    handle = await harness.run(Asks, None, answers="- {responseType: text, textResponse: 'ship behind a flag'}\n")
+    assert handle.result == "ship behind a flag", handle.error
+    assert events(handle, "human_escalation")[0]["origin"] == "flow"
+
+
+async def test_real_model_without_key_says_how_to_run_offline(harness, monkeypatch) -> None:
+    from engine.runtime.spec import ModelSpec
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    class Real(OneAgent):
+        MODELS = {"main": ModelSpec("main", "anthropic", "claude-sonnet")}
+        RETRIES = {"r": RetrySpec("r", 3, "exponential")}
+        AGENTS = {"worker": AgentSpec("worker", instruction="p", retry="r")}
+
+    handle = await harness.run(Real, None)
+    assert handle.status is RunStatus.FAILED
+    assert "ANTHROPIC_API_KEY" in handle.error and "--script" in handle.error
+    assert not any("retry" in e["message"] for e in events(handle, "log"))  # not retried
+    # With a script, the same agent is answered offline.
+    handle = await harness.run(Real, "agents:\n  worker: ['offline answer']\n")
+    assert handle.result == "offline answer", handle.error
+
+
+async def test_many_runs_each_decision_reaches_its_own_run(harness) -> None:
+    from pathlib import Path
+
+    from engine.escalation.model import Response, ResponseType
+    from engine.runtime.engine import CompiledWorkflow
+
+    script = """
+agents:
+  worker:
+    - escalate: {reason: architecture_decision, question: "Pick", options: [{id: a, label: A}, {id: b, label: B}]}
+    - text: "chose a"
+      when: "Chosen option: a"
+    - text: "chose b"
+      when: "Chosen option: b"
+"""
+    engine = harness.engine(script)
+    handles = [engine.start_run(CompiledWorkflow(Path("wf.sr"), "wf", OneAgent), input=str(i)) for i in range(8)]
+    for _ in range(300):
+        await asyncio.sleep(0.01)
+        if len(engine.broker.pending()) == 8:
+            break
+    pending = engine.broker.pending()
+    assert len(pending) == 8
+    wanted = {}
+    for index, item in enumerate(reversed(pending)):  # answer in reverse order
+        choice = "a" if index % 2 else "b"
+        wanted[item.escalation.run_id] = f"chose {choice}"
+        engine.broker.answer(item.escalation.id, Response(ResponseType.OPTION, selected_option=choice))
+    await asyncio.gather(*(h.wait() for h in handles))
+    assert {h.id: h.result for h in handles} == wanted
