@@ -102,6 +102,13 @@ def lark_parser() -> Lark:
     return _lark()
 
 
+@lru_cache(maxsize=1)
+def _fast():  # type: ignore[no-untyped-def]
+    from engine.lang.fastparse import FastParser  # imports this module: load it lazily
+
+    return FastParser(_lark())
+
+
 # ------------------------------------------------------------------ plain-text prompt bodies
 
 @dataclass
@@ -294,6 +301,12 @@ def parse_source(text: str, file: str) -> ParseResult:
     if not text.endswith("\n"):
         text += "\n"
     prepared = extract_plain_bodies(text)
+    try:
+        tree = _fast().parse(prepared.text)
+    except Exception:  # not a valid program (or a driver bug): Lark's own parse says why
+        tree = None
+    if tree is not None:
+        return ParseResult(tree, prepared.bodies, [])
     try:
         tree = _lark().parse(prepared.text, start="start")
     except IndentationError_ as exc:

@@ -1,0 +1,260 @@
+"""A fast driver for the grammar's LALR(1) table: lexing, indentation and tree building in one
+tight loop.
+
+Lark analyses grammar.lark and owns the parse table; this module only walks that table faster
+than Lark's general-purpose loop (one master regex instead of per-state scanners, no wrapper
+chains per reduction). It builds the same trees Lark builds (tests compare the two on every
+example, the origin corpus and fuzzed programs). On any error it gives up and the caller
+re-parses with Lark itself, whose exceptions carry the details for the diagnostics.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lark import Lark, Token, Tree
+from lark.parsers.lalr_analysis import Shift
+
+from engine.lang.parser import TAB_WIDTH, IndentationError_
+
+
+class FastFail(Exception):
+    """The input is not a valid program: re-parse with Lark for the diagnostic."""
+
+
+class _Meta:
+    __slots__ = ("empty", "line", "column")
+
+    def __init__(self, line: int, column: int) -> None:
+        self.empty = False
+        self.line = line
+        self.column = column
+
+
+_NO_META = _Meta(1, 1)
+_NO_META.empty = True
+
+_MASTER = re.compile(
+    r"""
+    (?P<WS>[\t \f]+|\\[\t ]*\r?\n)
+  | (?P<NL>(?:\r?\n[\t \f]*|\#[^\n]*)+)
+  | (?P<TRIPLE>\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?''')
+  | (?P<STRING>"(?:[^"\\$]|\\.|\$(?!\{)|\$\{[^}]*\})*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<NUMBER>[0-9]+\.[0-9]+)
+  | (?P<INT>[0-9]+)
+  | (?P<VAR>\$[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<WORD>[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)
+  | (?P<BODY>\x00[0-9]+\x00)
+  | (?P<OP>->|>=|<=|==|!=|\[\]|[()\[\]{}:,.=+\-*/%<>~?])
+    """,
+    re.VERBOSE,
+)
+_GROUP_TYPE = {"TRIPLE": "TRIPLE_STRING", "STRING": "STRING", "NUMBER": "NUMBER", "INT": "INT", "VAR": "VAR",
+               "BODY": "PLAIN_BODY"}
+# Terminals that need their own pattern, tried first in the states that accept them.
+_SPECIAL = ("VERSION", "IMPORT_PATH", "MODEL_REF", "MODEL_VALUE", "PRESERVE_LAST", "PRESERVE_TOOL")
+# A literal start that a special terminal needs: skips hopeless regex attempts.
+_PREFIX = {"PRESERVE_LAST": "last", "PRESERVE_TOOL": "tool", "VERSION": "v", "IMPORT_PATH": "."}
+_OPEN = {"LPAR", "LSQB", "LBRACE"}
+_CLOSE = {"RPAR", "RSQB", "RBRACE"}
+
+
+def _plan(rule: Any) -> tuple[str, tuple[tuple[int, bool], ...], bool, int, str, bool]:
+    """How Lark builds this rule's node: name, kept children (and which to splice), whether a
+    single child replaces the node, size, goto symbol, and whether it is a pure unit rule."""
+    keep_all = rule.options.keep_all_tokens
+    keep = tuple(
+        (i, (not sym.is_term) and sym.name.startswith("_"))
+        for i, sym in enumerate(rule.expansion)
+        if keep_all or not (sym.is_term and sym.filter_out)
+    )
+    expand1 = bool(rule.options.expand1 and not rule.alias)
+    size = len(rule.expansion)
+    unit = expand1 and size == 1 and keep == ((0, False),)
+    return (rule.alias or rule.origin.name, keep, expand1, size, rule.origin.name, unit)
+
+
+class FastParser:
+    def __init__(self, lark: Lark, start: str = "start") -> None:
+        lalr = lark.parser.parser  # lark's LALR_Parser
+        table = lalr._parse_table
+        self.states: dict[Any, dict[str, tuple[Any, Any]]] = table.states
+        self.start_state = table.start_states[start]
+        self.end_state = table.end_states[start]
+        self.strings: dict[str, str] = {}  # literal text -> terminal name
+        patterns: dict[str, re.Pattern[str]] = {}
+        for t in lark.terminals:
+            if t.pattern.type == "str":
+                self.strings[t.pattern.value] = t.name
+            elif t.name in _SPECIAL:
+                patterns[t.name] = re.compile(t.pattern.to_regexp())
+        self.specials: dict[Any, tuple[tuple[str, str, re.Pattern[str]], ...]] = {}
+        for state, actions in self.states.items():
+            found = tuple((name, _PREFIX.get(name, ""), patterns[name]) for name in _SPECIAL if name in actions)
+            if found:
+                self.specials[state] = found
+        # state -> symbol -> (True, next state) | (False, reduction plan)
+        plans: dict[int, tuple] = {}
+        self.actions: dict[Any, dict[str, tuple[bool, Any]]] = {
+            state: {sym: (True, arg) if action is Shift else (False, plans.get(id(arg)) or plans.setdefault(id(arg), _plan(arg)))
+                    for sym, (action, arg) in acts.items()}
+            for state, acts in self.states.items()
+        }
+
+    def parse(self, text: str) -> Tree:
+        states = self.actions
+        strings = self.strings
+        specials = self.specials
+        master = _MASTER.match
+        new_token = Token._future_new
+        stack: list[Any] = [self.start_state]
+        values: list[Any] = []
+        levels = [0]
+        depth = 0
+        pos = 0
+        n = len(text)
+        line = 1
+        line_start = 0
+
+        def reduce(plan: tuple) -> Any:
+            """Pop the rule's children, build its tree (as Lark would), push the goto state."""
+            name, keep, expand1, size, origin, unit = plan
+            if unit:  # `?a: b` with one child: the value stays, only the state changes
+                new_state = states[stack[-2]][origin][1]
+                stack[-1] = new_state
+                return new_state
+            if size:
+                children = values[-size:]
+                del values[-size:]
+                del stack[-size:]
+            else:
+                children = []
+            filtered: list[Any] = []
+            for i, splice in keep:
+                c = children[i]
+                if splice:
+                    filtered += c.children
+                else:
+                    filtered.append(c)
+            if expand1 and len(filtered) == 1:
+                value = filtered[0]
+            else:
+                meta = _NO_META
+                for c in children:  # position of the first child, kept or filtered out
+                    if type(c) is Token:
+                        meta = _Meta(c.line, c.column)
+                        break
+                    m = c._meta
+                    if m is not None and not m.empty:
+                        meta = m
+                        break
+                value = Tree(name, filtered, meta)
+            new_state = states[stack[-1]][origin][1]
+            stack.append(new_state)
+            values.append(value)
+            return new_state
+
+        def feed(tok: Token) -> None:
+            ttype = tok.type
+            while True:
+                try:
+                    shift, arg = states[stack[-1]][ttype]
+                except KeyError:
+                    raise FastFail() from None
+                if shift:
+                    stack.append(arg)
+                    values.append(tok)
+                    return
+                reduce(arg)
+
+        while pos < n:
+            state = stack[-1]
+            col = pos - line_start + 1
+            special = specials.get(state)
+            if special is not None:
+                hit = None
+                for tname, prefix, rx in special:
+                    if prefix and not text.startswith(prefix, pos):
+                        continue
+                    m = rx.match(text, pos)
+                    if m is not None and m.end() > pos:
+                        hit = (tname, m.group(0))
+                        break
+                if hit is not None:
+                    feed(new_token(hit[0], hit[1], pos, line, col))
+                    pos += len(hit[1])
+                    continue
+            m = master(text, pos)
+            if m is None:
+                raise FastFail()
+            kind = m.lastgroup
+            value = m.group(0)
+            end = m.end()
+            if kind == "WS":
+                if "\n" in value:
+                    line += 1
+                    line_start = end
+                pos = end
+                continue
+            if kind == "NL":
+                nl_line = line
+                newlines = value.count("\n")
+                if newlines:
+                    line += newlines
+                    line_start = pos + value.rfind("\n") + 1
+                pos = end
+                if depth > 0:
+                    continue
+                feed(new_token("_NL", value, m.start(), nl_line, col))
+                tail = value[value.rfind("\n") + 1:] if newlines else ""
+                ws = tail[: len(tail) - len(tail.lstrip(" \t\f"))]
+                indent = ws.count(" ") + ws.count("\t") * TAB_WIDTH
+                if indent > levels[-1]:
+                    levels.append(indent)
+                    feed(new_token("_INDENT", "", pos, line, indent + 1))
+                else:
+                    while indent < levels[-1]:
+                        levels.pop()
+                        feed(new_token("_DEDENT", "", pos, line, indent + 1))
+                    if indent != levels[-1]:
+                        raise IndentationError_(line, indent + 1, "inconsistent indentation")
+                continue
+            if kind == "WORD":
+                actions = states[state]
+                kw = strings.get(value)
+                ttype = kw if kw is not None and (kw in actions or "NAME" not in actions) else "NAME"
+            elif kind == "OP":
+                ttype = strings[value]
+                if len(value) > 1 and ttype not in states[state]:
+                    value = value[0]  # e.g. '[]' where only '[' fits, '->' outside `match`
+                    ttype = strings[value]
+                    end = pos + 1
+                if ttype in _OPEN:
+                    depth += 1
+                elif ttype in _CLOSE and depth > 0:
+                    depth -= 1
+            else:
+                ttype = _GROUP_TYPE[kind]
+            tok = new_token(ttype, value, pos, line, col)
+            newlines = value.count("\n") if kind in ("TRIPLE", "STRING") else 0
+            if newlines:
+                tok.end_line = line + newlines
+                line += newlines
+                line_start = pos + value.rfind("\n") + 1
+            feed(tok)
+            pos = end
+        while len(levels) > 1:
+            levels.pop()
+            feed(new_token("_DEDENT", "", pos, line, 1))
+        # $END: reduce until the start rule is complete.
+        while True:
+            try:
+                shift, arg = states[stack[-1]]["$END"]
+            except KeyError:
+                raise FastFail() from None
+            if shift or reduce(arg) == self.end_state:
+                break
+        if stack[-1] != self.end_state:
+            raise FastFail()
+        return values[-1]
