@@ -35,12 +35,12 @@ agents:
     ("text", "line", "col", "fragment"),
     [
         ("agents:\n  a:\n    - text: [unclosed\n", 4, 1, "invalid YAML"),
-        ("agnts: {}\n", 1, 1, "unknown key 'agnts'"),
-        ("agents:\n  a: hello\n", 2, 6, "expected a list of replies"),
+        ("agnts: {}\n", 1, 1, "unknown key 'agnts' (did you mean 'agents'?)"),
+        ("agents:\n  a: hello\n", 2, 6, "must be a list"),
         ("agents:\n  a:\n    - {text: x, tool: y}\n", 3, 7, "exactly one of"),
-        ("agents:\n  a:\n    - {txt: x}\n", 3, 8, "unknown reply key 'txt'"),
-        ("agents:\n  a:\n    - {tool: t, args: [1]}\n", 3, 23, "'args' must be a mapping"),
-        ("agents:\n  a:\n    - escalate: {reason: other}\n", 3, 17, "needs a 'question'"),
+        ("agents:\n  a:\n    - {txt: x}\n", 3, 8, "unknown key 'txt' (did you mean 'text'?)"),
+        ("agents:\n  a:\n    - {tool: t, args: [1]}\n", 3, 23, "args must be a mapping"),
+        ("agents:\n  a:\n    - escalate: {reason: other}\n", 3, 17, "missing required key 'question'"),
         ("", 1, 1, "empty script"),
     ],
 )
@@ -55,7 +55,7 @@ def test_errors_have_positions(text: str, line: int, col: int, fragment: str) ->
 def test_missing_file_is_a_script_error(tmp_path) -> None:
     with pytest.raises(ScriptError) as info:
         load_script(tmp_path / "nope.yaml")
-    assert str(info.value).startswith(f"{tmp_path / 'nope.yaml'}:1:1: cannot read")
+    assert str(info.value) == f"{tmp_path / 'nope.yaml'}: cannot read file: no such file"
 
 
 def test_cursor_first_unused_matching_reply() -> None:
