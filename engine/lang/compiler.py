@@ -7,6 +7,7 @@ the console and the runtime can call `load_workflow` freely.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import threading
 import types
@@ -136,6 +137,8 @@ def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> l
 
 def compile_source(source: str, path: Path) -> CompileResult:
     """Compile `.sr` text. Imports are resolved relative to `path`'s folder."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the pipeline allocates many short-lived trees; cyclic GC passes only cost time
     try:
         return _compile_source(source, Path(path))
     except RecursionError:
@@ -143,6 +146,9 @@ def compile_source(source: str, path: Path) -> CompileResult:
     except Exception as exc:  # a compiler bug must still be one clear line, never a traceback
         return CompileResult(Path(path), [error(path, 1, 1, "E0007", f"internal compiler error: {type(exc).__name__}: {exc}")],
                              None, False)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 def _compile_source(source: str, path: Path) -> CompileResult:

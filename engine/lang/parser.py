@@ -102,11 +102,11 @@ def lark_parser() -> Lark:
     return _lark()
 
 
-@lru_cache(maxsize=1)
-def _fast():  # type: ignore[no-untyped-def]
+@lru_cache(maxsize=2)
+def _fast(start: str = "start"):  # type: ignore[no-untyped-def]
     from engine.lang.fastparse import FastParser  # imports this module: load it lazily
 
-    return FastParser(_lark())
+    return FastParser(_lark(), start)
 
 
 # ------------------------------------------------------------------ plain-text prompt bodies
@@ -357,4 +357,7 @@ def _end_position(text: str) -> tuple[int, int]:
 
 def parse_expression(text: str) -> Tree:
     """Parse `${...}` contents; raises lark's UnexpectedInput on bad syntax."""
-    return _lark().parse(text, start="expr")
+    try:
+        return _fast("expr").parse(text)
+    except Exception:  # Lark's own parse explains the error
+        return _lark().parse(text, start="expr")

@@ -57,3 +57,17 @@ def test_fuzzed_programs_agree(text):
     assert fast == ref or fast is None  # the driver may give up; then Lark reports the error
     if ref is None:
         assert fast is None
+
+
+def test_expressions_parse_identically():
+    for src in ["$a.b + len($c) * -2 >= 3 and not x", "filter $x where .a.b ~ \"y\" or .c contains 1",
+                "{a: [1, 2.5, null], \"b\": initial user prompt}", "lib.f(1)(2)" , "($a)"]:
+        try:
+            ref = shape(lark_parser().parse(src, start="expr"))
+        except Exception:
+            ref = None
+        try:
+            fast = shape(FastParser(lark_parser(), "expr").parse(src))
+        except Exception:
+            fast = None
+        assert fast == ref
