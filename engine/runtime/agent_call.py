@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,6 @@ from engine.runtime.tools.registry import ToolUnavailable
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
 
-log = logging.getLogger("escalate.runtime")
 
 MAX_ROUNDS = 100  # escalations/corrections within one call before we call it a loop
 MAX_OUTPUT_RETRIES = 3  # `retry with e if c` in output handlers

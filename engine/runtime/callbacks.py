@@ -6,7 +6,6 @@ Tool gating is enforced here, in code: a denied tool never runs, whatever the mo
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from google.adk.tools.agent_tool import AgentTool
@@ -17,7 +16,6 @@ from engine.runtime.spec import AgentSpec
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
 
-log = logging.getLogger("escalate.runtime")
 
 # Tools that are escalation mechanisms themselves, not actions: never gated by the rules.
 UNGATED = {"ask_human", "escalate_to_agent", "transfer_to_agent", "adk_request_confirmation"}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -18,13 +17,12 @@ from engine.escalation.broker import EscalationError
 from engine.escalation.model import Escalation, Origin, Reason
 from engine.runtime.flow_api import AbortFlow, CallResult, FlowError, RetryStep, StopTask
 from engine.runtime.frames import CURRENT, CallFrame, current
-from engine.runtime.spec import AgentSpec, HandlerSpec
+from engine.runtime.spec import HandlerSpec
 
 if TYPE_CHECKING:
     from engine.runtime.handlers import HandlerScope
     from engine.runtime.run_state import RunState
 
-log = logging.getLogger("escalate.runtime")
 
 _FRAME: ContextVar[dict[str, Any] | None] = ContextVar("escalate_flow_frame", default=None)
 _SCOPE: ContextVar["HandlerScope | None"] = ContextVar("escalate_handler_scope", default=None)
@@ -246,6 +244,3 @@ def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
         return [_map_strings(v, fn) for v in value]
     return value
 
-
-def llm_agent_spec(prompt: str) -> AgentSpec:
-    return AgentSpec(name=prompt, prompt=prompt)

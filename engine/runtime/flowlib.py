@@ -323,11 +323,34 @@ def resolve(value: Any) -> Any:
 
 # ------------------------------------------------------------------ guardrails
 
-@dataclass(frozen=True)
-class Guardrail:
-    """A named built-in guardrail used as a condition (`block if jailbreak`)."""
+# `block if jailbreak`: phrases of the usual prompt-injection attempts (case-insensitive).
+_JAILBREAK = re.compile(
+    r"ignore (?:all |any )?(?:the )?(?:previous|prior|above) (?:instructions|rules|prompts?)"
+    r"|disregard (?:all |any )?(?:the )?(?:previous|prior|above|your) (?:instructions|rules)"
+    r"|forget (?:all |your )?(?:previous |prior )?instructions"
+    r"|you are now (?:dan|in developer mode)|\bdo anything now\b|developer mode enabled"
+    r"|\bjailbreak\b|pretend (?:that )?you have no (?:rules|restrictions|guidelines)"
+    r"|reveal (?:your|the) (?:system prompt|hidden instructions)",
+    re.I,
+)
 
-    name: str
+
+def guardrail_names() -> tuple[str, ...]:
+    from engine.runtime.guardrails import GUARDRAILS
+
+    return ("jailbreak", *GUARDRAILS)
+
+
+def guardrail_hit(name: str, subject: Any) -> bool:
+    """A named built-in guardrail as a condition: does the handler's message trip it?"""
+    text = to_text(subject)
+    if name == "jailbreak":
+        return _JAILBREAK.search(text) is not None
+    from engine.runtime.guardrails import GUARDRAILS, mask
+
+    if name not in GUARDRAILS:
+        raise FlowError(f"unknown guardrail {name!r} (known: {', '.join(guardrail_names())})")
+    return mask(name, text) != text
 
 
 # ------------------------------------------------------------------ control flow across nested code
