@@ -44,8 +44,7 @@ class AgentEscalationRequest:
     chain: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class AgentEscalationResponse:
+class AgentEscalationResponse(NamedTuple):  # immutable and cheap to build (hot path)
     approved: bool
     target_agent: str
     task: str
@@ -130,10 +129,11 @@ class AgentPolicy:
         """The first hint keyword found in `text` whose agent the source may reach, else the
         first allowed target, else None. `available` (agent names) limits the candidates."""
         allowed = self.allowed_targets(source)
+        allowed_keys = self._allowed.get(_key(source), frozenset())
         if available is not None:
             present = {_key(a) for a in available}
             allowed = tuple(t for t in allowed if _key(t) in present)
-        allowed_keys = {_key(t) for t in allowed}
+            allowed_keys = allowed_keys & present
         lowered = text.lower()
         for keyword, target in self.target_hints.items():
             if keyword.lower() in lowered and _key(target) in allowed_keys:
@@ -176,14 +176,15 @@ class _AgentIndex:
 
 
 class EscalationHistory:
-    """Every decision, indexed for the questions the handler and the console ask."""
+    """Every decision, indexed for the questions the handler and the console ask. One lock
+    guards it all; `*_locked` methods are for a caller that already holds `lock`."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self.clear()
 
     def clear(self) -> None:
-        with self._lock:
+        with self.lock:
             self._entries: list[HistoryEntry] = []
             self._times = array("d")
             self._by_agent: dict[str, _AgentIndex] = {}
@@ -192,60 +193,74 @@ class EscalationHistory:
             self._denials: Counter[Denial] = Counter()
 
     def record(self, request: AgentEscalationRequest, response: AgentEscalationResponse, timestamp: float) -> HistoryEntry:
-        source, target = _key(request.source_agent), _key(response.target_agent)
-        with self._lock:
-            if self._times and timestamp < self._times[-1]:
-                timestamp = self._times[-1]  # keep the arrays sorted even if a clock stepped back
-            entry = HistoryEntry(
-                timestamp, request.source_agent, response.target_agent, response.approved,
-                request.reason, request.task, response.denial,
-            )
-            self._entries.append(entry)
-            self._times.append(timestamp)
-            self._by_agent.setdefault(source, _AgentIndex()).add(entry)
-            if response.approved:
-                self._last_edge.setdefault(source, {})[target] = timestamp
-                self._paths[(request.source_agent, response.target_agent)] += 1
-            elif response.denial is not None:
-                self._denials[response.denial] += 1
+        with self.lock:
+            return self.record_locked(request, response, timestamp)
+
+    def record_locked(
+        self, request: AgentEscalationRequest, response: AgentEscalationResponse, timestamp: float
+    ) -> HistoryEntry:
+        if self._times and timestamp < self._times[-1]:
+            timestamp = self._times[-1]  # keep the arrays sorted even if a clock stepped back
+        entry = HistoryEntry(
+            timestamp, request.source_agent, response.target_agent, response.approved,
+            request.reason, request.task, response.denial,
+        )
+        self._entries.append(entry)
+        self._times.append(timestamp)
+        source = _key(request.source_agent)
+        index = self._by_agent.get(source)
+        if index is None:
+            index = self._by_agent[source] = _AgentIndex()
+        index.add(entry)
+        if response.approved:
+            edges = self._last_edge.get(source)
+            if edges is None:
+                edges = self._last_edge[source] = {}
+            edges[_key(response.target_agent)] = timestamp
+            self._paths[(request.source_agent, response.target_agent)] += 1
+        elif response.denial is not None:
+            self._denials[response.denial] += 1
         return entry
 
     def has_loop(self, source: str, target: str, now: float, window: float, max_hops: int) -> bool:
+        with self.lock:
+            return self.has_loop_locked(source, target, now, window, max_hops)
+
+    def has_loop_locked(self, source: str, target: str, now: float, window: float, max_hops: int) -> bool:
         """Would source->target close a cycle of approvals made within the window? Direct
         (target->source) or through a chain of at most `max_hops` edges (target->...->source)."""
         start, goal, cutoff = _key(target), _key(source), now - window
         if start == goal:
             return True
-        with self._lock:
-            seen = {start}
-            frontier = [start]
-            for _ in range(max_hops):  # breadth-first over recent edges: never over the history
-                nxt: list[str] = []
-                for node in frontier:
-                    for dst, when in self._last_edge.get(node, {}).items():
-                        if when < cutoff or dst in seen:
-                            continue
-                        if dst == goal:
-                            return True
-                        seen.add(dst)
-                        nxt.append(dst)
-                if not nxt:
-                    break
-                frontier = nxt
+        seen = {start}
+        frontier = [start]
+        for _ in range(max_hops):  # breadth-first over recent edges: never over the history
+            nxt: list[str] = []
+            for node in frontier:
+                for dst, when in self._last_edge.get(node, {}).items():
+                    if when < cutoff or dst in seen:
+                        continue
+                    if dst == goal:
+                        return True
+                    seen.add(dst)
+                    nxt.append(dst)
+            if not nxt:
+                break
+            frontier = nxt
         return False
 
     def recent(self, window: float, now: float) -> list[HistoryEntry]:
-        with self._lock:
+        with self.lock:
             return self._entries[bisect_left(self._times, now - window) :]
 
     def for_agent(self, agent: str) -> list[HistoryEntry]:
-        with self._lock:
+        with self.lock:
             index = self._by_agent.get(_key(agent))
             return list(index.entries) if index else []
 
     def success_rate(self, agent: str, window: float | None, now: float) -> float:
         """Approved / attempted for escalations by `agent` within the window (0.0 when none)."""
-        with self._lock:
+        with self.lock:
             index = self._by_agent.get(_key(agent))
             if index is None:
                 return 0.0
@@ -257,15 +272,15 @@ class EscalationHistory:
 
     def agents(self) -> list[str]:
         """Agents that escalated, as first spelled."""
-        with self._lock:
+        with self.lock:
             return [index.entries[0].source for index in self._by_agent.values()]
 
     def denials(self) -> dict[Denial, int]:
-        with self._lock:
+        with self.lock:
             return dict(self._denials)
 
     def common_paths(self, n: int = 5) -> list[tuple[tuple[str, str], int]]:
-        with self._lock:
+        with self.lock:
             return self._paths.most_common(n)
 
     def __len__(self) -> int:
@@ -279,7 +294,6 @@ class AgentEscalationHandler:
         self._policy = policy or AgentPolicy()
         self.clock = clock or RealClock()
         self.history = EscalationHistory()
-        self._lock = threading.Lock()  # one decision at a time: check-then-record is atomic
 
     @property
     def policy(self) -> AgentPolicy:
@@ -293,45 +307,50 @@ class AgentEscalationHandler:
         runs (a workflow's agents); targets outside it are never chosen."""
         if not request.source_agent.strip():
             raise ValueError("an agent escalation needs a source agent")
-        with self._lock:
+        with self.history.lock:  # one decision at a time: check-then-record is atomic
             now = self.clock.now()
             response = self._decide(request, now, available)
-            self.history.record(request, response, now)
+            self.history.record_locked(request, response, now)
             return response
 
     def _decide(self, req: AgentEscalationRequest, now: float, available: Collection[str] | None) -> AgentEscalationResponse:
         policy = self._policy
         source = req.source_agent
-
-        def deny(kind: Denial, why: str, target: str = "") -> AgentEscalationResponse:
-            alternatives = policy.get_fallbacks(target) if target else policy.get_fallbacks(source)
-            fallbacks = tuple(f for f in alternatives if _key(f) not in (_key(source), _key(target)))
-            return AgentEscalationResponse(False, target, req.task, why, fallbacks, kind)
-
         if not req.task.strip():
-            return deny(Denial.INVALID, "an escalation needs a task for the other agent")
+            return self._deny(req, Denial.INVALID, "an escalation needs a task for the other agent")
         allowed = policy.allowed_targets(source)
         if not allowed:
-            return deny(Denial.NOT_ALLOWED, f"{source} has no escalation paths")
-        if req.suggested_target.strip():
-            target = policy.canonical(req.suggested_target.strip())
+            return self._deny(req, Denial.NOT_ALLOWED, f"{source} has no escalation paths")
+        suggested = req.suggested_target.strip()
+        if suggested:
+            target = policy.canonical(suggested)
             if not policy.allow_escalation(source, target):
-                return deny(
-                    Denial.NOT_ALLOWED, f"{source} may not escalate to {target} (allowed: {', '.join(allowed)})", target
-                )
+                why = f"{source} may not escalate to {target} (allowed: {', '.join(allowed)})"
+                return self._deny(req, Denial.NOT_ALLOWED, why, target)
             if available is not None and _key(target) not in {_key(a) for a in available}:
-                return deny(Denial.NO_TARGET, f"there is no agent named {target} here", target)
+                return self._deny(req, Denial.NO_TARGET, f"there is no agent named {target} here", target)
         else:
             target = policy.determine_target(source, f"{req.reason} {req.task}", available) or ""
             if not target:
-                return deny(Denial.NO_TARGET, f"none of {source}'s allowed targets ({', '.join(allowed)}) is here")
+                why = f"none of {source}'s allowed targets ({', '.join(allowed)}) is here"
+                return self._deny(req, Denial.NO_TARGET, why)
         depth = len(req.chain) + 1
         if depth > policy.max_depth:
-            return deny(Denial.DEPTH, f"escalation chain too deep ({depth} > maxDepth {policy.max_depth})", target)
-        chain_keys = {_key(a) for a in req.chain}
-        if _key(target) in chain_keys or self.history.has_loop(source, target, now, policy.loop_window, max(2, policy.max_depth)):
-            return deny(
-                Denial.LOOP, f"escalation loop: {target} already escalated back towards {source} recently", target
-            )
-        fallbacks = tuple(f for f in policy.get_fallbacks(target) if _key(f) != _key(source))
+            why = f"escalation chain too deep ({depth} > maxDepth {policy.max_depth})"
+            return self._deny(req, Denial.DEPTH, why, target)
+        target_key = _key(target)
+        in_chain = any(_key(a) == target_key for a in req.chain)
+        if in_chain or self.history.has_loop_locked(source, target, now, policy.loop_window, max(2, policy.max_depth)):
+            why = f"escalation loop: {target} already escalated back towards {source} recently"
+            return self._deny(req, Denial.LOOP, why, target)
+        source_key = _key(source)
+        fallbacks = tuple(f for f in policy.get_fallbacks(target) if _key(f) != source_key)
         return AgentEscalationResponse(True, target, req.task, f"approved: {source} -> {target}", fallbacks)
+
+    def _deny(self, req: AgentEscalationRequest, kind: Denial, why: str, target: str = "") -> AgentEscalationResponse:
+        """A refusal; its fallbacks are the target's (or the source's), minus the agents involved."""
+        source = req.source_agent
+        alternatives = self._policy.get_fallbacks(target or source)
+        involved = (_key(source), _key(target))
+        fallbacks = tuple(f for f in alternatives if _key(f) not in involved)
+        return AgentEscalationResponse(False, target, req.task, why, fallbacks, kind)
