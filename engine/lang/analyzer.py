@@ -13,7 +13,7 @@ from typing import Iterator
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
 from engine.lang.semantics import BUILTIN_VARS, ProgramInfo
-from engine.runtime.flowlib import PURE_FUNCTIONS
+from engine.runtime.flowlib import PURE_FUNCTIONS, guardrail_names
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
 MODEL_KEYS = ("provider", "name", "temperature", "max_tokens", "max_input_tokens")
@@ -335,8 +335,16 @@ class Analyzer:
             if not ctx.in_handler:
                 self.err(file, s, "E0009", f"'{word}' is a guardrail: only allowed in 'on input/output/tool-call/tool-result' handlers")
             for e in (getattr(s, "condition", None), getattr(s, "value", None)):
-                if e is not None and not (isinstance(e, ast.Var) and not e.dollar):
+                if isinstance(e, ast.Var) and not e.dollar and e.name not in self.info.assigned:
+                    names = guardrail_names()
+                    if e.name not in names:
+                        self.err(file, e, "E0001", f"unknown guardrail '{e.name}'",
+                                 did_you_mean(e.name, names) or "built-in guardrails: " + ", ".join(names))
+                elif e is not None:
                     self.expr(e, ctx, defined)
+            if isinstance(s, ast.Mask) and s.guardrail not in guardrail_names()[1:]:
+                self.err(file, s, "E0001", f"unknown guardrail '{s.guardrail}' for mask",
+                         did_you_mean(s.guardrail, guardrail_names()[1:]) or "mask works with: " + ", ".join(guardrail_names()[1:]))
             return defined
         if isinstance(s, ast.If):
             outs = []

@@ -503,7 +503,8 @@ class CodeGen:
     def condition(self, c: ast.Expr) -> str:
         """Guardrail conditions: a bare name that no code assigns is a built-in guardrail."""
         if isinstance(c, ast.Var) and not c.dollar and c.name not in self.info.assigned:
-            return f"rt.Guardrail({c.name!r})"
+            # The handler's frame holds the message in flight as `message`.
+            return f"rt.guardrail_hit({c.name!r}, ctx.vars.get('message'))"
         return self.ex()(c)
 
     def s_Block(self, s: ast.Block) -> list[str]:

@@ -44,6 +44,10 @@ class CompileFailed(Exception):
         self.diagnostics = diagnostics
 
 
+# The console imports this name; it is the same exception.
+CompileError = CompileFailed
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

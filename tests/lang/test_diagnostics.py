@@ -15,6 +15,7 @@ A = P + "agent a:\n    instruction p\n"
 CASES = [
     ("E0001", A + "flow main:\n    run agent ab\n", 5, "did you mean 'a'?"),
     ("E0001", "agent a:\n    instruction pp\n" + P, 2, "did you mean 'p'?"),
+    ("E0001", A + "on input do\n    block if jailbrake\nend\n", 5, "did you mean 'jailbreak'?"),
     ("E0002", A + "flow main:\n    if 1 == 1:\n        $x = 1\n    log $x\n", 7, None),
     ("E0003", A + "agent a:\n    instruction p\n", 4, None),
     ("E0004", A + 'flow main:\n    $x = "a" - 1\n', 5, None),
