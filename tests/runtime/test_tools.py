@@ -1,0 +1,79 @@
+"""Built-in tools called directly: confinement, errors as results, time limits."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.runtime.guardrails import UnknownGuardrail, mask
+from engine.runtime.tools.cli import cli_functions
+from engine.runtime.tools.fs import fs_functions
+from engine.runtime.tools.registry import ToolUnavailable, builtin_functions
+from engine.runtime.tools.web import web_functions
+from engine.runtime.tools.workspace import PathRefused, Workspace
+
+
+def tools(root: Path, readonly: bool = False) -> dict:
+    return {f.__name__: f for f in fs_functions(Workspace(root), readonly=readonly)}
+
+
+async def test_fs_round_trip(tmp_path: Path) -> None:
+    fs = tools(tmp_path)
+    assert (await fs["write_file"]("a/b.txt", "hi")) == {"path": "a/b.txt", "written": 2}
+    assert (await fs["read_file"]("a/b.txt"))["content"] == "hi"
+    assert (await fs["list_directory"]("."))["entries"] == ["a/"]
+    assert (await fs["delete_file"]("a/b.txt"))["deleted"] is True
+    assert "error" in await fs["read_file"]("a/b.txt")
+
+
+@pytest.mark.parametrize("path", ["../x.txt", "a/../../x.txt", "/etc/passwd", "link/secret.txt"])
+async def test_fs_refuses_paths_leaving_the_workspace(tmp_path: Path, path: str) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (tmp_path / "x.txt").write_text("outside")
+    (tmp_path / "secret.txt").write_text("secret")
+    os.symlink(tmp_path, root / "link")
+    fs = tools(root)
+    for call in (fs["read_file"](path), fs["write_file"](path, "x"), fs["delete_file"](path)):
+        result = await call
+        assert "outside the workspace" in result["error"]
+    assert (tmp_path / "x.txt").read_text() == "outside"
+
+
+def test_inside_dotdot_is_fine(tmp_path: Path) -> None:
+    assert Workspace(tmp_path).resolve("a/../b.txt") == tmp_path.resolve() / "b.txt"
+    with pytest.raises(PathRefused):
+        Workspace(tmp_path).resolve("bad\x00name")
+
+
+def test_readonly_has_no_writers(tmp_path: Path) -> None:
+    assert sorted(tools(tmp_path, readonly=True)) == ["list_directory", "read_file"]
+    assert [f.__name__ for f in builtin_functions("fs_readonly", Workspace(tmp_path))] == ["read_file", "list_directory"]
+    with pytest.raises(ToolUnavailable, match="unknown builtin"):
+        builtin_functions("streetrace.nope", Workspace(tmp_path))
+
+
+async def test_run_command_in_workspace_with_time_limit(tmp_path: Path) -> None:
+    [run_command] = cli_functions(Workspace(tmp_path), time_limit=0.5)
+    result = await run_command("pwd; echo err >&2; exit 3")
+    assert result["exit_code"] == 3 and result["stdout"].strip() == str(tmp_path.resolve()) and result["stderr"] == "err\n"
+    slow = await run_command("sleep 5")
+    assert "timed out" in slow["error"]
+
+
+async def test_fetch_url_refuses_other_schemes() -> None:
+    [fetch_url] = web_functions()
+    assert "only http and https" in (await fetch_url("file:///etc/passwd"))["error"]
+
+
+def test_masks() -> None:
+    text = "mail bob@example.com, call +1 (555) 123-4567, card 4111 1111 1111 1111, key sk-abcdefghijklmnop1234"
+    masked = mask("pii", text)
+    assert "bob@" not in masked and "555" not in masked and "4111" not in masked
+    assert "[MASKED_EMAIL]" in masked and "[MASKED_PHONE]" in masked and "[MASKED_CREDIT_CARD]" in masked
+    assert "[MASKED_SECRETS]" in mask("secrets", text)
+    assert mask("pii", "3 apples in 2024") == "3 apples in 2024"
+    with pytest.raises(UnknownGuardrail):
+        mask("nope", "x")
