@@ -339,9 +339,13 @@ class AgentEscalationHandler:
             why = f"escalation chain too deep ({depth} > maxDepth {policy.max_depth})"
             return self._deny(req, Denial.DEPTH, why, target)
         target_key = _key(target)
-        in_chain = any(_key(a) == target_key for a in req.chain)
-        if in_chain or self.history.has_loop_locked(source, target, now, policy.loop_window, max(2, policy.max_depth)):
-            why = f"escalation loop: {target} already escalated back towards {source} recently"
+        if target_key == _key(source) or any(_key(a) == target_key for a in req.chain):
+            return self._deny(req, Denial.LOOP, f"escalation loop: {target} is already in this escalation chain", target)
+        if self.history.has_loop_locked(source, target, now, policy.loop_window, max(2, policy.max_depth)):
+            why = (
+                f"escalation loop: {target} escalated to {source} (directly or through others) "
+                f"in the last {policy.loop_window:g} s"
+            )
             return self._deny(req, Denial.LOOP, why, target)
         source_key = _key(source)
         fallbacks = tuple(f for f in policy.get_fallbacks(target) if _key(f) != source_key)
