@@ -121,12 +121,18 @@ class Rules:
         return TimeoutPolicy(now + seconds, default.on_timeout, default.option_id, seconds)
 
     def summary(self) -> str:
+        """One line for `escalate rules check`."""
         n_rules = len(self.global_rules) + sum(len(o.rules) for o in self.task_overrides.values())
-        return (
-            f"{len(self.global_rules)} global rules, {len(self.task_overrides)} task overrides "
-            f"({n_rules} rules in all), {len(self.defaults)} reason defaults, "
-            f"{len(self.policy.paths)} agent escalation sources"
-        )
+        return ", ".join([
+            _count(len(self.global_rules), "global rule"),
+            _count(len(self.task_overrides), "task override") + f" ({_count(n_rules, 'rule')} in all)",
+            _count(len(self.defaults), "reason default"),
+            _count(len(self.policy.paths), "agent escalation source"),
+        ])
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _first(*values: float | None) -> float | None:

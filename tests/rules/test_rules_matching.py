@@ -135,7 +135,7 @@ def test_rules_check_command_exit_codes(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("escalationRules:\n  global:\n    - {pattern: x, action: never}\n")
     ok = _cli("rules", "check", "good.yaml", cwd=tmp_path)
-    assert ok.returncode == 0 and ok.stdout.startswith("good.yaml: ok: 1 global rules")
+    assert ok.returncode == 0 and ok.stdout.startswith("good.yaml: ok: 1 global rule, ")
     invalid = _cli("rules", "check", "bad.yaml", cwd=tmp_path)
     assert invalid.returncode == 1
     assert invalid.stderr.startswith("bad.yaml:3:28: global rule 1: unknown action 'never'")
