@@ -604,3 +604,23 @@ agents:
         engine.broker.answer(item.escalation.id, Response(ResponseType.OPTION, selected_option=choice))
     await asyncio.gather(*(h.wait() for h in handles))
     assert {h.id: h.result for h in handles} == wanted
+
+
+async def test_prompt_escalation_appends_an_adk_escalate_event(harness, monkeypatch) -> None:
+    from engine.runtime.run_state import RunState
+
+    escalate_authors: list[str] = []
+    original = RunState.close
+
+    async def close(self: RunState) -> None:
+        # What an ADK parent reading the sessions would see, before the run drops them.
+        for app in self.session_service.sessions.values():
+            for user in app.values():
+                for session in user.values():
+                    escalate_authors.extend(e.author for e in session.events if e.actions and e.actions.escalate)
+        await original(self)
+
+    monkeypatch.setattr(RunState, "close", close)
+    handle = await harness.run(Resolver, "agents:\n  peer1: ['v1', 'DRIFTING']\n  peer2: ['v2']\n", input="v0")
+    assert handle.result == "v2", handle.error
+    assert escalate_authors == ["peer1"]
