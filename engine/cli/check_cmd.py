@@ -30,7 +30,7 @@ def expand(paths: list[str]) -> tuple[list[Path], list[Diagnostic]]:
 
 def main(args: argparse.Namespace) -> int:
     files, problems = expand(list(args.paths))
-    results: list[CompileResult] = [compile_file(f) for f in files]
+    results: list[CompileResult] = [compile_file(f, generate=False) for f in files]
     diags = problems + [d for r in results for d in r.diagnostics]
     if args.format == "json":
         sys.stdout.write(render_json(diags) + "\n")

@@ -2,36 +2,44 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+# No generated __eq__/__repr__ per class: nodes compare by identity, and one shared __repr__
+# keeps importing this module cheap (it is on `escalate check`'s start-up path).
+_node = dataclass(eq=False, repr=False)
 
-@dataclass
+
+@_node
 class Node:
     line: int
     column: int
 
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        return f"{type(self).__name__}({inner})"
+
 
 # ------------------------------------------------------------------ expressions
 
-@dataclass
+@_node
 class Expr(Node):
     pass
 
 
-@dataclass
+@_node
 class Literal(Expr):
     value: Any  # str | int | float | bool | None
 
 
-@dataclass
+@_node
 class Text(Expr):
     """A double-quoted string or prompt body: literal parts, `${expr}` and soft `$var.path`."""
 
     parts: list["str | Expr"]
 
 
-@dataclass
+@_node
 class SoftVar(Expr):
     """`$name.path` written inside text: the value if set at run time, else the text itself."""
 
@@ -40,70 +48,70 @@ class SoftVar(Expr):
     raw: str
 
 
-@dataclass
+@_node
 class Var(Expr):
     name: str
     dollar: bool = True  # `$x` or bare `x`
 
 
-@dataclass
+@_node
 class GetAttr(Expr):
     target: Expr
     attr: str
 
 
-@dataclass
+@_node
 class Call(Expr):
     func: str  # dotted name, validated by the transformer
     args: list[Expr]
 
 
-@dataclass
+@_node
 class BinOp(Expr):
     op: str  # + - * / % == != < > <= >= ~ contains and or
     left: Expr
     right: Expr
 
 
-@dataclass
+@_node
 class Not(Expr):
     operand: Expr
 
 
-@dataclass
+@_node
 class Neg(Expr):
     operand: Expr
 
 
-@dataclass
+@_node
 class ListLit(Expr):
     items: list[Expr]
 
 
-@dataclass
+@_node
 class ObjectLit(Expr):
     entries: list[tuple[str, Expr]]
 
 
-@dataclass
+@_node
 class InitialPrompt(Expr):
     pass
 
 
-@dataclass
+@_node
 class ImplicitField(Expr):
     """`.field.sub` inside `filter ... where`: a field of the current element."""
 
     path: tuple[str, ...]
 
 
-@dataclass
+@_node
 class Filter(Expr):
     source: Expr
     condition: Expr
 
 
-@dataclass
+@_node
 class PreserveItem(Expr):
     """Policy list items `last N messages`, `tool results`."""
 
@@ -113,18 +121,18 @@ class PreserveItem(Expr):
 
 # ------------------------------------------------------------------ statements
 
-@dataclass
+@_node
 class Stmt(Node):
     pass
 
 
-@dataclass
+@_node
 class EscalationHandler(Node):
     action: str  # "return" | "continue" | "abort"
     value: Expr | None = None
 
 
-@dataclass
+@_node
 class RunAgent(Expr):
     agent: str
     args: list[Expr]
@@ -133,153 +141,153 @@ class RunAgent(Expr):
     with_form: bool = False
 
 
-@dataclass
+@_node
 class RunFlow(Expr):
     flow: str
     args: list[Expr]
     handler: EscalationHandler | None = None
 
 
-@dataclass
+@_node
 class CallLlm(Expr):
     prompt: str
     args: list[Expr]
     model: str | None = None
 
 
-@dataclass
+@_node
 class EscalateHuman(Expr):
     message: Expr | None
 
 
-@dataclass
+@_node
 class Assign(Stmt):
     target: Expr  # Var or GetAttr chain ending in a Var
     value: Expr
 
 
-@dataclass
+@_node
 class ExprStmt(Stmt):
     expr: Expr  # RunAgent | RunFlow | CallLlm | EscalateHuman | Call
 
 
-@dataclass
+@_node
 class Return(Stmt):
     value: Expr | None
 
 
-@dataclass
+@_node
 class Log(Stmt):
     message: Expr
     notify: bool = False
 
 
-@dataclass
+@_node
 class Push(Stmt):
     value: Expr
     target: Expr
     role: str | None = None
 
 
-@dataclass
+@_node
 class Continue(Stmt):
     pass
 
 
-@dataclass
+@_node
 class Abort(Stmt):
     message: Expr | None = None
 
 
-@dataclass
+@_node
 class Fail(Stmt):
     message: Expr | None = None
 
 
-@dataclass
+@_node
 class RetryStep(Stmt):
     value: Expr
 
 
-@dataclass
+@_node
 class RetryWith(Stmt):
     value: Expr
     condition: Expr
 
 
-@dataclass
+@_node
 class Mask(Stmt):
     guardrail: str
 
 
-@dataclass
+@_node
 class Block(Stmt):
     condition: Expr
 
 
-@dataclass
+@_node
 class Warn(Stmt):
     value: Expr
     is_condition: bool
 
 
-@dataclass
+@_node
 class If(Stmt):
     branches: list[tuple[Expr, list[Stmt]]]
     orelse: list[Stmt] | None = None
 
 
-@dataclass
+@_node
 class For(Stmt):
     var: str
     iterable: Expr
     body: list[Stmt]
 
 
-@dataclass
+@_node
 class Loop(Stmt):
     max: Expr | None
     body: list[Stmt]
 
 
-@dataclass
+@_node
 class Parallel(Stmt):
     body: list[Stmt]
 
 
-@dataclass
+@_node
 class MatchCase(Node):
     pattern: Expr | None  # None: else
     normalized: bool
     body: Stmt
 
 
-@dataclass
+@_node
 class Match(Stmt):
     subject: Expr
     cases: list[MatchCase]
 
 
-@dataclass
+@_node
 class OnFailure(Stmt):
     body: list[Stmt]
 
 
 # ------------------------------------------------------------------ definitions
 
-@dataclass
+@_node
 class Definition(Node):
     pass
 
 
-@dataclass
+@_node
 class Import(Definition):
     path: str | None  # None: `import streetrace` (the standard library, built in)
     name: str | None = None  # `import NAME from ./x.sr`
     std: str | None = None
 
 
-@dataclass
+@_node
 class Model(Definition):
     name: str
     provider: str | None = None
@@ -289,26 +297,26 @@ class Model(Definition):
     block: bool = False
 
 
-@dataclass
+@_node
 class SchemaField(Node):
     name: str
     type: "TypeRef"
 
 
-@dataclass
+@_node
 class TypeRef(Node):
     name: str  # string int float bool list, or a schema name
     item: "TypeRef | None" = None
     optional: bool = False
 
 
-@dataclass
+@_node
 class Schema(Definition):
     name: str
     fields: list[SchemaField]
 
 
-@dataclass
+@_node
 class Tool(Definition):
     name: str
     kind: str  # "builtin" | "mcp" | "ref"
@@ -320,27 +328,27 @@ class Tool(Definition):
     block: bool = False
 
 
-@dataclass
+@_node
 class RetryPolicy(Definition):
     name: str
     times: int
     backoff: str | None = None
 
 
-@dataclass
+@_node
 class TimeoutPolicy(Definition):
     name: str
     amount: float
     unit: str
 
 
-@dataclass
+@_node
 class Policy(Definition):
     name: str
     properties: list[tuple[str, Expr, int, int]]
 
 
-@dataclass
+@_node
 class EscalationCond(Node):
     op: str  # "~" "==" "!=" "contains" "expr"
     value: str | None = None
@@ -348,7 +356,7 @@ class EscalationCond(Node):
     source: str = ""
 
 
-@dataclass
+@_node
 class Prompt(Definition):
     name: str
     body: Text | None
@@ -360,34 +368,34 @@ class Prompt(Definition):
     modifiers: list[tuple[str, Any, int, int]] = field(default_factory=list)
 
 
-@dataclass
+@_node
 class AgentProp(Node):
     key: str
     values: list[Any]  # str names / dotted names, Literal strings, (number, unit) tuples
 
 
-@dataclass
+@_node
 class Handler(Definition):
     timing: str
     event: str
     body: list[Stmt]
 
 
-@dataclass
+@_node
 class Agent(Definition):
     name: str  # "" for the unnamed agent
     props: list[AgentProp]
     handlers: list[Handler]
 
 
-@dataclass
+@_node
 class Flow(Definition):
     name: str
     params: list[str]
     body: list[Stmt]
 
 
-@dataclass
+@_node
 class Module(Node):
     file: str
     definitions: list[Definition]

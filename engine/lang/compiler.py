@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from engine.lang import ast
 from engine.lang.analyzer import analyze
-from engine.lang.codegen import generate
 from engine.lang.diagnostics import Diagnostic, error, sort_key
 from engine.lang.parser import parse_source
 from engine.lang.semantics import Unit, gather
@@ -139,12 +138,15 @@ def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> l
 
 # ------------------------------------------------------------------ pipeline
 
-def compile_source(source: str, path: Path) -> CompileResult:
-    """Compile `.sr` text. Imports are resolved relative to `path`'s folder."""
+def compile_source(source: str, path: Path, *, generate: bool = True) -> CompileResult:
+    """Compile `.sr` text. Imports are resolved relative to `path`'s folder.
+
+    `generate=False` stops after analysis (what `escalate check` needs): `python` stays None.
+    """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the pipeline allocates many short-lived trees; cyclic GC passes only cost time
     try:
-        return _compile_source(source, Path(path))
+        return _compile_source(source, Path(path), generate)
     except RecursionError:
         return CompileResult(Path(path), [error(path, 1, 1, "E0007", "the program nests too deeply to compile")], None, False)
     except Exception as exc:  # a compiler bug must still be one clear line, never a traceback
@@ -155,7 +157,7 @@ def compile_source(source: str, path: Path) -> CompileResult:
             gc.enable()
 
 
-def _compile_source(source: str, path: Path) -> CompileResult:
+def _compile_source(source: str, path: Path, generate: bool) -> CompileResult:
     file = str(path)
     parsed = _parse(source, file)
     sources = {file: source}
@@ -165,7 +167,7 @@ def _compile_source(source: str, path: Path) -> CompileResult:
     main = Unit(file, parsed.module, source)
     deps = _resolve_imports(main, path.parent, diagnostics) if _has_imports(parsed.module) else []
     units = deps + [main]
-    key = (file, _sha("\x00".join(u.source for u in units)))
+    key = (file, _sha("\x00".join(u.source for u in units)) + ("+py" if generate else ""))
     cached = _result_cache.get(key)
     if cached is not None:
         return cached
@@ -176,8 +178,10 @@ def _compile_source(source: str, path: Path) -> CompileResult:
     diagnostics = _dedupe(sorted(diagnostics, key=sort_key))
     ok = not any(d.is_error for d in diagnostics)
     python = None
-    if ok:
-        python = generate(info, path.name, _sha(source))
+    if ok and generate:
+        from engine.lang.codegen import generate as generate_module  # not needed by `check`
+
+        python = generate_module(info, path.name, _sha(source))
         try:
             compile(python, f"<escalate:{path.name}>", "exec")
         except SyntaxError as exc:  # a generator bug; never the user's fault, but never a traceback
@@ -206,7 +210,7 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def compile_file(path: Path) -> CompileResult:
+def compile_file(path: Path, *, generate: bool = True) -> CompileResult:
     """Read and compile a file; an unreadable file is an E0020 diagnostic."""
     path = Path(path)
     try:
@@ -219,7 +223,7 @@ def compile_file(path: Path) -> CompileResult:
         return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")], None, False)
     except OSError as exc:
         return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: {exc.strerror or exc}")], None, False)
-    return compile_source(text, path)
+    return compile_source(text, path, generate=generate)
 
 
 def is_unreadable(result: CompileResult) -> bool:
