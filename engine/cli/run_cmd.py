@@ -83,6 +83,11 @@ async def _run(
 
         _err(render_text(exc.diagnostics) or str(exc))
         return EXIT_USAGE
+    try:
+        workflow.cls().entry(args.flow)  # a missing --flow or entry point is a usage error
+    except LookupError as exc:
+        _err(f"{source}: {exc.args[0] if exc.args else exc}")
+        return EXIT_USAGE
     stuck: list[str] = []
     handle: Any = None
 

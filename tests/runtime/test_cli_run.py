@@ -137,3 +137,9 @@ def test_real_command_no_traceback_and_stdout_clean(tmp_path) -> None:
     )
     assert (proc.returncode, proc.stdout) == (0, "draft two\n"), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_unknown_flow_is_a_usage_error(capsys) -> None:
+    code, out, err = run(capsys, str(DATA / "resolver.sr"), "--flow", "nope")
+    assert (code, out) == (2, "")
+    assert "no flow named 'nope'" in err and "default" in err
