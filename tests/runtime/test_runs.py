@@ -624,3 +624,22 @@ async def test_prompt_escalation_appends_an_adk_escalate_event(harness, monkeypa
     handle = await harness.run(Resolver, "agents:\n  peer1: ['v1', 'DRIFTING']\n  peer2: ['v2']\n", input="v0")
     assert handle.result == "v2", handle.error
     assert escalate_authors == ["peer1"]
+
+
+async def test_stop_inside_a_use_child_stops_the_run(harness) -> None:
+    script = """
+agents:
+  coordinator:
+    - tool: transfer_to_agent
+      args: {agent_name: specialist}
+  specialist:
+    - tool: helper
+      args: {request: "go"}
+    - "never reached"
+  helper:
+    - escalate: {reason: test_failure, question: "Tests fail, go on?"}
+    - "never reached"
+"""
+    handle = await harness.run(Hierarchy, script)  # test_failure defaults to stop (seed 004)
+    assert handle.status is RunStatus.STOPPED, (handle.status, handle.error)
+    assert events(handle, "decision")[0]["resolvedBy"] == "timeout_default"
