@@ -82,13 +82,20 @@ def render_text(diags: Iterable[Diagnostic], sources: Mapping[str, str] | None =
         if text is not None:
             lines = text.splitlines()
             if 1 <= d.line <= len(lines):
-                src = lines[d.line - 1].replace("\t", "    ")
+                raw = lines[d.line - 1]
+                src = raw.replace("\t", "    ")
+                caret = len(raw[: d.column - 1].replace("\t", "    "))  # tabs shown as 4 columns
                 gutter = str(d.line)
-                out.append(f" {gutter} | {src}")
-                out.append(f" {' ' * len(gutter)} | {' ' * (d.column - 1)}^")
+                out.append(f" {gutter} | {_printable(src)}")
+                out.append(f" {' ' * len(gutter)} | {' ' * caret}^")
         if d.help:
             out.append(f"  help: {d.help}")
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _printable(text: str) -> str:
+    """Source shown in a terminal: control characters escaped (a file may hold anything)."""
+    return "".join(c if c.isprintable() or c == " " else f"\\x{ord(c):02x}" for c in text)
 
 
 def render_json(diags: Iterable[Diagnostic]) -> str:

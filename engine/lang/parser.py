@@ -233,7 +233,7 @@ _TOKEN_NAMES = {
     "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'",
     "COLON": "':'", "COMMA": "','", "DOT": "'.'", "EQUAL": "'='", "PLUS": "'+'", "MINUS": "'-'",
     "STAR": "'*'", "SLASH": "'/'", "PERCENT": "'%'", "TILDE": "'~'", "LESSTHAN": "'<'",
-    "MORETHAN": "'>'", "__ANON_0": "'->'",
+    "MORETHAN": "'>'",
 }
 
 
