@@ -98,6 +98,7 @@ async def _run(
             handle.cancel()
 
     responder = HeadlessResponder(broker, answers, on_waiting=on_waiting)
+    engine.subscribe(_echo_log)
     try:
         handle = engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or source.stem)
         status = await handle.wait()
@@ -117,6 +118,14 @@ async def _run(
     if isinstance(handle.exception, AnswerMismatch) or isinstance(getattr(handle.exception, "__cause__", None), AnswerMismatch):
         return EXIT_USAGE
     return EXIT_ERROR
+
+
+def _echo_log(event: Any) -> None:
+    """The flow's `log`/`notify` lines and guardrail warnings, on stderr as they happen (the
+    run's own end is reported once, by `_run`)."""
+    if event.type == "log" and event.fields.get("level") != "error":
+        level = event.fields.get("level")
+        _err(f"{level}: {event.fields.get('message')}" if level and level != "warning" else str(event.fields.get("message")))
 
 
 def _result_text(result: Any) -> str:

@@ -136,10 +136,18 @@ def test_real_command_no_traceback_and_stdout_clean(tmp_path) -> None:
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )
     assert (proc.returncode, proc.stdout) == (0, "draft two\n"), proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert proc.stderr == ""  # ADK's logs and warnings are routed away from the terminal
 
 
 def test_unknown_flow_is_a_usage_error(capsys) -> None:
     code, out, err = run(capsys, str(DATA / "resolver.sr"), "--flow", "nope")
     assert (code, out) == (2, "")
     assert "no flow named 'nope'" in err and "default" in err
+
+
+def test_log_lines_go_to_stderr(capsys, tmp_path) -> None:
+    flow = tmp_path / "logs.sr"
+    flow.write_text('flow main:\n    log "step one"\n    notify "heads up"\n    return "done"\n')
+    code, out, err = run(capsys, str(flow))
+    assert (code, out) == (0, "done\n"), err
+    assert err.splitlines() == ["step one", "notify: heads up"]
