@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from engine.escalation.broker import timeout_decision
+from engine.escalation.broker import NoTimeoutDefault, timeout_decision
 from engine.escalation.model import Decision, Escalation, PendingEscalation, ResponseType
 
 # Run status -> (label shown, style). "waiting" is the one the user acts on.
@@ -53,12 +53,15 @@ def one_line(value: Any, limit: int = 80) -> str:
 
 def countdown(pending: PendingEscalation, now: float) -> str:
     """The pane's timeout line: what happens by itself, and when (the broker's own default)."""
+    waits = "No timeout: waits for your answer"
     if pending.policy.deadline is None:
-        return "No timeout: waits for your answer"
-    left = max(0.0, pending.policy.deadline - now)
-    # The broker's note reads "nobody answered within N s: <what happens>".
-    outcome = timeout_decision(pending, now).note.split(": ", 1)[-1]
-    return f"No answer in {duration(left)} → {outcome}"
+        return waits
+    try:
+        # The broker's note reads "nobody answered within N s: <what happens>".
+        outcome = timeout_decision(pending, now).note.split(": ", 1)[-1]
+    except NoTimeoutDefault:  # a deadline on a `wait` default: the broker keeps waiting
+        return waits
+    return f"No answer in {duration(max(0.0, pending.policy.deadline - now))} → {outcome}"
 
 
 def decision_summary(decision: Decision, escalation: Escalation | None = None) -> str:

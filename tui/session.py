@@ -33,18 +33,7 @@ class WorkflowEntry:
 
     @property
     def flows(self) -> list[str]:
-        if self.compiled is None:
-            return []
-        return list(_workflow_class(self.compiled).FLOWS)
-
-
-def _workflow_class(compiled: Any) -> Any:
-    """The generated `Workflow` class behind a CompiledWorkflow (or the class itself)."""
-    for attr in ("workflow_class", "cls", "workflow"):
-        value = getattr(compiled, attr, None)
-        if value is not None and hasattr(value, "FLOWS"):
-            return value
-    return compiled
+        return list(self.compiled.flows) if self.compiled is not None else []
 
 
 @dataclass

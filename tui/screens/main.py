@@ -34,7 +34,7 @@ class MainScreen(Screen):
                 yield WorkflowList(id="workflows")
                 yield Inbox(clock, id="inbox")
             with Vertical(id="right"):
-                yield RunList(clock, id="runs")
+                yield RunList(id="runs")
                 yield EventLog(id="events")
         yield DecisionPane(clock, id="pane")
         yield Footer()

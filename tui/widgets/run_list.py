@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.text import Text
 from textual.widgets import DataTable
 
-from engine.escalation.clock import Clock
 from tui.format import duration, one_line, status_text
 
 _COLUMNS = ("run", "workflow", "status", "elapsed", "latest")
 
 
 class RunList(DataTable):
-    def __init__(self, clock: Clock, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
-        self._clock = clock
         self._runs: dict[str, Any] = {}
         self._latest: dict[str, str] = {}
 
@@ -56,7 +55,8 @@ class RunList(DataTable):
                 self.refresh_run(run_id)
 
     def _elapsed(self, handle: Any) -> str:
-        end = handle.finished_at if handle.finished_at is not None else self._clock.now()
+        # RunHandle times are wall-clock (time.time()), not the escalation clock.
+        end = handle.finished_at if handle.finished_at is not None else time.time()
         return duration(end - handle.started_at)
 
 

@@ -1,0 +1,127 @@
+"""`escalate` and `escalate console`: check the inputs, then open the Textual console.
+
+Everything a user can get wrong (a missing or broken `.sr`, script or rules file) is checked
+here, before the first frame, and reported in one line with exit code 2. Textual and the app
+are imported only after that; ADK only after the app's first frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+from engine.cli.main import EXIT_OK, EXIT_USAGE
+
+LOG_FILE_NAME = "escalate-console.log"
+
+
+class UsageError(Exception):
+    """One line for stderr; the command exits 2. `positioned` messages already start with
+    `FILE:LINE:COL:` and are printed as they are."""
+
+    def __init__(self, message: str, positioned: bool = False) -> None:
+        super().__init__(message)
+        self.positioned = positioned
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        files, script, rules = _inputs(args)
+    except UsageError as exc:
+        sys.stderr.write(f"{exc}\n" if exc.positioned else f"escalate: error: {exc}\n")
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="escalate-demo-") as scratch:
+        # The demo's tools write into a scratch workspace, never into the user's folder.
+        workspace = Path(scratch) if not args.files else Path.cwd()
+        _route_logs(Path(args.store).parent if args.store else Path(tempfile.gettempdir()))
+        session = _session(files, script, rules, workspace, Path(args.store) if args.store else None)
+        from tui.app import EscalateApp  # Textual: only now that the inputs are known good
+
+        app = EscalateApp(session, run_first=args.run, first_input=args.input)
+        result = app.run()
+    return EXIT_OK if result is None else int(result)
+
+
+def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:
+    """The workflows, the explicit script and the loaded rules; UsageError on any bad one."""
+    from engine.demo import demo_rules, demo_workflows
+
+    if args.input is not None and not args.run:
+        raise UsageError("--input is only used with --run")
+    files = [Path(f) for f in args.files] if args.files else demo_workflows()
+    for path in files:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such file")
+    script = Path(args.script) if args.script else None
+    for path in files:
+        script_path = script_for(path, script)
+        if script_path is not None:
+            _check_script(script_path)
+    if args.files:  # the bundled demo is known to compile; the user's files are checked now
+        for path in files:
+            _check_compiles(path)
+    rules_path = args.rules or (None if args.files else str(demo_rules()))
+    return files, script, _load_rules(rules_path)
+
+
+def script_for(workflow: Path, explicit: Path | None) -> Path | None:
+    """`--script` when given, else `<stem>.yaml` beside the workflow when it exists."""
+    if explicit is not None:
+        return explicit
+    beside = workflow.with_suffix(".yaml")
+    return beside if beside.is_file() else None
+
+
+def _check_script(path: Path) -> None:
+    from engine.runtime.script import ScriptError, load_script
+
+    try:
+        load_script(path)
+    except ScriptError as exc:
+        raise UsageError(str(exc).splitlines()[0], positioned=True) from None
+
+
+def _check_compiles(path: Path) -> None:
+    from engine.lang.compiler import CompileError, load_workflow
+
+    try:
+        load_workflow(path)
+    except CompileError as exc:
+        from engine.lang.diagnostics import render_text
+
+        diagnostics = list(getattr(exc, "diagnostics", []) or [])
+        errors = [d for d in diagnostics if d.is_error] or diagnostics
+        # The first line of the first error: `FILE:LINE:COL: error[E0001]: message`.
+        first = render_text(errors[:1]) if errors else str(exc)
+        raise UsageError(first.strip().splitlines()[0], positioned=bool(errors)) from None
+
+
+def _load_rules(path: str | None) -> object:
+    from rules import RulesError, RulesUnreadable, load_rules
+
+    try:
+        return load_rules(path)
+    except (RulesError, RulesUnreadable) as exc:
+        raise UsageError(str(exc).splitlines()[0], positioned=True) from None
+
+
+def _session(files: list[Path], script: Path | None, rules: object, workspace: Path, store: Path | None):  # noqa: ANN202
+    from tui.session import ConsoleSession, WorkflowEntry
+
+    entries = [WorkflowEntry(path, script_for(path, script)) for path in files]
+    return ConsoleSession(entries, rules=rules, store=store, workspace=workspace)
+
+
+def _route_logs(folder: Path) -> None:
+    """ADK and the runtime log to stderr, which a full-screen app hides: send them to a file."""
+    handler = logging.FileHandler(folder / LOG_FILE_NAME, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # ADK's deprecation warnings too

@@ -1,0 +1,181 @@
+"""The decision pane on a real broker: it appears unasked, every choice type reaches the asker,
+the countdown applies the default on the injected clock, and answers go to the shown escalation."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input, OptionList, Static
+
+from engine.escalation.model import OnTimeout, Option, Reason, ResolvedBy, ResponseType
+from tests.tui.helpers import SIZE, ask, decided, make_app, make_session, pending, settle
+from tui.widgets.decision_pane import DecisionPane
+
+
+def pane_text(app) -> str:
+    pane = app.main.query_one(DecisionPane)
+    parts = [str(w.render()) for w in pane.query(Static) if w.display]
+    options = pane.query_one("#pane-choices", OptionList)
+    parts += [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+    return "\n".join(parts)
+
+
+async def test_pane_appears_unasked_with_seed_layout() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.main.query_one(DecisionPane)
+        assert not pane.display
+        task = ask(session, pending(session.clock, task="journalowl-api-fix", timeout=None))
+        await settle(pilot)
+        assert pane.display
+        text = pane_text(app)
+        assert "DECISION REQUIRED [journalowl-api-fix]" in text
+        assert "Reason: architecture_decision" in text
+        assert "Should I refactor the auth module" in text
+        lines = [line for line in text.splitlines() if line.startswith("[")]
+        assert lines[:5] == [
+            "[1] Yes, use JWT (recommended)", "[2] No, keep sessions", "[3] Let agent decide",
+            "[4] Skip this task", "[5] Custom response...",
+        ]
+        assert "Additional instructions" in text
+        assert "No timeout: waits for your answer" in text
+        # the keyboard is the pane's now: one key answers
+        assert app.focused is pane.query_one("#pane-choices")
+        await pilot.press("1")
+        decision = await decided(task)
+        assert decision.response.selected_option == "opt1"
+        assert decision.resolved_by is ResolvedBy.HUMAN
+        await settle(pilot)
+        assert not pane.display
+
+
+async def test_let_agent_decide_only_when_allowed() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(session.clock, allow_agent_decision=False))
+        await settle(pilot)
+        text = pane_text(app)
+        assert "Let agent decide" not in text
+        assert "[3] Skip this task" in text
+        await pilot.press("3")
+        assert (await decided(task)).response.response_type is ResponseType.SKIP
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        (["2"], (ResponseType.OPTION, "opt2", None)),
+        (["enter"], (ResponseType.OPTION, "opt1", None)),  # Enter takes the recommended
+        (["down", "enter"], (ResponseType.OPTION, "opt2", None)),
+        (["3"], (ResponseType.AGENT_DECIDE, None, None)),
+        (["4"], (ResponseType.SKIP, None, None)),
+        (["5", *"ok", "enter"], (ResponseType.TEXT, None, "ok")),
+    ],
+)
+async def test_each_choice_type_reaches_the_asker(keys: list[str], expected: tuple) -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(session.clock))
+        await settle(pilot)
+        await pilot.press(*keys)
+        response = (await decided(task)).response
+        assert (response.response_type, response.selected_option, response.text_response) == expected
+
+
+async def test_instructions_travel_with_the_choice_and_digits_type_there() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(session.clock))
+        await settle(pilot)
+        await pilot.press("i", *"v 1")
+        instructions = app.main.query_one("#pane-instructions", Input)
+        assert instructions.value == "v 1"  # "1" typed, not chosen
+        assert not task.done()
+        await pilot.press("escape", "2")
+        response = (await decided(task)).response
+        assert response.selected_option == "opt2"
+        assert response.additional_instructions == "v 1"
+
+
+async def test_custom_response_with_instructions() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(session.clock))
+        await settle(pilot)
+        await pilot.press("i", *"flag", "enter")  # Enter leaves the field
+        await pilot.press("5", *"JWT", "enter")
+        response = (await decided(task)).response
+        assert response.response_type is ResponseType.TEXT
+        assert response.text_response == "JWT"
+        assert response.additional_instructions == "flag"
+
+
+async def test_escape_leaves_custom_field_without_answering() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(session.clock))
+        await settle(pilot)
+        await pilot.press("5", *"half", "escape")
+        assert not task.done()
+        assert not app.main.query_one("#pane-custom", Input).display
+        await pilot.press("1")
+        assert (await decided(task)).response.selected_option == "opt1"
+
+
+async def test_countdown_names_the_default_and_fires_on_the_fake_clock() -> None:
+    session = make_session()
+    clock = session.clock
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(clock, allow_agent_decision=False, timeout=300, on_timeout=OnTimeout.STOP,
+                                    reason=Reason.TEST_FAILURE))
+        await settle(pilot)
+        countdown = app.main.query_one("#pane-countdown", Static)
+        assert str(countdown.render()) == "No answer in 5:00 → the task stops"
+        clock.advance(61)
+        await pilot.pause(0.3)  # the pane redraws its countdown from the clock
+        assert str(countdown.render()) == "No answer in 3:59 → the task stops"
+        assert not task.done()
+        clock.advance(240)
+        decision = await decided(task)
+        assert decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT
+        assert decision.stops_task
+        await settle(pilot)
+        assert not app.main.query_one(DecisionPane).display
+        # pressing a number now answers nothing (the pane is gone, nothing is pending)
+        await pilot.press("1")
+        assert session.pending() == []
+
+
+async def test_agent_text_is_never_markup() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        ask(session, pending(session.clock, question="Deploy [bold]now[/bold] to [prod vs staging]?",
+                             options=(Option("a", "[red]yes[/red]", recommended=True),)))
+        await settle(pilot)
+        text = pane_text(app)
+        assert "Deploy [bold]now[/bold] to [prod vs staging]?" in text
+        assert "[1] [red]yes[/red] (recommended)" in text
+
+
+async def test_attention_bell_and_title() -> None:
+    session = make_session()
+    app = make_app(session)
+    bells: list[int] = []
+    app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.title == "escalate"
+        ask(session, pending(session.clock))
+        ask(session, pending(session.clock, run_id="r2"))
+        await settle(pilot)
+        assert len(bells) == 2
+        assert app.title == "escalate · 2 decisions waiting"
+        await pilot.press("1")
+        await settle(pilot)
+        assert app.title == "escalate · 1 decision waiting"
