@@ -41,6 +41,11 @@ class Analyzer:
     def __init__(self, info: ProgramInfo) -> None:
         self.info = info
         self.diags: list[Diagnostic] = []
+        self.instruction_users: dict[str, list[ast.Agent]] = {}  # prompt -> agents using it
+        for a in info.agents.values():
+            name = info.agent_fields(a).get("instruction")
+            if name:
+                self.instruction_users.setdefault(name, []).append(a)
 
     def err(self, file: str, node: ast.Node, code: str, msg: str, help: str | None = None) -> None:
         self.diags.append(error(file, node.line, node.column, code, msg, help))
@@ -138,7 +143,7 @@ class Analyzer:
             self.ref(file, p, "model", p.model, info.models)
         if p.expecting is not None:
             self.ref(file, p, "schema", p.expecting, info.schemas)
-        instruction_of = [a for a in info.agents.values() if info.agent_fields(a).get("instruction") == p.name]
+        instruction_of = self.instruction_users.get(p.name, [])
         known = info.assigned | set(BUILTIN_VARS) | set(info.prompts)
         if p.body is not None:
             for e in iter_exprs(p.body):
