@@ -111,6 +111,8 @@ async def call_agent(
             await asyncio.sleep(delay)
         finally:
             CURRENT.reset(token)
+    if outcome.escalated and parent is not None:
+        parent.mark_escalated()  # only a call that succeeded reports its escalation upwards
     run.emit("agent_result", agent=spec.name, result=outcome.value)
     return outcome
 
@@ -260,7 +262,7 @@ async def _check_prompt_escalations(
             "escalation", agent_name=author, result=text, condition_op=condition.op,
             condition_value=condition.value if condition.op != "expr" else condition.source,
         )
-        frame.mark_escalated()
+        frame.escalated = True
         await _append_escalate_event(run, runner, session, author)
 
 
