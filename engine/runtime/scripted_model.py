@@ -46,10 +46,17 @@ class ScriptCursor:
         return f"sr-{agent}-{next(self._ids)}"
 
 
+# ADK shows a delegate what other agents did as user-role "For context:" transcripts; those are
+# not input the agent received, so `when` looks past them to the real message.
+_ADK_TRANSCRIPT = "For context:"
+
+
 def latest_input(request: LlmRequest) -> str:
     """The text of the most recent user message or tool result the model is shown."""
     for content in reversed(request.contents or []):
         if content.role == "model":
+            continue
+        if content.parts and (content.parts[0].text or "").startswith(_ADK_TRANSCRIPT):
             continue
         texts: list[str] = []
         for part in content.parts or []:

@@ -277,6 +277,7 @@ agents:
       args: {agent_name: specialist}
   specialist:
     - tool: helper
+      when: "task"  # the user's message reaches the delegate (not ADK's transcript of the transfer)
       args: {request: "look it up"}
     - text: "specialist done"
       when: "%s"
