@@ -103,11 +103,12 @@ def gather(units: list[Unit], main_file: str) -> ProgramInfo:
         info.sources[u.file] = u.source
         info._lines[u.file] = u.source.splitlines()
     for u in units:
+        wanted = _closure(u.module, u.only) if u.only is not None else None
         for d in u.module.definitions:
             if isinstance(d, ast.Import):
                 continue
             name = getattr(d, "name", None)
-            if u.only is not None and name not in u.only:
+            if wanted is not None and name not in wanted:
                 continue
             info.file_of[id(d)] = u.file
             _add(info, u.file, d)
@@ -127,6 +128,61 @@ def gather(units: list[Unit], main_file: str) -> ProgramInfo:
         if produced:
             info.assigned.add(produced)
     return info
+
+
+def _closure(module: ast.Module, names: set[str]) -> set[str]:
+    """`import NAME from ./f.sr`: NAME plus every definition of that file it refers to."""
+    by_name: dict[str, list[ast.Definition]] = {}
+    for d in module.definitions:
+        name = getattr(d, "name", None)
+        if isinstance(name, str):
+            by_name.setdefault(name, []).append(d)
+    wanted = set(names)
+    todo = list(names)
+    while todo:
+        for d in by_name.get(todo.pop(), []):
+            for ref in _references(d):
+                if ref in by_name and ref not in wanted:
+                    wanted.add(ref)
+                    todo.append(ref)
+    return wanted
+
+
+def _references(d: ast.Definition) -> set[str]:
+    """Names a definition mentions (over-approximated: any name that could be a definition)."""
+    refs: set[str] = set()
+    if isinstance(d, ast.Agent):
+        for p in d.props:
+            refs.update(v for v in p.values if isinstance(v, str))
+        stmts = [s for h in d.handlers for s in walk_statements(h.body)]
+    elif isinstance(d, ast.Prompt):
+        refs.update(v for k, v, *_ in d.modifiers if k == "model")
+        refs.update(v[0] for k, v, *_ in d.modifiers if k == "expecting")
+        if d.body is not None:
+            refs.update(p.name for p in d.body.parts if isinstance(p, (ast.Var, ast.SoftVar)))
+        return refs
+    elif isinstance(d, ast.Schema):
+        for f in d.fields:
+            t: ast.TypeRef | None = f.type
+            while t is not None:
+                refs.add(t.name)
+                t = t.item
+        return refs
+    elif isinstance(d, ast.Flow):
+        stmts = list(walk_statements(d.body))
+    else:
+        return refs
+    for s in stmts:
+        e = s.value if isinstance(s, (ast.Assign, ast.Return)) else s.expr if isinstance(s, ast.ExprStmt) else None
+        if isinstance(e, ast.RunAgent):
+            refs.add(e.agent)
+        elif isinstance(e, ast.RunFlow):
+            refs.add(e.flow)
+        elif isinstance(e, ast.CallLlm):
+            refs.add(e.prompt)
+            if e.model:
+                refs.add(e.model)
+    return refs
 
 
 def _mark_nodes(info: ProgramInfo, stmts: list[ast.Stmt], file: str) -> None:

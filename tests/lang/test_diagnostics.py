@@ -60,6 +60,12 @@ def test_imports_load_and_report_missing_and_cycles(tmp_path: Path):
     assert compile_file(tmp_path / "main.sr").ok
     (tmp_path / "one.sr").write_text("import p from ./lib.sr\nagent z:\n    instruction p\n")
     assert compile_file(tmp_path / "one.sr").ok
+    # Importing an agent brings what it needs (its prompt), and nothing else.
+    (tmp_path / "two.sr").write_text("import a from ./lib.sr\nflow main:\n    return run agent a\n")
+    r = compile_file(tmp_path / "two.sr")
+    assert r.ok, r.diagnostics
+    from engine.lang.compiler import workflow_class
+    assert set(workflow_class(r).PROMPTS) == {"p"}
     (tmp_path / "x.sr").write_text("import ./y.sr\n")
     (tmp_path / "y.sr").write_text("import ./x.sr\n")
     assert "E0006" in [d.code for d in compile_file(tmp_path / "x.sr").diagnostics]
