@@ -15,14 +15,19 @@ from google.adk.models import BaseLlm, LlmRequest, LlmResponse
 from google.adk.models._capabilities import LlmCapabilities
 from google.genai import types
 
+from engine.runtime.models import OFFLINE_HINT
 from engine.runtime.script import Reply, Script
 
 
 class ScriptExhausted(Exception):
     """An agent asked the script for a reply and none was left: the run fails (exit 1)."""
 
-    def __init__(self, agent: str, script_path: str) -> None:
-        super().__init__(f"agent {agent!r} has no scripted reply left in {script_path}")
+    def __init__(self, agent: str, script: Script) -> None:
+        if script.agents or script.path != Script.empty().path:
+            message = f"agent {agent!r} has no scripted reply left in {script.path}"
+        else:
+            message = f"agent {agent!r} has no real model and no --script was given; {OFFLINE_HINT}"
+        super().__init__(message)
         self.agent = agent
 
 
@@ -40,7 +45,7 @@ class ScriptCursor:
             if index not in used and reply.matches(latest_input):
                 used.add(index)
                 return reply
-        raise ScriptExhausted(agent, self.script.path)
+        raise ScriptExhausted(agent, self.script)
 
     def call_id(self, agent: str) -> str:
         return f"sr-{agent}-{next(self._ids)}"

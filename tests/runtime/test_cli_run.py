@@ -151,3 +151,9 @@ def test_log_lines_go_to_stderr(capsys, tmp_path) -> None:
     code, out, err = run(capsys, str(flow))
     assert (code, out) == (0, "done\n"), err
     assert err.splitlines() == ["step one", "notify: heads up"]
+
+
+def test_no_script_and_no_model_says_how_to_run_offline(capsys) -> None:
+    code, out, err = run(capsys, str(DATA / "decide.sr"))
+    assert (code, out) == (1, "")
+    assert "'architect' has no real model and no --script was given" in err and "--script S.yaml" in err
