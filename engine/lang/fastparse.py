@@ -37,7 +37,9 @@ _NO_META.empty = True
 
 _MASTER = re.compile(
     r"""
-    (?P<WS>[\t \f]+|\\[\t ]*\r?\n)
+    [\t \f]*  # inline whitespace before a token is skipped by the same match
+    (?:
+    (?P<WS>\\[\t ]*\r?\n)
   | (?P<NL>(?:\r?\n[\t \f]*|\#[^\n]*)+)
   | (?P<TRIPLE>\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?''')
   | (?P<STRING>"(?:[^"\\$]|\\.|\$(?!\{)|\$\{[^}]*\})*"|'(?:[^'\\\n]|\\.)*')
@@ -47,6 +49,8 @@ _MASTER = re.compile(
   | (?P<WORD>[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)
   | (?P<BODY>\x00[0-9]+\x00)
   | (?P<OP>->|>=|<=|==|!=|\[\]|[()\[\]{}:,.=+\-*/%<>~?])
+  | (?P<EOF>\Z)
+    )
     """,
     re.VERBOSE,
 )
@@ -170,9 +174,11 @@ class FastParser:
 
         while pos < n:
             state = stack[-1]
-            col = pos - line_start + 1
             special = specials.get(state)
             if special is not None:
+                while pos < n and text[pos] in " \t\f":  # specials must see the token itself
+                    pos += 1
+                col = pos - line_start + 1
                 hit = None
                 for tname, prefix, rx in special:
                     if prefix and not text.startswith(prefix, pos):
@@ -189,12 +195,15 @@ class FastParser:
             if m is None:
                 raise FastFail()
             kind = m.lastgroup
-            value = m.group(0)
+            if kind == "EOF":
+                break
+            value = m.group(kind)
+            start = m.start(kind)
+            col = start - line_start + 1
             end = m.end()
-            if kind == "WS":
-                if "\n" in value:
-                    line += 1
-                    line_start = end
+            if kind == "WS":  # a line continuation
+                line += 1
+                line_start = end
                 pos = end
                 continue
             if kind == "NL":
@@ -202,11 +211,11 @@ class FastParser:
                 newlines = value.count("\n")
                 if newlines:
                     line += newlines
-                    line_start = pos + value.rfind("\n") + 1
+                    line_start = start + value.rfind("\n") + 1
                 pos = end
                 if depth > 0:
                     continue
-                feed(new_token("_NL", value, m.start(), nl_line, col))
+                feed(new_token("_NL", value, start, nl_line, col))
                 tail = value[value.rfind("\n") + 1:] if newlines else ""
                 ws = tail[: len(tail) - len(tail.lstrip(" \t\f"))]
                 indent = ws.count(" ") + ws.count("\t") * TAB_WIDTH
@@ -229,20 +238,28 @@ class FastParser:
                 if len(value) > 1 and ttype not in states[state]:
                     value = value[0]  # e.g. '[]' where only '[' fits, '->' outside `match`
                     ttype = strings[value]
-                    end = pos + 1
+                    end = start + 1
                 if ttype in _OPEN:
                     depth += 1
                 elif ttype in _CLOSE and depth > 0:
                     depth -= 1
             else:
                 ttype = _GROUP_TYPE[kind]
-            tok = new_token(ttype, value, pos, line, col)
+            tok = new_token(ttype, value, start, line, col)
             newlines = value.count("\n") if kind in ("TRIPLE", "STRING") else 0
             if newlines:
                 tok.end_line = line + newlines
                 line += newlines
-                line_start = pos + value.rfind("\n") + 1
-            feed(tok)
+                line_start = start + value.rfind("\n") + 1
+            while True:  # feed, inlined for the common case
+                entry = states[stack[-1]].get(ttype)
+                if entry is None:
+                    raise FastFail()
+                if entry[0]:
+                    stack.append(entry[1])
+                    values.append(tok)
+                    break
+                reduce(entry[1])
             pos = end
         while len(levels) > 1:
             levels.pop()
