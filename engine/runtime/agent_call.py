@@ -113,6 +113,9 @@ async def call_agent(
             CURRENT.reset(token)
     if outcome.escalated and parent is not None:
         parent.mark_escalated()  # only a call that succeeded reports its escalation upwards
+    for author, text in frame.texts.items():  # delegates that answered inside this call
+        if author != spec.name:
+            run.emit("agent_result", agent=author, result=text)
     run.emit("agent_result", agent=spec.name, result=outcome.value)
     return outcome
 

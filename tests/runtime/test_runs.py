@@ -291,6 +291,8 @@ async def test_delegate_and_use_reach_sub_agents_and_escalation_propagates(harne
     assert handle.result == {"value": "specialist done", "escalated": True}, handle.error
     calls = [e["agent"] for e in events(handle, "agent_call")]
     assert calls == ["coordinator", "helper"]
+    results = [e["agent"] for e in events(handle, "agent_result")]
+    assert results == ["helper", "specialist", "coordinator"]
     assert [e["agent_name"] for e in events(handle, "escalation")] == ["helper"]
 
 
