@@ -128,7 +128,7 @@ class EscalateApp(App[int]):
                             severity="warning", markup=False)
         for screen in self.screen_stack:
             refresh = getattr(screen, "refresh_history", None)
-            if refresh is not None:
+            if refresh is not None and screen.is_mounted:
                 refresh()
 
     def on_decision_pane_answered(self, message: DecisionPane.Answered) -> None:

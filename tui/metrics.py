@@ -33,7 +33,7 @@ def human_metrics(records: list[EscalationRecord]) -> Text:
             waits[agent].append(decision.resolved_at - record.pending.escalation.created_at)
         else:
             by_default[agent] += 1
-    text = Text("Human escalations\n", style="bold")
+    text = Text().append("Human escalations\n", style="bold")
     if not asked:
         return text.append("  none yet\n", style="dim")
     for agent, count in asked.most_common():
@@ -46,7 +46,7 @@ def human_metrics(records: list[EscalationRecord]) -> Text:
 
 def agent_metrics(handler: Any, now: float, window: float = RECENT_WINDOW) -> Text:
     """Seed 002: success rate per agent, recent escalations, loops denied, common paths."""
-    text = Text("\nAgent-to-agent escalations\n", style="bold")
+    text = Text().append("\nAgent-to-agent escalations\n", style="bold")
     if handler is None:
         return text.append("  the runtime is still loading\n", style="dim")
     from engine.escalation.agent_policy import Denial  # engine-only module, no ADK

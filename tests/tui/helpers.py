@@ -75,3 +75,26 @@ async def settle(pilot, rounds: int = 3) -> None:
 async def decided(task: "asyncio.Task[Decision]", timeout: float = 5.0) -> Decision:
     """The asker's decision; a test fails (never hangs) when it does not come."""
     return await asyncio.wait_for(asyncio.shield(task), timeout)
+
+
+async def wait_until(pilot, predicate, timeout: float = 10.0, what: str = "condition") -> None:
+    """Let the app and its runs work until `predicate()` holds; fail after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+def demo_session(workspace: Path, clock: FakeClock | None = None) -> ConsoleSession:
+    """The bundled demo workspace on the real engine, tools confined to `workspace`."""
+    from engine.demo import demo_rules, demo_workflows
+    from rules import load_rules
+
+    return make_session(demo_workflows(), clock=clock, rules=load_rules(demo_rules()), workspace=workspace)
+
+
+def entry(session: ConsoleSession, name: str) -> WorkflowEntry:
+    return next(e for e in session.workflows if e.name == name)

@@ -71,8 +71,6 @@ class HistoryScreen(Screen):
 
     def refresh_history(self) -> None:
         """Redraw from the session's records (called on every broker change too)."""
-        if not self.is_mounted:
-            return
         text = self.query_one("#history-filter-text", Input).value.strip()
         state = self._filter_value("#history-filter-state")
         by = self._filter_value("#history-filter-by")

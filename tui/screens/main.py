@@ -107,6 +107,8 @@ class MainScreen(Screen):
         if self.current_id not in ids:
             self.current_id = ids[min(self._position, len(ids) - 1)] if ids else None
         self._show(pending, ids)
+        if self.current_id is None and pane.has_focus_within:
+            self.query_one(RunList).focus()  # the pane is gone: keys go back to the runs
         if was_hidden and self.current_id is not None and not isinstance(self.focused, Input):
             self.call_after_refresh(pane.focus_choices)  # unasked: the decision takes the keyboard, unless you type
 

@@ -13,7 +13,7 @@ from tui.format import event_line
 class EventLog(RichLog):
     def __init__(self, *, id: str | None = None) -> None:
         # markup=False: agent output is written as Text, never parsed.
-        super().__init__(id=id, wrap=True, markup=False, highlight=False, max_lines=2000)
+        super().__init__(id=id, wrap=True, markup=False, highlight=False, max_lines=2000, min_width=20)
         self.run_id: str | None = None
 
     def show_run(self, run_id: str | None, events: list[Any]) -> None:

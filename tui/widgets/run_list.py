@@ -40,12 +40,12 @@ class RunList(DataTable):
         if run_id not in self._runs:
             return
         self._latest[run_id] = one_line(f"{event_type} {fields.get('agent') or fields.get('agent_name') or ''}", 40)
-        self.update_cell(run_id, "latest", Text(self._latest[run_id], style="dim"))
+        self.update_cell(run_id, "latest", Text(self._latest[run_id], style="dim"), update_width=True)
         self.refresh_run(run_id)
 
     def refresh_run(self, run_id: str) -> None:
         handle = self._runs[run_id]
-        self.update_cell(run_id, "status", status_text(_status(handle)))
+        self.update_cell(run_id, "status", status_text(_status(handle)), update_width=True)
         self.update_cell(run_id, "elapsed", Text(self._elapsed(handle)))
 
     def tick(self) -> None:

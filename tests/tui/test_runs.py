@@ -1,0 +1,171 @@
+"""The console over the real engine: demo workflows run on ADK with their scripted models, and
+what the user presses in the pane is what the paused agent receives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.escalation.model import ResolvedBy
+from tests.tui.helpers import SIZE, demo_session, entry, make_app, settle, wait_until
+from tui.screens.start_run import RunRequest
+from tui.widgets.decision_pane import DecisionPane
+from tui.widgets.event_log import EventLog
+
+
+def finished(handle) -> bool:
+    return handle.finished_at is not None
+
+
+def log_text(app) -> str:
+    return "\n".join(line.text for line in app.main.query_one(EventLog).lines)
+
+
+async def open_demo(pilot, app) -> None:
+    await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+
+
+async def test_start_from_dialog_answer_reaches_the_agent(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        assert [e.name for e in session.workflows][0] == "auth-refactor"
+        await pilot.press("s", *"go", "enter")  # the dialog: default flow, input "go"
+        await wait_until(pilot, lambda: session.pending(), what="the escalation")
+        run = session.runs[0]
+        assert run.input == "go"
+        assert run.status.value == "waiting"
+        assert app.main.query_one(DecisionPane).display
+        await pilot.press("2")
+        await wait_until(pilot, lambda: finished(run), what="the run")
+        assert run.status.value == "done"
+        assert run.result.startswith("Plan: keep server sessions")
+        text = log_text(app)
+        assert "decided sessions by human" in text
+        assert "planner asks [architecture_decision]" in text
+
+
+@pytest.mark.parametrize(
+    ("keys", "reply"),
+    [
+        (["enter"], "Plan: move auth to JWT"),
+        (["3"], "Plan (my call)"),
+        (["4"], "Understood: the auth refactor is skipped"),
+        (["5", *"x", "enter"], "Plan: following your answer"),
+    ],
+)
+async def test_each_choice_type_reaches_the_agent(tmp_path: Path, keys: list[str], reply: str) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        run = app.start(entry(session, "auth-refactor"), RunRequest(None, "plan"))
+        await wait_until(pilot, lambda: session.pending(), what="the escalation")
+        await pilot.press(*keys)
+        await wait_until(pilot, lambda: finished(run), what="the run")
+        assert str(run.result).startswith(reply)
+
+
+async def test_two_runs_escalating_at_once_get_their_own_answers(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        auth = app.start(entry(session, "auth-refactor"), RunRequest(None, "a"))
+        tests = app.start(entry(session, "test-fix"), RunRequest(None, "b"))
+        await wait_until(pilot, lambda: len(session.pending()) == 2, what="two escalations")
+        pane = app.main.query_one(DecisionPane)
+        assert pane.pending.escalation.run_id == auth.id  # the first raised is shown first
+        await pilot.press("right_square_bracket")
+        assert pane.pending.escalation.run_id == tests.id
+        await pilot.press("2")  # test-fix: "Allow 5 s of skew"
+        await wait_until(pilot, lambda: finished(tests), what="test-fix")
+        assert not finished(auth)  # the other run still waits for its own answer
+        await settle(pilot)
+        assert pane.pending.escalation.run_id == auth.id
+        await pilot.press("1")
+        await wait_until(pilot, lambda: finished(auth), what="auth-refactor")
+        assert tests.result.startswith("Relaxed")
+        assert auth.result.startswith("Plan: move auth to JWT")
+
+
+async def test_countdown_default_reaches_the_agent(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        run = app.start(entry(session, "test-fix"), RunRequest(None, "fix"))
+        await wait_until(pilot, lambda: session.pending(), what="the escalation")
+        countdown = app.main.query_one("#pane-countdown")
+        assert str(countdown.render()) == "No answer in 1:30 → the agent decides"
+        session.clock.advance(91)
+        await wait_until(pilot, lambda: finished(run), what="the run")
+        assert run.result.startswith("Nobody answered, so I chose")
+        record = next(iter(session.records.values()))
+        assert record.decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT
+        assert "by timeout_default" in log_text(app)
+
+
+async def test_cancel_withdraws_the_decision(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        run = app.start(entry(session, "auth-refactor"), RunRequest(None, "plan"))
+        await wait_until(pilot, lambda: session.pending(), what="the escalation")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: finished(run), what="the cancelled run")
+        assert run.status.value == "cancelled"
+        assert session.pending() == []
+        await settle(pilot)
+        assert not app.main.query_one(DecisionPane).display
+        assert next(iter(session.records.values())).state == "withdrawn"
+
+
+@pytest.mark.parametrize(("key", "written"), [("1", True), ("2", False)])
+async def test_tool_approval_under_task_override(tmp_path: Path, key: str, written: bool) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        run = app.start(entry(session, "deploy-production"), RunRequest(None, "ship v1.4.2"))
+        await wait_until(pilot, lambda: session.pending(), what="the approval")
+        shown = app.main.query_one(DecisionPane).pending.escalation
+        assert [o.id for o in shown.options] == ["approve", "deny"]
+        assert shown.task_id == "deploy-production"
+        await pilot.press(key)
+        await wait_until(pilot, lambda: finished(run), what="the run")
+        assert (tmp_path / "RELEASED.txt").exists() is written
+        assert run.result.startswith("Released" if written else "Release stopped")
+
+
+async def test_agent_loop_denied_and_history_metrics(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        run = app.start(entry(session, "code-search"), RunRequest(None, "where are sessions validated?"))
+        await wait_until(pilot, lambda: finished(run), what="the run")
+        assert run.status.value == "done"
+        text = log_text(app)
+        assert "codebase_locator → codebase_analyzer approved" in text
+        assert "codebase_analyzer → codebase_locator denied" in text
+        await pilot.press("h")
+        await settle(pilot)
+        metrics = str(app.screen.query_one("#history-metrics").render())
+        assert "loops denied: 1" in metrics
+        assert "codebase_locator: success rate 100%" in metrics
+        assert "codebase_analyzer: success rate 0%" in metrics
+
+
+async def test_resolver_returns_the_value_before_drifting(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        run = app.start(entry(session, "resolver"), RunRequest(None, "escalate is a console"))
+        await wait_until(pilot, lambda: finished(run), what="the run")
+        assert run.result == "escalate pauses agents that need you; you answer in one console, with one key."
+        assert "peer1 escalated (~ 'DRIFTING')" in log_text(app)
