@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Callable
 
-# No generated __eq__/__repr__ per class: nodes compare by identity, and one shared __repr__
-# keeps importing this module cheap (it is on `escalate check`'s start-up path).
-_node = dataclass(eq=False, repr=False)
+# Nodes are declared like dataclasses (annotated fields, defaults in order) but their __init__
+# methods are generated for all classes in one `exec` at the end of this module: importing it is
+# on `escalate check`'s start-up path, and dataclasses cost ~0.5 ms per class there.
+_PENDING: list[type] = []
 
 
-@_node
+class field:  # noqa: N801 - reads like dataclasses.field
+    """A per-instance default: `x: dict = field(default_factory=dict)`."""
+
+    def __init__(self, *, default_factory: Callable[[], Any]) -> None:
+        self.default_factory = default_factory
+
+
+def _node(cls: type) -> type:
+    _PENDING.append(cls)
+    return cls
+
+
 class Node:
+    _fields: tuple[str, ...] = ()
     line: int
     column: int
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__name__}({inner})"
+
+
+_PENDING.append(Node)
 
 
 # ------------------------------------------------------------------ expressions
@@ -400,3 +415,46 @@ class Module(Node):
     file: str
     definitions: list[Definition]
     version: str | None = None
+
+
+def _build_inits() -> None:
+    """One __init__ per node class (positional and keyword, in field order), compiled at once."""
+    src: list[str] = []
+    env: dict[str, Any] = {}
+    for k, cls in enumerate(_PENDING):
+        names: list[str] = []
+        defaults: dict[str, Any] = {}
+        for base in reversed(cls.__mro__):
+            for name in base.__dict__.get("__annotations__", {}):
+                if name.startswith("_"):
+                    continue
+                if name not in names:
+                    names.append(name)
+                if name in base.__dict__:
+                    defaults[name] = base.__dict__[name]
+        cls._fields = tuple(names)
+        params, body = [], []
+        for name in names:
+            if name not in defaults:
+                params.append(name)
+                body.append(f"    self.{name} = {name}")
+            elif isinstance(defaults[name], field):
+                env[f"_f{k}_{name}"] = defaults[name].default_factory
+                params.append(f"{name}=_MISSING")
+                body.append(f"    self.{name} = _f{k}_{name}() if {name} is _MISSING else {name}")
+            else:
+                env[f"_d{k}_{name}"] = defaults[name]
+                params.append(f"{name}=_d{k}_{name}")
+                body.append(f"    self.{name} = {name}")
+        src.append(f"def _init{k}(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]))
+    env["_MISSING"] = object()
+    exec("\n".join(src), env)  # our own field names only
+    for k, cls in enumerate(_PENDING):
+        cls.__init__ = env[f"_init{k}"]
+        for name in cls._fields:  # class-level defaults would shadow nothing, but keep classes clean
+            if isinstance(cls.__dict__.get(name), field):
+                delattr(cls, name)
+    _PENDING.clear()
+
+
+_build_inits()
