@@ -156,7 +156,7 @@ class HistoryEntry(NamedTuple):  # a tuple: cheap to build and small (memory per
     approved: bool
     reason: str
     task: str
-    denial: Denial | None
+    denial: str | None  # a Denial value as a plain str: keeps the tuple free of GC tracking
 
 
 class _AgentIndex:
@@ -203,7 +203,7 @@ class EscalationHistory:
             timestamp = self._times[-1]  # keep the arrays sorted even if a clock stepped back
         entry = HistoryEntry(
             timestamp, request.source_agent, response.target_agent, response.approved,
-            request.reason, request.task, response.denial,
+            request.reason, request.task, response.denial.value if response.denial else None,
         )
         self._entries.append(entry)
         self._times.append(timestamp)
