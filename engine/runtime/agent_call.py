@@ -139,6 +139,11 @@ async def _call_once(
     runner = run.runner_for(key)
     session = await run.session_service.create_session(app_name=runner.app_name, user_id=run.run_id)
     if history:
+        policy = run.workflow.POLICIES.get(spec.history or "")
+        if policy is not None:
+            from engine.runtime.history import compact
+
+            history = await compact(run, policy, history)
         await _prefill(run, session, spec, history)
     prompt = _expected(run, spec)
     next_message = _user_text(message)

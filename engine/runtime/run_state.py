@@ -47,11 +47,13 @@ class RunState:
         spec = self.workflow.AGENTS.get(key)
         return spec if spec is not None else self._llm_agents.get(key)
 
-    def register_llm_agent(self, prompt: str, model: str | None) -> str:
-        """The one-off agent for `call llm PROMPT`; named after the prompt (its script key)."""
-        key = f"llm:{prompt}"
+    def register_llm_agent(self, name: str, model: str | None) -> str:
+        """A one-off agent (`call llm PROMPT`, a history summary) named after the prompt or
+        policy, which is also its key in a --script file."""
+        key = f"llm:{name}"
         if key not in self._llm_agents:
-            self._llm_agents[key] = AgentSpec(name=prompt, prompt=prompt)
+            prompt = name if name in self.workflow.PROMPTS else None
+            self._llm_agents[key] = AgentSpec(name=name, prompt=prompt)
         if model:
             self.model_overrides[key] = model
         return key

@@ -157,3 +157,21 @@ def test_no_script_and_no_model_says_how_to_run_offline(capsys) -> None:
     code, out, err = run(capsys, str(DATA / "decide.sr"))
     assert (code, out) == (1, "")
     assert "'architect' has no real model and no --script was given" in err and "--script S.yaml" in err
+
+
+def test_history_policy_summarizes_and_preserves(capsys, monkeypatch) -> None:
+    import engine.runtime.scripted_model as sm
+
+    shown: list[list[str]] = []
+    original = sm.latest_input
+
+    def spy(request):  # what the agent `a` is shown
+        texts = [p.text for c in request.contents for p in c.parts if p.text]
+        if "next?" in texts:
+            shown.append(texts)
+        return original(request)
+
+    monkeypatch.setattr(sm, "latest_input", spy)
+    code, out, err = run(capsys, str(DATA / "history.sr"), "--script", str(DATA / "history.yaml"))
+    assert (code, out) == (0, "unused\n"), err
+    assert shown == [["goal: ship v2", "Summary of the earlier conversation: they counted to three", "four", "five", "next?"]]

@@ -77,3 +77,20 @@ def test_masks() -> None:
     assert mask("pii", "3 apples in 2024") == "3 apples in 2024"
     with pytest.raises(UnknownGuardrail):
         mask("nope", "x")
+
+
+async def test_history_truncate_and_trigger() -> None:
+    from types import SimpleNamespace
+
+    from engine.runtime.history import compact
+    from engine.runtime.spec import PolicySpec
+
+    run = SimpleNamespace(context=None)
+    messages = [{"role": "user", "content": str(i)} for i in range(6)]
+    keep = PolicySpec("p", {"trigger": {"op": ">", "left": "message_count", "right": 3}, "strategy": "truncate",
+                            "preserve": ["first", {"last_messages": 2}]})
+    assert [m["content"] for m in await compact(run, keep, messages)] == ["0", "4", "5"]
+    quiet = PolicySpec("p", {"trigger": {"op": ">", "left": "token_count", "right": 1000}, "strategy": "truncate"})
+    assert await compact(run, quiet, messages) == messages
+    unreadable = PolicySpec("p", {"trigger": {"op": ">", "left": "mood", "right": 1}, "strategy": "truncate"})
+    assert await compact(run, unreadable, messages) == messages
