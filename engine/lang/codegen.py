@@ -409,12 +409,15 @@ class CodeGen:
                 lines.append(f"{keep} = None")
             else:
                 # Meaning 1: the value as it is BEFORE the run; a failure is deferred until used.
-                lines += [
-                    "try:",
-                    f"    {keep} = rt.snapshot({self.ex()(value)})",
-                    "except FlowError as _err:",
-                    f"    {keep} = rt.Deferred(_err)",
-                ]
+                if isinstance(value, ast.Var) and value.name != "output":
+                    lines.append(f"{keep} = rt.snapshot_var(ctx.vars, {value.name!r}, {value.line})")
+                else:
+                    lines += [
+                        "try:",
+                        f"    {keep} = rt.snapshot({self.ex()(value)})",
+                        "except FlowError as _err:",
+                        f"    {keep} = rt.Deferred(_err)",
+                    ]
         r = self.fresh("_r")
         lines.append(f"{r} = await {self.call_code(e, override)}")
         lines.append(f"if {r}.escalated:")
@@ -518,6 +521,8 @@ class CodeGen:
         lines: list[str] = []
         for i, (cond, body) in enumerate(s.branches):
             kw = "if" if i == 0 else "elif"
+            if i:
+                lines.append(f"# {cond.line}: {_comment(self.info.line_text(s, cond.line))}")
             lines.append(f"{kw} {self.ex()(cond)}:")
             lines += _indent(self.block(body))
         if s.orelse is not None:

@@ -57,6 +57,11 @@ class ProgramInfo:
             return lines[node.line - 1].strip()
         return ""
 
+    def line_text(self, node: ast.Node, line: int) -> str:
+        """Source line `line` of the file `node` comes from."""
+        lines = self._lines.get(self.file(node), [])
+        return lines[line - 1].strip() if 1 <= line <= len(lines) else ""
+
     def agent_fields(self, a: ast.Agent) -> dict[str, Any]:
         """Agent properties as plain values (validated by the analyzer)."""
         out: dict[str, Any] = {}

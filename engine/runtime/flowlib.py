@@ -308,6 +308,13 @@ def snapshot(value: Any) -> Any:
         return value
 
 
+def snapshot_var(variables: dict[str, Any], name: str, line: int) -> Any:
+    """`snapshot($name)`, or a Deferred error when it is unset (raised only if returned)."""
+    if name not in variables:
+        return Deferred(FlowError(f"variable ${name} is not set", line))
+    return snapshot(variables[name])
+
+
 @dataclass(frozen=True)
 class Deferred:
     """An `on escalate return e` value whose evaluation failed; re-raised only if used."""
