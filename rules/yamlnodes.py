@@ -71,6 +71,9 @@ class Reader:
             problem = exc.problem or exc.context or "invalid YAML"
             line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
             raise YamlError(file, line, col, f"invalid YAML: {problem}") from None
+        except RecursionError:  # PyYAML composes recursively: absurd nesting must not crash us
+            mark = self._loader.get_mark()
+            raise YamlError(file, mark.line + 1, mark.column + 1, "invalid YAML: nested too deeply") from None
         except yaml.YAMLError as exc:  # e.g. a reader error on control characters
             mark = getattr(exc, "position", None)
             raise YamlError(file, 1, (mark or 0) + 1, f"invalid YAML: {exc}") from None

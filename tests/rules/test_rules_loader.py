@@ -159,3 +159,9 @@ def test_a_malformed_file_applies_nothing(tmp_path: Path) -> None:
         """))
     with pytest.raises(RulesError):
         load_rules(path)
+
+
+def test_absurd_nesting_is_an_error_not_a_crash() -> None:
+    with pytest.raises(RulesError, match="nested too deeply") as info:
+        parse_rules("[" * 5000 + "]" * 5000, "R.yaml")
+    assert info.value.line == 1 and info.value.column > 1
