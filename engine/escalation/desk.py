@@ -107,7 +107,6 @@ class EscalationDesk:
         """Gate one tool call; emits `tool_call`. Only `allowed` and `confirmed` may run it."""
         rule = self.rules.match_tool(task, tool, args)
         verdict = self.tool_verdict(task, tool, args)
-        decision: Decision | None = None
         if verdict == ALLOW:
             result = ToolVerdict(ALLOWED)
         elif verdict == DENY:
@@ -116,11 +115,11 @@ class EscalationDesk:
             result = ToolVerdict(STOP, f"The tool call {tool} stopped the task ({_rule_name(rule)}).")
         else:
             escalation = _tool_escalation(run_id, task, agent, tool, args, self.clock.now())
-            decision = await self._wait_for_human(escalation, rule)
-            result = _tool_result(tool, decision)
-        fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": DENIED if result == STOP else str(result)}
-        if result == STOP:
-            fields["stopped"] = True
+            result = _tool_result(tool, await self._wait_for_human(escalation, rule))
+        stopped = result == STOP
+        fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": DENIED if stopped else str(result)}
+        if stopped:
+            fields["stopped"] = True  # the contract's verdicts have no "stop": denied, and the task ends
         self._emit(run_id, "tool_call", fields)
         return result
 
