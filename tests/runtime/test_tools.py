@@ -94,3 +94,29 @@ async def test_history_truncate_and_trigger() -> None:
     assert await compact(run, quiet, messages) == messages
     unreadable = PolicySpec("p", {"trigger": {"op": ">", "left": "mood", "right": 1}, "strategy": "truncate"})
     assert await compact(run, unreadable, messages) == messages
+
+
+def test_model_resolution(monkeypatch) -> None:
+    from engine.runtime.models import ModelUnavailable, model_spec, real_model
+    from engine.runtime.spec import ModelSpec, WorkflowBase
+
+    class W(WorkflowBase):
+        MODELS = {"main": ModelSpec("main", "gemini", "gemini-2.5-flash")}
+
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    from google.adk.models import Gemini
+
+    assert isinstance(real_model(model_spec(W(), "main")), Gemini)  # built, nothing sent
+    monkeypatch.delenv("GOOGLE_API_KEY")
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    with pytest.raises(ModelUnavailable, match="GOOGLE_API_KEY or GEMINI_API_KEY.*--script"):
+        real_model(model_spec(W(), "main"))
+    # A `using model "provider/id"` literal is read as a model too.
+    spec = model_spec(W(), "openai/gpt-4o")
+    assert (spec.provider, spec.model_id) == ("openai", "gpt-4o")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    try:
+        import litellm  # noqa: F401
+    except ImportError:
+        with pytest.raises(ModelUnavailable, match="LiteLLM"):
+            real_model(spec)
