@@ -65,7 +65,8 @@ def agent_metrics(handler: Any, now: float, window: float = RECENT_WINDOW) -> Te
     for (source, target), count in history.common_paths(3):
         text.append(f"  path {source} → {target}: {count}\n", style="dim")
     for entry in recent[-5:]:
-        verdict = "approved" if entry.approved else f"denied ({entry.denial.value if entry.denial else 'no'})"
+        denial = getattr(entry.denial, "value", entry.denial) or "no reason"
+        verdict = "approved" if entry.approved else f"denied ({denial})"
         text.append(f"  {duration(now - entry.timestamp)} ago {entry.source} → {entry.target or '?'} "
                     f"{verdict}: {entry.reason}\n", style="dim")
     return text

@@ -67,7 +67,7 @@ class HistoryScreen(Screen):
 
     def _filter_value(self, selector: str) -> str:
         value = self.query_one(selector, Select).value
-        return "" if value is Select.BLANK else str(value)
+        return "" if value is Select.NULL else str(value)
 
     def refresh_history(self) -> None:
         """Redraw from the session's records (called on every broker change too)."""
@@ -86,7 +86,7 @@ class HistoryScreen(Screen):
                 outcome = Text(record.state, style="yellow" if record.state == "pending" else "dim")
             table.add_row(
                 Text(f"{duration(now - esc.created_at)} ago"), Text(esc.task_id), Text(esc.agent),
-                Text(esc.reason.value), Text(one_line(esc.question, 60)), outcome, key=esc.id,
+                Text(esc.reason.value), Text(one_line(esc.question, 40)), outcome, key=esc.id,
             )
         table.border_subtitle = f"{len(records)} of {len(self.session.records)}"
         self.query_one("#history-metrics", Static).update(

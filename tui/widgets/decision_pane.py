@@ -20,7 +20,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.escalation.clock import Clock
-from engine.escalation.model import Escalation, PendingEscalation, Response, ResponseType
+from engine.escalation.model import Escalation, Origin, PendingEscalation, Response, ResponseType
 from tui.format import countdown
 
 
@@ -35,8 +35,11 @@ class Choice:
 
 
 def choices_for(escalation: Escalation) -> list[Choice]:
-    """The pane's numbered choices, in seed 004's order."""
+    """The pane's numbered choices, in seed 004's order. A tool approval is approve or deny
+    only: the tool runs on approve and nothing else, so skip or free text would be misleading."""
     choices = [Choice(f"opt:{o.id}", o.label, o.id, o.recommended) for o in escalation.options]
+    if escalation.origin is Origin.TOOL_APPROVAL:
+        return choices
     if escalation.allow_agent_decision:
         choices.append(Choice("agent", "Let agent decide"))
     choices.append(Choice("skip", "Skip this task"))

@@ -10,14 +10,17 @@ from engine.escalation.clock import Clock
 from engine.escalation.model import PendingEscalation
 from tui.format import duration, one_line
 
+INBOX_QUESTION_WIDTH = 40  # fits the left column of an 100-column terminal
+
 
 def inbox_prompt(pending: PendingEscalation, now: float, current: bool) -> Text:
+    """Two short lines: age, task and reason; then the question, cut to fit."""
     esc = pending.escalation
     line = Text("▶ " if current else "  ", style="bold yellow")
     line.append(f"{duration(now - esc.created_at):>5} ", style="dim")
-    line.append(f"{esc.task_id}", style="bold")
-    line.append(f" {esc.reason.value}: ", style="yellow")
-    line.append(one_line(esc.question, 60))
+    line.append(esc.task_id, style="bold")
+    line.append(f" · {esc.reason.value}\n", style="yellow")
+    line.append(f"  {one_line(esc.question, INBOX_QUESTION_WIDTH)}")
     return line
 
 
