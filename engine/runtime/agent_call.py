@@ -149,7 +149,6 @@ async def _call_once(
     next_message = _user_text(message)
     corrected = False
     output_retries = 0
-    final_text = ""
     for _round in range(MAX_ROUNDS):
         frame.retry_with = None
         paused, final_text = await _drive(run, runner, session.id, next_message, frame)
@@ -170,6 +169,7 @@ async def _call_once(
             output_retries += 1
             next_message = _user_text(str(frame.retry_with))
             continue
+        value: Any = final_text
         if prompt is not None:
             schema, as_list = prompt
             try:
@@ -178,19 +178,15 @@ async def _call_once(
             except SchemaMismatch as exc:
                 if corrected:
                     raise FlowError(f"agent {spec.name!r}: reply does not match {schema}{'[]' if as_list else ''}: {exc}") from None
-                corrected = True
+                corrected = True  # one corrective message, in the same session
                 next_message = _user_text(
                     f"Your reply did not match the expected format ({exc}). Reply again with ONLY JSON of this "
                     f"shape: {describe(schema, run.workflow.SCHEMAS, as_list)}"
                 )
                 continue
-            await _check_prompt_escalations(run, runner, session, frame, spec)
-            return AgentOutcome(final_text, value, frame.escalated)
-        break
-    else:
-        raise FlowError(f"agent {spec.name!r} kept escalating: more than {MAX_ROUNDS} rounds in one call")
-    await _check_prompt_escalations(run, runner, session, frame, spec)
-    return AgentOutcome(final_text, final_text, frame.escalated)
+        await _check_prompt_escalations(run, runner, session, frame, spec)
+        return AgentOutcome(final_text, value, frame.escalated)
+    raise FlowError(f"agent {spec.name!r} kept escalating: more than {MAX_ROUNDS} rounds in one call")
 
 
 def _expected(run: "RunState", spec: AgentSpec) -> tuple[str, bool] | None:
