@@ -1,39 +1,31 @@
 """A fast driver for the grammar's LALR(1) table: lexing, indentation and tree building in one
-tight loop.
+tight loop, without importing Lark.
 
-Lark analyses grammar.lark and owns the parse table; this module only walks that table faster
-than Lark's general-purpose loop (one master regex instead of per-state scanners, no wrapper
-chains per reduction). It builds the same trees Lark builds (tests compare the two on every
-example, the origin corpus and fuzzed programs). On any error it gives up and the caller
-re-parses with Lark itself, whose exceptions carry the details for the diagnostics.
+Lark analyses grammar.lark (LALR(1), contextual lexing); `build_tables` exports that analysis
+as plain data, shipped as parse_table.json next to the grammar (a test keeps it in step; a
+stale file is rebuilt in memory). This module walks the table faster than Lark's general loop
+(one master regex instead of per-state scanners, no wrapper chains per reduction) and builds the
+same trees Lark builds: tests compare the two on every example, the origin corpus and fuzzed
+programs. On any error it gives up and the caller asks Lark itself to explain the error.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Tree
-from lark.parsers.lalr_analysis import Shift
+from engine.lang.parser import GRAMMAR_PATH, TAB_WIDTH, IndentationError_
+from engine.lang.tree import NO_META, Meta, Token, Tree
 
-from engine.lang.parser import TAB_WIDTH, IndentationError_
+TABLE_PATH = Path(__file__).with_name("parse_table.json")
 
 
 class FastFail(Exception):
     """The input is not a valid program: re-parse with Lark for the diagnostic."""
-
-
-class _Meta:
-    __slots__ = ("empty", "line", "column")
-
-    def __init__(self, line: int, column: int) -> None:
-        self.empty = False
-        self.line = line
-        self.column = column
-
-
-_NO_META = _Meta(1, 1)
-_NO_META.empty = True
 
 _MASTER = re.compile(
     r"""
@@ -64,54 +56,99 @@ _OPEN = {"LPAR", "LSQB", "LBRACE"}
 _CLOSE = {"RPAR", "RSQB", "RBRACE"}
 
 
-def _plan(rule: Any) -> tuple[str, tuple[tuple[int, bool], ...], bool, int, str, bool]:
+def _plan(rule: Any) -> list[Any]:
     """How Lark builds this rule's node: name, kept children (and which to splice), whether a
     single child replaces the node, size, goto symbol, and whether it is a pure unit rule."""
     keep_all = rule.options.keep_all_tokens
-    keep = tuple(
-        (i, (not sym.is_term) and sym.name.startswith("_"))
+    keep = [
+        [i, (not sym.is_term) and sym.name.startswith("_")]
         for i, sym in enumerate(rule.expansion)
         if keep_all or not (sym.is_term and sym.filter_out)
-    )
+    ]
     expand1 = bool(rule.options.expand1 and not rule.alias)
     size = len(rule.expansion)
-    unit = expand1 and size == 1 and keep == ((0, False),)
-    return (rule.alias or rule.origin.name, keep, expand1, size, rule.origin.name, unit)
+    unit = expand1 and size == 1 and keep == [[0, False]]
+    return [rule.alias or rule.origin.name, keep, expand1, size, rule.origin.name, unit]
+
+
+def grammar_sha() -> str:
+    return hashlib.sha256(GRAMMAR_PATH.read_bytes()).hexdigest()
+
+
+def build_tables(lark: Any) -> dict[str, Any]:
+    """Lark's analysed LALR table (and lexer facts) as JSON-ready data."""
+    from lark.parsers.lalr_analysis import Shift
+
+    table = lark.parser.parser._parse_table
+    plans: list[list[Any]] = []
+    plan_index: dict[int, int] = {}
+    states: dict[str, dict[str, list[Any]]] = {}
+    for state, acts in table.states.items():
+        row: dict[str, list[Any]] = {}
+        for sym, (action, arg) in acts.items():
+            if action is Shift:
+                row[sym] = [1, arg]
+            else:
+                if id(arg) not in plan_index:
+                    plan_index[id(arg)] = len(plans)
+                    plans.append(_plan(arg))
+                row[sym] = [0, plan_index[id(arg)]]
+        states[str(state)] = row
+    strings = {t.pattern.value: t.name for t in lark.terminals if t.pattern.type == "str"}
+    specials = {t.name: t.pattern.to_regexp() for t in lark.terminals if t.name in _SPECIAL}
+    starts = {name: [table.start_states[name], table.end_states[name]] for name in table.start_states}
+    return {"grammar_sha256": grammar_sha(), "starts": starts, "states": states, "plans": plans,
+            "strings": strings, "specials": specials}
+
+
+def load_tables() -> dict[str, Any]:
+    """The shipped table when it matches grammar.lark; else a fresh one from Lark."""
+    try:
+        data = json.loads(TABLE_PATH.read_text(encoding="utf-8"))
+        if data.get("grammar_sha256") == grammar_sha():
+            return data
+    except (OSError, ValueError):
+        pass
+    from engine.lang.lark_backend import lark_parser
+
+    return build_tables(lark_parser())
+
+
+_TABLES: dict[str, Any] | None = None
+
+
+def load_parser(start: str) -> "FastParser":
+    global _TABLES
+    if _TABLES is None:
+        _TABLES = load_tables()
+    return FastParser(_TABLES, start)
 
 
 class FastParser:
-    def __init__(self, lark: Lark, start: str = "start") -> None:
-        lalr = lark.parser.parser  # lark's LALR_Parser
-        table = lalr._parse_table
-        self.states: dict[Any, dict[str, tuple[Any, Any]]] = table.states
-        self.start_state = table.start_states[start]
-        self.end_state = table.end_states[start]
-        self.strings: dict[str, str] = {}  # literal text -> terminal name
-        patterns: dict[str, re.Pattern[str]] = {}
-        for t in lark.terminals:
-            if t.pattern.type == "str":
-                self.strings[t.pattern.value] = t.name
-            elif t.name in _SPECIAL:
-                patterns[t.name] = re.compile(t.pattern.to_regexp())
-        self.specials: dict[Any, tuple[tuple[str, str, re.Pattern[str]], ...]] = {}
-        for state, actions in self.states.items():
-            found = tuple((name, _PREFIX.get(name, ""), patterns[name]) for name in _SPECIAL if name in actions)
+    def __init__(self, tables: dict[str, Any], start: str = "start") -> None:
+        start_state, self.end_state = tables["starts"][start]
+        self.start_state = start_state
+        self.strings: dict[str, str] = tables["strings"]
+        plans = [tuple((name, tuple(tuple(k) for k in keep), expand1, size, origin, unit))
+                 for name, keep, expand1, size, origin, unit in tables["plans"]]
+        # state -> symbol -> (True, next state) | (False, reduction plan)
+        self.actions: dict[int, dict[str, tuple[bool, Any]]] = {
+            int(state): {sym: (True, arg) if shift else (False, plans[arg]) for sym, (shift, arg) in row.items()}
+            for state, row in tables["states"].items()
+        }
+        patterns = {name: re.compile(rx) for name, rx in tables["specials"].items()}
+        self.specials: dict[int, tuple[tuple[str, str, re.Pattern[str]], ...]] = {}
+        for state, acts in self.actions.items():
+            found = tuple((name, _PREFIX.get(name, ""), patterns[name]) for name in _SPECIAL if name in acts)
             if found:
                 self.specials[state] = found
-        # state -> symbol -> (True, next state) | (False, reduction plan)
-        plans: dict[int, tuple] = {}
-        self.actions: dict[Any, dict[str, tuple[bool, Any]]] = {
-            state: {sym: (True, arg) if action is Shift else (False, plans.get(id(arg)) or plans.setdefault(id(arg), _plan(arg)))
-                    for sym, (action, arg) in acts.items()}
-            for state, acts in self.states.items()
-        }
 
     def parse(self, text: str) -> Tree:
         states = self.actions
         strings = self.strings
         specials = self.specials
         master = _MASTER.match
-        new_token = Token._future_new
+        new_token = Token
         stack: list[Any] = [self.start_state]
         values: list[Any] = []
         levels = [0]
@@ -144,13 +181,13 @@ class FastParser:
             if expand1 and len(filtered) == 1:
                 value = filtered[0]
             else:
-                meta = _NO_META
+                meta = NO_META
                 for c in children:  # position of the first child, kept or filtered out
                     if type(c) is Token:
-                        meta = _Meta(c.line, c.column)
+                        meta = Meta(c.line, c.column)
                         break
-                    m = c._meta
-                    if m is not None and not m.empty:
+                    m = c.meta
+                    if not m.empty:
                         meta = m
                         break
                 value = Tree(name, filtered, meta)
@@ -275,3 +312,10 @@ class FastParser:
         if stack[-1] != self.end_state:
             raise FastFail()
         return values[-1]
+
+
+if __name__ == "__main__":  # python -m engine.lang.fastparse: refresh the shipped table
+    from engine.lang.lark_backend import lark_parser as _lp
+
+    TABLE_PATH.write_text(json.dumps(build_tables(_lp()), separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8")
+    sys.stdout.write(f"wrote {TABLE_PATH}\n")

@@ -1,9 +1,9 @@
-"""Source text -> Lark parse tree, with syntax errors turned into diagnostics (E0007, E0008).
+"""Source text -> parse tree, with syntax errors turned into diagnostics (E0007, E0008).
 
-Three passes, all linear: `extract_plain_bodies` lifts indented plain-text prompt bodies out of
-the source (the lexer cannot tell prose from code), the contextual lexer tokenizes, and
-`IndentPostLex` turns newlines into INDENT/DEDENT tokens, reporting bad indentation at the
-line where it happens.
+Two linear passes: `extract_plain_bodies` lifts indented plain-text prompt bodies out of the
+source (a lexer cannot tell prose from code), then the LALR(1) driver of engine.lang.fastparse
+lexes (contextually), tracks indentation and builds the tree. When it rejects the text, Lark
+itself (engine.lang.lark_backend) parses it again to explain the error.
 """
 
 from __future__ import annotations
@@ -12,15 +12,12 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
-
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from engine.lang.diagnostics import Diagnostic, error
+from engine.lang.tree import Tree
 
 TAB_WIDTH = 4
-_GRAMMAR = Path(__file__).with_name("grammar.lark")
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
 
 class IndentationError_(Exception):
@@ -32,81 +29,11 @@ class IndentationError_(Exception):
         self.column = column
 
 
-class IndentPostLex:
-    """Newlines -> _NL, _INDENT, _DEDENT (like lark.indenter.Indenter, with tab = 4 columns,
-    comment-safe indentation measurement and positioned errors)."""
-
-    always_accept = ("_NL",)
-    _OPEN = {"LPAR", "LSQB", "LBRACE"}
-    _CLOSE = {"RPAR", "RSQB", "RBRACE"}
-
-    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
-        levels = [0]
-        depth = 0
-        last: Token | None = None
-        for tok in stream:
-            if tok.type == "_NL":
-                if depth > 0:
-                    continue
-                yield tok
-                indent_str = tok.value.rsplit("\n", 1)[-1] if "\n" in tok.value else ""
-                indent_str = indent_str[: len(indent_str) - len(indent_str.lstrip(" \t\f"))]
-                indent = indent_str.count(" ") + indent_str.count("\t") * TAB_WIDTH
-                line = (tok.end_line or tok.line)
-                if indent > levels[-1]:
-                    levels.append(indent)
-                    yield _marker("_INDENT", tok, line, indent)
-                else:
-                    while indent < levels[-1]:
-                        levels.pop()
-                        yield _marker("_DEDENT", tok, line, indent)
-                    if indent != levels[-1]:
-                        raise IndentationError_(
-                            line, indent + 1,
-                            f"this line is indented by {indent} columns, which matches no enclosing block "
-                            f"(expected {levels[-1]})",
-                        )
-                continue
-            if tok.type in self._OPEN:
-                depth += 1
-            elif tok.type in self._CLOSE and depth > 0:
-                depth -= 1
-            last = tok
-            yield tok
-        end_line = (last.end_line or last.line) if last is not None else 1
-        while len(levels) > 1:
-            levels.pop()
-            yield Token("_DEDENT", "", 0, end_line, 1, end_line, 1, 0)
-
-
-def _marker(kind: str, nl: Token, line: int, indent: int) -> Token:
-    pos = nl.end_pos if nl.end_pos is not None else nl.start_pos
-    return Token(kind, "", pos, line, indent + 1, line, indent + 1, pos)
-
-
-@lru_cache(maxsize=1)
-def _lark() -> Lark:
-    return Lark(
-        _GRAMMAR.read_text(encoding="utf-8"),
-        parser="lalr",
-        lexer="contextual",
-        postlex=IndentPostLex(),
-        propagate_positions=True,
-        maybe_placeholders=False,
-        start=["start", "expr"],
-        cache=True,  # lark keeps the analysed grammar in the temp dir, keyed by its hash
-    )
-
-
-def lark_parser() -> Lark:
-    return _lark()
-
-
 @lru_cache(maxsize=2)
 def _fast(start: str = "start"):  # type: ignore[no-untyped-def]
-    from engine.lang.fastparse import FastParser  # imports this module: load it lazily
+    from engine.lang.fastparse import load_parser  # imports this module: load it lazily
 
-    return FastParser(_lark(), start)
+    return load_parser(start)
 
 
 # ------------------------------------------------------------------ plain-text prompt bodies
@@ -223,70 +150,6 @@ def _dedent(line: str, columns: int) -> str:
 
 # ------------------------------------------------------------------ parsing
 
-_TOKEN_NAMES = {
-    "_NL": "a new line", "_INDENT": "an indented block", "_DEDENT": "the end of the block",
-    "$END": "the end of the file", "NAME": "a name", "VAR": "a $variable", "STRING": "a string",
-    "TRIPLE_STRING": 'a """triple-quoted""" text', "PLAIN_BODY": "a prompt body", "INT": "an integer",
-    "NUMBER": "a number", "MODEL_REF": "provider/model-id", "MODEL_VALUE": "a value",
-    "IMPORT_PATH": "a path like ./file.sr", "VERSION": "a version like v1", "LIST_SUFFIX": "'[]'",
-    "OPTIONAL": "'?'", "PRESERVE_LAST": "'last N messages'", "PRESERVE_TOOL": "'tool results'",
-    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'",
-    "COLON": "':'", "COMMA": "','", "DOT": "'.'", "EQUAL": "'='", "PLUS": "'+'", "MINUS": "'-'",
-    "STAR": "'*'", "SLASH": "'/'", "PERCENT": "'%'", "TILDE": "'~'", "LESSTHAN": "'<'",
-    "MORETHAN": "'>'",
-}
-
-
-def readable_token(name: str) -> str:
-    if name in _TOKEN_NAMES:
-        return _TOKEN_NAMES[name]
-    term = _term_pattern(name)
-    if term is not None:
-        return f"'{term}'"
-    return name.lower()
-
-
-@lru_cache(maxsize=None)
-def _term_pattern(name: str) -> str | None:
-    for t in _lark().terminals:
-        if t.name == name and t.pattern.type == "str":
-            return t.pattern.value
-    return None
-
-
-def _describe_found(tok: Token) -> str:
-    if tok.type == "$END":
-        return "end of file"
-    if tok.type == "_NL":
-        return "end of line"
-    if tok.type in ("_INDENT", "_DEDENT"):
-        return "change of indentation"
-    val = str(tok.value)
-    if len(val) > 30:
-        val = val[:27] + "..."
-    return repr(val)
-
-
-# Tokens that can start an expression: listed as one entry in "expected one of".
-_EXPR_START = {"VAR", "NAME", "STRING", "INT", "NUMBER", "LPAR", "LSQB", "LBRACE", "MINUS", "NOT", "TRUE",
-               "FALSE", "NULL", "FILTER", "INITIAL", "DOT", "PRESERVE_LAST", "PRESERVE_TOOL"}
-
-
-def _expected_help(expected: set[str] | frozenset[str]) -> str | None:
-    expected = set(expected)
-    names: set[str] = set()
-    if len(expected & _EXPR_START) >= 5:
-        expected -= _EXPR_START
-        names.add("an expression")
-    names |= {readable_token(e) for e in expected if e not in ("_INDENT", "_DEDENT") or len(expected) == 1}
-    names = sorted(names)
-    if not names:
-        return None
-    if len(names) > 12:
-        names = names[:12] + ["..."]
-    return "expected one of: " + ", ".join(names)
-
-
 @dataclass
 class ParseResult:
     tree: Tree | None
@@ -302,62 +165,31 @@ def parse_source(text: str, file: str) -> ParseResult:
         text += "\n"
     prepared = extract_plain_bodies(text)
     try:
-        tree = _fast().parse(prepared.text)
-    except Exception:  # not a valid program (or a driver bug): Lark's own parse says why
-        tree = None
-    if tree is not None:
-        return ParseResult(tree, prepared.bodies, [])
-    try:
-        tree = _lark().parse(prepared.text, start="start")
-    except IndentationError_ as exc:
-        return ParseResult(None, prepared.bodies, [error(file, exc.line, exc.column, "E0008", str(exc))])
-    except UnexpectedInput as exc:
-        return ParseResult(None, prepared.bodies, [syntax_diagnostic(exc, file, prepared.text)])
-    return ParseResult(tree, prepared.bodies, [])
+        return ParseResult(_fast().parse(prepared.text), prepared.bodies, [])
+    except Exception:  # not a valid program: Lark's own parse says why
+        pass
+    return ParseResult(None, prepared.bodies, [_explain(prepared.text, file, "start")])
 
 
-def syntax_diagnostic(exc: UnexpectedInput, file: str, text: str, line_offset: int = 0, col_offset: int = 0) -> Diagnostic:
-    """One clear E0007/E0008 diagnostic for a Lark error."""
-    if isinstance(exc, UnexpectedToken):
-        tok = exc.token
-        line = (tok.line or 1)
-        col = (tok.column or 1)
-        if tok.type == "$END":
-            line, col = _end_position(text)
-        expected = set(exc.expected or ())
-        if tok.type == "_INDENT":
-            return error(file, line + line_offset, col, "E0008", "unexpected indentation",
-                         "this line is indented more than the line before it, but no block starts there")
-        if expected == {"_INDENT"} or (tok.type in ("_DEDENT", "_NL", "$END") and expected <= {"_INDENT", "_NL"} and "_INDENT" in expected):
-            return error(file, line + line_offset, col, "E0008", "expected an indented block",
-                         "indent the lines of the block under the line ending with ':' or 'do'")
-        if tok.type == "_DEDENT" and "_NL" not in expected and "END" in expected:
-            return error(file, line + line_offset, col, "E0008", "block is missing its closing 'end'",
-                         "add 'end' at the indentation of the line that opened the block")
-        msg = f"unexpected {_describe_found(tok)}"
-        return error(file, line + line_offset, col + (col_offset if line == 1 else 0), "E0007", msg, _expected_help(expected))
-    if isinstance(exc, UnexpectedCharacters):
-        ch = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else ""
-        what = "unterminated string" if ch in "\"'" else f"unexpected character {ch!r}"
-        allowed = set(exc.allowed or ())
-        return error(file, exc.line + line_offset, exc.column + (col_offset if exc.line == 1 else 0), "E0007", what,
-                     _expected_help(allowed) if allowed and ch not in "\"'" else None)
-    if isinstance(exc, UnexpectedEOF):
-        line, col = _end_position(text)
-        return error(file, line + line_offset, col, "E0007", "unexpected end of file", _expected_help(set(exc.expected or ())))
-    return error(file, 1, 1, "E0007", f"syntax error: {exc}")
+class ExpressionError(Exception):
+    """A `${...}` that does not parse; `diagnostic` says where and why."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
 
 
-def _end_position(text: str) -> tuple[int, int]:
-    stripped = text.rstrip()
-    line = stripped.count("\n") + 1
-    col = len(stripped) - (stripped.rfind("\n") + 1) + 1
-    return line, col
-
-
-def parse_expression(text: str) -> Tree:
-    """Parse `${...}` contents; raises lark's UnexpectedInput on bad syntax."""
+def parse_expression(text: str, file: str, line: int, column: int) -> Tree:
+    """Parse `${...}` contents found at (line, column) of `file` (the position of `${`)."""
     try:
         return _fast("expr").parse(text)
-    except Exception:  # Lark's own parse explains the error
-        return _lark().parse(text, start="expr")
+    except Exception:
+        raise ExpressionError(_explain(text, file, "expr", line - 1, column + 1)) from None
+
+
+def _explain(text: str, file: str, start: str, line_offset: int = 0, col_offset: int = 0) -> Diagnostic:
+    from engine.lang.lark_backend import diagnose  # Lark is only needed to explain errors
+
+    found = diagnose(text, file, start, line_offset, col_offset)
+    # Lark accepting what the fast driver rejected would be a driver bug (tests compare them).
+    return found or error(file, 1 + line_offset, 1, "E0007", "internal error: the parser rejected valid code")

@@ -10,11 +10,9 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from lark.exceptions import UnexpectedInput
-
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic
-from engine.lang.parser import parse_expression, syntax_diagnostic
+from engine.lang.parser import ExpressionError, parse_expression
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "$": "$"}
 _SOFT = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
@@ -131,9 +129,9 @@ def _parse_interpolation(
         diagnostics.append(Diagnostic(file, line, column, "error", "E0007", "empty interpolation '${}'", "write an expression inside ${...}"))
         return ast.Literal(line, column, "")
     try:
-        tree = parse_expression(src)
-    except UnexpectedInput as exc:
-        d = syntax_diagnostic(exc, file, src, line_offset=line - 1, col_offset=column + 1)
+        tree = parse_expression(src, file, line, column)
+    except ExpressionError as exc:
+        d = exc.diagnostic
         diagnostics.append(Diagnostic(d.file, d.line, d.column, d.severity, d.code, f"in interpolation: {d.message}", d.help))
         return ast.Literal(line, column, "")
     return build_expr(tree, line, column)

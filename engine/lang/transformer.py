@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lark import Token, Tree
+from engine.lang.tree import Token, Tree
 
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, error
@@ -18,7 +18,7 @@ BACKOFFS = ("exponential", "linear", "fixed")
 
 
 def _pos(node: Any) -> tuple[int, int]:
-    if isinstance(node, Token):
+    if isinstance(node, str):  # a Token
         return node.line or 1, node.column or 1
     meta = getattr(node, "meta", None)
     if meta is not None and not getattr(meta, "empty", True):

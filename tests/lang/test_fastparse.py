@@ -3,10 +3,9 @@
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
-from lark import Token, Tree
-
-from engine.lang.fastparse import FastFail, FastParser
-from engine.lang.parser import extract_plain_bodies, lark_parser
+from engine.lang.fastparse import TABLE_PATH, FastParser, build_tables, grammar_sha, load_tables
+from engine.lang.lark_backend import lark_parser
+from engine.lang.parser import extract_plain_bodies
 from tests.lang.test_safety import SEEDS, mutated
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "engine" / "examples"
@@ -15,7 +14,7 @@ CORPUS = Path("/tmp/origin-sr")
 
 def shape(node):
     """Tree data, children, token types/values and every position."""
-    if isinstance(node, Token):
+    if isinstance(node, str):  # a token (Lark's or ours)
         return (node.type, str(node), node.line, node.column)
     meta = node.meta
     pos = None if meta.empty else (meta.line, meta.column)
@@ -31,8 +30,8 @@ def both(text: str):
     except Exception:
         ref = None
     try:
-        fast = shape(FastParser(lark_parser()).parse(pre))
-    except (FastFail, Exception):
+        fast = shape(FastParser(load_tables()).parse(pre))
+    except Exception:
         fast = None
     return ref, fast
 
@@ -67,7 +66,28 @@ def test_expressions_parse_identically():
         except Exception:
             ref = None
         try:
-            fast = shape(FastParser(lark_parser(), "expr").parse(src))
+            fast = shape(FastParser(load_tables(), "expr").parse(src))
         except Exception:
             fast = None
         assert fast == ref
+
+
+def test_shipped_table_matches_the_grammar():
+    """parse_table.json is Lark's analysis of grammar.lark (refresh: python -m engine.lang.fastparse)."""
+    import json
+
+    shipped = json.loads(TABLE_PATH.read_text())
+    assert shipped["grammar_sha256"] == grammar_sha()
+    assert shipped == json.loads(json.dumps(build_tables(lark_parser())))
+
+
+def test_valid_programs_parse_without_importing_lark(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "a.sr").write_text(SEEDS[0])
+    code = ("import sys\nfrom engine.lang.compiler import compile_file\n"
+            f"r = compile_file({str(tmp_path / 'a.sr')!r}, generate=False)\n"
+            "print(r.ok, any(m == 'lark' or m.startswith('lark.') for m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert out.strip() == "True False"
