@@ -461,16 +461,19 @@ class Analyzer:
                      did_you_mean(v.name, defined | self.info.assigned))
 
     def expr(self, e: ast.Expr, ctx: Ctx, defined: set[str]) -> None:
+        """One walk: variable uses, misplaced forms and literal type mismatches."""
         for sub in iter_exprs(e):
-            if isinstance(sub, ast.Var):
-                self.use(sub, ctx, defined)
-            elif isinstance(sub, ast.Filter):
-                self.pure_only(ctx.file, sub.condition, "a 'filter ... where' condition")
-            elif isinstance(sub, ast.ImplicitField) and not self._inside_filter(e, sub):
+            kind = type(sub)
+            if kind is ast.Var:
+                self.use(sub, ctx, defined)  # type: ignore[arg-type]
+            elif kind is ast.Filter:
+                self.pure_only(ctx.file, sub.condition, "a 'filter ... where' condition")  # type: ignore[attr-defined]
+            elif kind is ast.ImplicitField and not self._inside_filter(e, sub):
                 self.err(ctx.file, sub, "E0009", "'.field' only means something inside 'filter ... where'")
-            elif isinstance(sub, ast.PreserveItem):
+            elif kind is ast.PreserveItem:
                 self.err(ctx.file, sub, "E0009", "'last N messages' / 'tool results' belong in a policy's preserve list")
-        self.expr_types(ctx.file, e)
+            elif kind is ast.BinOp or kind is ast.Neg:
+                self.literal_types(ctx.file, sub)
 
     def _inside_filter(self, root: ast.Expr, target: ast.Expr) -> bool:
         for sub in iter_exprs(root):
@@ -486,14 +489,21 @@ class Analyzer:
 
     def expr_types(self, file: str, e: ast.Expr) -> None:
         for sub in iter_exprs(e):
-            if isinstance(sub, ast.BinOp) and isinstance(sub.left, ast.Literal | ast.Text) and isinstance(sub.right, ast.Literal | ast.Text):
-                lt, rt = _static_type(sub.left), _static_type(sub.right)
-                if sub.op in ("-", "*", "/", "%") and ("string" in (lt, rt) or "bool" in (lt, rt) or "null" in (lt, rt)):
-                    self.err(file, sub, "E0004", f"'{sub.op}' needs numbers, not {lt} and {rt}")
-                elif sub.op in ("<", ">", "<=", ">=") and lt != rt and {lt, rt} != {"number"}:
-                    self.err(file, sub, "E0004", f"cannot compare {lt} {sub.op} {rt}")
-            elif isinstance(sub, ast.Neg) and isinstance(sub.operand, ast.Text):
+            if isinstance(sub, (ast.BinOp, ast.Neg)):
+                self.literal_types(file, sub)
+
+    def literal_types(self, file: str, sub: ast.BinOp | ast.Neg) -> None:
+        """E0004 for operators applied to literals of the wrong type."""
+        if isinstance(sub, ast.Neg):
+            if isinstance(sub.operand, ast.Text):
                 self.err(file, sub, "E0004", "'-' needs a number, not a string")
+            return
+        if isinstance(sub.left, ast.Literal | ast.Text) and isinstance(sub.right, ast.Literal | ast.Text):
+            lt, rt = _static_type(sub.left), _static_type(sub.right)
+            if sub.op in ("-", "*", "/", "%") and ("string" in (lt, rt) or "bool" in (lt, rt) or "null" in (lt, rt)):
+                self.err(file, sub, "E0004", f"'{sub.op}' needs numbers, not {lt} and {rt}")
+            elif sub.op in ("<", ">", "<=", ">=") and lt != rt and {lt, rt} != {"number"}:
+                self.err(file, sub, "E0004", f"cannot compare {lt} {sub.op} {rt}")
 
 
 def _lit_type(v: object) -> str:
@@ -518,6 +528,8 @@ def iter_exprs(e: ast.Expr | None) -> Iterator[ast.Expr]:
     while stack:
         x = stack.pop()
         yield x
+        if type(x) in _LEAVES:
+            continue
         if isinstance(x, ast.Text):
             stack.extend(p for p in x.parts if not isinstance(p, str))
         elif isinstance(x, ast.GetAttr):
@@ -538,6 +550,9 @@ def iter_exprs(e: ast.Expr | None) -> Iterator[ast.Expr]:
             stack.extend(x.args)
         elif isinstance(x, ast.EscalateHuman) and x.message is not None:
             stack.append(x.message)
+
+
+_LEAVES = (ast.Var, ast.Literal, ast.SoftVar, ast.ImplicitField, ast.InitialPrompt, ast.PreserveItem)
 
 
 def terminates(stmts: list[ast.Stmt]) -> bool:
