@@ -110,14 +110,15 @@ class EscalateApp(App[int]):
             self.notify(handle.error, title=f"{handle.workflow} {_status(handle)}", severity="warning")
 
     def on_run_event_posted(self, message: RunEventPosted) -> None:
-        self.main.run_event(message.event)
+        if self.main.ready:
+            self.main.run_event(message.event)
 
     # ---- decisions ---------------------------------------------------------------------------
 
     def on_broker_changed(self, message: BrokerChanged) -> None:
         event = message.event
         self.main.sync_decisions()
-        if event.kind != RAISED:
+        if event.kind != RAISED and self.main.ready:
             self.main.query_one(DecisionPane).forget(event.pending.escalation.id)
         self._update_title()
         if event.kind == RAISED:

@@ -25,6 +25,7 @@ class MainScreen(Screen):
         self.session = session
         self.current_id: str | None = None  # the escalation the pane shows
         self._position = 0  # its index in the queue, so a resolved one's successor takes its place
+        self.ready = False  # widgets composed: broker news before that waits for on_mount
 
     def compose(self) -> ComposeResult:
         clock = self.session.clock
@@ -44,6 +45,7 @@ class MainScreen(Screen):
         self.query_one(RunList).border_title = "Runs"
         self.query_one(EventLog).border_title = "Events"
         self.query_one(WorkflowList).show(self.session.workflows)
+        self.ready = True
         self.sync_decisions()
         self.set_interval(1.0, self._tick)
 
@@ -100,6 +102,8 @@ class MainScreen(Screen):
         The pane keeps showing the escalation it shows while that one is pending: a new arrival
         never swaps the question under the user's fingers.
         """
+        if not self.ready:
+            return
         pending = self.session.pending()
         ids = [p.escalation.id for p in pending]
         pane = self.query_one(DecisionPane)

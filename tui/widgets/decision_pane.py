@@ -80,6 +80,8 @@ class DecisionPane(Vertical):
         self.pending: PendingEscalation | None = None
         self._choices: list[Choice] = []
         self._drafts: dict[str, str] = {}  # escalation id -> instructions typed so far
+        self._mounted = False
+        self._queue = (0, 0)  # (position, total) of the shown escalation
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pane-head"):
@@ -99,15 +101,23 @@ class DecisionPane(Vertical):
         self.query_one("#pane-custom", Input).display = False
         # The countdown is redrawn from the injected clock: a frozen clock gives a frozen pane.
         self.set_interval(0.25, self.refresh_countdown)
+        self._mounted = True
+        if self.pending is not None:  # a decision arrived before the pane had its children
+            pending, self.pending = self.pending, None
+            self.show(pending, *self._queue)
 
     # ---- what is shown -------------------------------------------------------------------
 
     def show(self, pending: PendingEscalation | None, position: int = 0, total: int = 0) -> None:
         """Display `pending` (the `position`-th of `total` queued), or nothing."""
+        self.display = pending is not None
+        self._queue = (position, total)
+        if not self._mounted:
+            self.pending = pending
+            return
         self._save_draft()
         previous = self.pending.escalation.id if self.pending else None
         self.pending = pending
-        self.display = pending is not None
         if pending is None:
             self._choices = []
             return
@@ -145,7 +155,7 @@ class DecisionPane(Vertical):
         self.refresh_countdown()
 
     def refresh_countdown(self) -> None:
-        if self.pending is not None:
+        if self.pending is not None and self._mounted:
             self.query_one("#pane-countdown", Static).update(
                 Text(countdown(self.pending, self._clock.now()), style="bold")
             )
@@ -158,7 +168,7 @@ class DecisionPane(Vertical):
         self._drafts.pop(escalation_id, None)
 
     def _save_draft(self) -> None:
-        if self.pending is not None and self.is_mounted:
+        if self.pending is not None:
             text = self.query_one("#pane-instructions", Input).value
             self._drafts[self.pending.escalation.id] = text
 
