@@ -319,7 +319,8 @@ class CodeGen:
             c = p.escalation
             if c.op == "expr":
                 check = ExprGen(self, output_name="output", in_lambda=True)(c.expr)  # type: ignore[arg-type]
-                esc = f"EscalationSpec(op='expr', check=lambda ctx, output: {check}, source={c.source!r})"
+                written = re.sub(r"^escalate\s+if\s+", "", self.info.line_text(p, c.line))
+                esc = f"EscalationSpec(op='expr', check=lambda ctx, output: {check}, source={written!r})"
             else:
                 esc = f"EscalationSpec(op={c.op!r}, value={c.value!r}, source={c.source!r})"
         return (f"PromptSpec(name={p.name!r}, body={body}, model={p.model!r}, expecting={p.expecting!r}, "

@@ -140,6 +140,7 @@ async def test_prompt_body_and_expression_escalation():
     ctx = FakeCtx(input="Ann")
     assert spec.body(ctx) == "Hello Ann, $unknown.thing stays."
     assert spec.escalation.op == "expr"
+    assert spec.escalation.source == '$output contains "HELP" or len($output) > 100'
     assert spec.escalation.check(ctx, "please HELP") is True
     assert spec.escalation.check(ctx, "fine") is False
 
