@@ -92,7 +92,7 @@ class MainScreen(Screen):
     @on(OptionList.OptionSelected, "#workflows")
     def _workflow_chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.app.run_action("start_run")
+        self.app.start_workflow(event.option_index)  # type: ignore[attr-defined]
 
     # ---- the decision queue ------------------------------------------------------------------
 

@@ -1,0 +1,104 @@
+"""End to end: the real `escalate` command in a real terminal (tmux), answered with a key.
+
+Skipped when tmux is not installed. Each test starts its own tmux server socket, so nothing is
+shared with the user's tmux.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.demo import demo_dir
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+ESCALATE = str(Path(sys.executable).with_name("escalate"))
+
+
+class Terminal:
+    """One tmux session running one command, on a private socket."""
+
+    def __init__(self, tmp: Path, command: str) -> None:
+        self.socket = str(tmp / "tmux.sock")
+        self.rc = tmp / "rc"
+        script = f"cd {shlex.quote(str(tmp))} && {command}; echo $? > {shlex.quote(str(self.rc))}"
+        self._tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", script)
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=10)
+        return done.stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "e2e")
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "e2e", *keys)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
+
+    def exit_code(self, timeout: float = 15.0) -> int:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.rc.exists() and self.rc.read_text().strip():
+                return int(self.rc.read_text())
+            time.sleep(0.1)
+        raise AssertionError("the command did not exit")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10)
+
+
+@pytest.fixture
+def tmp(tmp_path: Path):
+    yield tmp_path
+
+
+def test_console_run_answer_with_a_key_and_see_the_reply(tmp: Path) -> None:
+    workflow = demo_dir() / "auth-refactor.sr"
+    rules = demo_dir() / "rules.yaml"
+    term = Terminal(tmp, f"{ESCALATE} console {workflow} --rules {rules} --run --input 'plan the change'")
+    try:
+        term.wait_for("DECISION REQUIRED [auth-refactor]")
+        screen = term.wait_for("[2] No, keep sessions")
+        assert "Reason: architecture_decision" in screen
+        term.keys("2")
+        term.wait_for("Plan: keep server sessions")  # the agent's reply, in the event log
+        term.wait_for("done")
+        term.keys("q")
+        assert term.exit_code() == 0
+    finally:
+        term.close()
+
+
+def test_bare_escalate_opens_the_demo_and_starts_from_the_dialog(tmp: Path) -> None:
+    term = Terminal(tmp, ESCALATE)
+    try:
+        term.wait_for("test-fix")  # the demo workspace's workflows
+        term.wait_for("main")  # compiled: flows listed
+        term.keys("Enter")  # the first workflow: auth-refactor -> start dialog
+        term.wait_for("Start auth-refactor")
+        term.keys("go", "Enter")
+        term.wait_for("DECISION REQUIRED [auth-refactor]")
+        term.keys("Enter")  # the recommended option
+        term.wait_for("Plan: move auth to JWT")
+        term.keys("q")
+        assert term.exit_code() == 0
+    finally:
+        term.close()
