@@ -112,8 +112,8 @@ class ExprGen:
         args = ", ".join(self.expr(a) for a in e.args)
         if e.func in PURE_FUNCTIONS:
             return f"rt.call_pure({e.func!r}, [{args}], {e.line})"
-        if self.in_lambda:  # the analyzer reports E0019 first; keep the module importable anyway
-            return f"rt.call_pure('len', [], {e.line})"
+        if self.in_lambda:  # no `await` possible here: the analyzer reports E0019 before codegen
+            raise AssertionError(f"line {e.line}: call of {e.func}() in a lambda reached codegen")
         return f"(await ctx.call_function({e.func!r}, [{args}], line={e.line}))"
 
     def e_BinOp(self, e: ast.BinOp) -> str:
@@ -600,7 +600,8 @@ class CodeGen:
         return lines
 
     def s_OnFailure(self, s: ast.OnFailure) -> list[str]:
-        return ["pass  # 'on failure' without a statement before it (reported as E0009)"]
+        # `block` pairs every `on failure` with the statement before it; a lone one is E0009.
+        raise AssertionError(f"line {s.line}: 'on failure' without a statement reached codegen")
 
     def with_failure(self, step: ast.Stmt, handler: ast.OnFailure) -> list[str]:
         """`on failure:` wraps the statement before it; `retry step e` re-runs it with input e."""
