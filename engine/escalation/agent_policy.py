@@ -67,7 +67,7 @@ _SEPARATORS = re.compile(r"[\s_\-]+")
 
 
 @lru_cache(maxsize=4096)  # a handful of agent names, asked about on every request
-def _key(name: str) -> str:
+def agent_key(name: str) -> str:
     """Agent names compare with case, `_` and `-` ignored (seed 002 spells them with `-`)."""
     return _SEPARATORS.sub("_", name.strip().lower())
 
@@ -101,12 +101,12 @@ class AgentPolicy:
 
     def add_path(self, source: str, targets: Iterable[str]) -> None:
         targets = tuple(self._remember(t) for t in targets)
-        self._paths[_key(source)] = targets
-        self._allowed[_key(source)] = frozenset(_key(t) for t in targets)
+        self._paths[agent_key(source)] = targets
+        self._allowed[agent_key(source)] = frozenset(agent_key(t) for t in targets)
         self._remember(source)
 
     def add_fallback(self, agent: str, fallbacks: Iterable[str]) -> None:
-        self._fallbacks[_key(agent)] = tuple(self._remember(f) for f in fallbacks)
+        self._fallbacks[agent_key(agent)] = tuple(self._remember(f) for f in fallbacks)
 
     def set_max_depth(self, depth: int) -> None:
         if depth < 1:
@@ -114,38 +114,38 @@ class AgentPolicy:
         self.max_depth = depth
 
     def is_source(self, agent: str) -> bool:
-        return bool(self._paths.get(_key(agent)))
+        return bool(self._paths.get(agent_key(agent)))
 
     def allowed_targets(self, source: str) -> tuple[str, ...]:
-        return self._paths.get(_key(source), ())
+        return self._paths.get(agent_key(source), ())
 
     def allow_escalation(self, source: str, target: str) -> bool:
-        return _key(target) in self._allowed.get(_key(source), ())
+        return agent_key(target) in self._allowed.get(agent_key(source), ())
 
     def get_fallbacks(self, agent: str) -> tuple[str, ...]:
-        return self._fallbacks.get(_key(agent), ())
+        return self._fallbacks.get(agent_key(agent), ())
 
     def determine_target(self, source: str, text: str, available: Collection[str] | None = None) -> str | None:
         """The first hint keyword found in `text` whose agent the source may reach, else the
         first allowed target, else None. `available` (agent names) limits the candidates."""
         allowed = self.allowed_targets(source)
-        allowed_keys = self._allowed.get(_key(source), frozenset())
+        allowed_keys = self._allowed.get(agent_key(source), frozenset())
         if available is not None:
-            present = {_key(a) for a in available}
-            allowed = tuple(t for t in allowed if _key(t) in present)
+            present = {agent_key(a) for a in available}
+            allowed = tuple(t for t in allowed if agent_key(t) in present)
             allowed_keys = allowed_keys & present
         lowered = text.lower()
         for keyword, target in self.target_hints.items():
-            if keyword.lower() in lowered and _key(target) in allowed_keys:
+            if keyword.lower() in lowered and agent_key(target) in allowed_keys:
                 return self.canonical(target)
         return allowed[0] if allowed else None
 
     def canonical(self, name: str) -> str:
         """The name as the policy spells it (so `codebase-analyzer` finds `codebase_analyzer`)."""
-        return self._names.get(_key(name), name)
+        return self._names.get(agent_key(name), name)
 
     def _remember(self, name: str) -> str:
-        self._names.setdefault(_key(name), name)
+        self._names.setdefault(agent_key(name), name)
         return name
 
 
@@ -207,7 +207,7 @@ class EscalationHistory:
         )
         self._entries.append(entry)
         self._times.append(timestamp)
-        source = _key(request.source_agent)
+        source = agent_key(request.source_agent)
         index = self._by_agent.get(source)
         if index is None:
             index = self._by_agent[source] = _AgentIndex()
@@ -216,7 +216,7 @@ class EscalationHistory:
             edges = self._last_edge.get(source)
             if edges is None:
                 edges = self._last_edge[source] = {}
-            edges[_key(response.target_agent)] = timestamp
+            edges[agent_key(response.target_agent)] = timestamp
             self._paths[(request.source_agent, response.target_agent)] += 1
         elif response.denial is not None:
             self._denials[response.denial] += 1
@@ -229,7 +229,7 @@ class EscalationHistory:
     def has_loop_locked(self, source: str, target: str, now: float, window: float, max_hops: int) -> bool:
         """Would source->target close a cycle of approvals made within the window? Direct
         (target->source) or through a chain of at most `max_hops` edges (target->...->source)."""
-        start, goal, cutoff = _key(target), _key(source), now - window
+        start, goal, cutoff = agent_key(target), agent_key(source), now - window
         if start == goal:
             return True
         seen = {start}
@@ -255,13 +255,13 @@ class EscalationHistory:
 
     def for_agent(self, agent: str) -> list[HistoryEntry]:
         with self.lock:
-            index = self._by_agent.get(_key(agent))
+            index = self._by_agent.get(agent_key(agent))
             return list(index.entries) if index else []
 
     def success_rate(self, agent: str, window: float | None, now: float) -> float:
         """Approved / attempted for escalations by `agent` within the window (0.0 when none)."""
         with self.lock:
-            index = self._by_agent.get(_key(agent))
+            index = self._by_agent.get(agent_key(agent))
             if index is None:
                 return 0.0
             start = 0 if window is None else bisect_left(index.times, now - window)
@@ -327,7 +327,7 @@ class AgentEscalationHandler:
             if not policy.allow_escalation(source, target):
                 why = f"{source} may not escalate to {target} (allowed: {', '.join(allowed)})"
                 return self._deny(req, Denial.NOT_ALLOWED, why, target)
-            if available is not None and _key(target) not in {_key(a) for a in available}:
+            if available is not None and agent_key(target) not in {agent_key(a) for a in available}:
                 return self._deny(req, Denial.NO_TARGET, f"there is no agent named {target} here", target)
         else:
             target = policy.determine_target(source, f"{req.reason} {req.task}", available) or ""
@@ -338,8 +338,8 @@ class AgentEscalationHandler:
         if depth > policy.max_depth:
             why = f"escalation chain too deep ({depth} > maxDepth {policy.max_depth})"
             return self._deny(req, Denial.DEPTH, why, target)
-        target_key = _key(target)
-        if target_key == _key(source) or any(_key(a) == target_key for a in req.chain):
+        target_key = agent_key(target)
+        if target_key == agent_key(source) or any(agent_key(a) == target_key for a in req.chain):
             return self._deny(req, Denial.LOOP, f"escalation loop: {target} is already in this escalation chain", target)
         if self.history.has_loop_locked(source, target, now, policy.loop_window, max(2, policy.max_depth)):
             why = (
@@ -347,14 +347,14 @@ class AgentEscalationHandler:
                 f"in the last {policy.loop_window:g} s"
             )
             return self._deny(req, Denial.LOOP, why, target)
-        source_key = _key(source)
-        fallbacks = tuple(f for f in policy.get_fallbacks(target) if _key(f) != source_key)
+        source_key = agent_key(source)
+        fallbacks = tuple(f for f in policy.get_fallbacks(target) if agent_key(f) != source_key)
         return AgentEscalationResponse(True, target, req.task, f"approved: {source} -> {target}", fallbacks)
 
     def _deny(self, req: AgentEscalationRequest, kind: Denial, why: str, target: str = "") -> AgentEscalationResponse:
         """A refusal; its fallbacks are the target's (or the source's), minus the agents involved."""
         source = req.source_agent
         alternatives = self._policy.get_fallbacks(target or source)
-        involved = (_key(source), _key(target))
-        fallbacks = tuple(f for f in alternatives if _key(f) not in involved)
+        involved = (agent_key(source), agent_key(target))
+        fallbacks = tuple(f for f in alternatives if agent_key(f) not in involved)
         return AgentEscalationResponse(False, target, req.task, why, fallbacks, kind)

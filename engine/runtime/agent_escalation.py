@@ -7,26 +7,21 @@ the agent gets the reason and the fallbacks. Either way an `agent_escalation` ev
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
-from engine.escalation.agent_policy import AgentEscalationRequest
+from engine.escalation.agent_policy import AgentEscalationRequest, agent_key
 from engine.runtime.frames import current
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
 
 
-def _key(name: str) -> str:
-    return re.sub(r"[\s_\-]+", "_", name.strip().lower())
-
-
 def workflow_agent(run: "RunState", name: str) -> str | None:
     """The workflow's agent for a policy name (`codebase-analyzer` finds `codebase_analyzer`)."""
     if name in run.workflow.AGENTS:
         return name
-    wanted = _key(name)
-    return next((a for a in run.workflow.AGENTS if _key(a) == wanted), None)
+    wanted = agent_key(name)
+    return next((a for a in run.workflow.AGENTS if agent_key(a) == wanted), None)
 
 
 async def escalate_to_agent(run: "RunState", source: str, reason: str, task: str, suggested_target: str) -> dict[str, Any]:
@@ -35,7 +30,9 @@ async def escalate_to_agent(run: "RunState", source: str, reason: str, task: str
     frame = current()
     chain = frame.escalation_chain if frame is not None else ()
     request = AgentEscalationRequest(str(source), str(reason), str(task), str(suggested_target or ""), chain)
-    response = run.agent_policy.handle(request)
+    # Only the workflow's own agents can be chosen, so a missing target is never recorded as
+    # an approved hop (which would later look like a loop).
+    response = run.agent_policy.handle(request, available=run.workflow.AGENTS)
     target = workflow_agent(run, response.target_agent) if response.approved else None
     if response.approved and target is None:
         run.emit(
