@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.lang.parser import GRAMMAR_PATH, TAB_WIDTH, IndentationError_
-from engine.lang.tree import NO_META, Meta, Token, Tree
+from engine.lang.tree import Token, Tree
 
 TABLE_PATH = Path(__file__).with_name("parse_table.json")
 
@@ -129,7 +129,9 @@ class FastParser:
         start_state, self.end_state = tables["starts"][start]
         self.start_state = start_state
         self.strings: dict[str, str] = tables["strings"]
-        plans = [tuple((name, tuple(tuple(k) for k in keep), expand1, size, origin, unit))
+        # (name, kept children, expand1, size, goto symbol, unit rule, keeps all children as they are)
+        plans = [(name, tuple(tuple(k) for k in keep), expand1, size, origin, unit,
+                  [k for k, _ in keep] == list(range(size)) and not any(sp for _, sp in keep))
                  for name, keep, expand1, size, origin, unit in tables["plans"]]
         # state -> symbol -> (True, next state) | (False, reduction plan)
         self.actions: dict[int, dict[str, tuple[bool, Any]]] = {
@@ -160,7 +162,7 @@ class FastParser:
 
         def reduce(plan: tuple) -> Any:
             """Pop the rule's children, build its tree (as Lark would), push the goto state."""
-            name, keep, expand1, size, origin, unit = plan
+            name, keep, expand1, size, origin, unit, keep_all = plan
             if unit:  # `?a: b` with one child: the value stays, only the state changes
                 new_state = states[stack[-2]][origin][1]
                 stack[-1] = new_state
@@ -171,26 +173,26 @@ class FastParser:
                 del stack[-size:]
             else:
                 children = []
-            filtered: list[Any] = []
-            for i, splice in keep:
-                c = children[i]
-                if splice:
-                    filtered += c.children
-                else:
-                    filtered.append(c)
+            if keep_all:
+                filtered = children
+            else:
+                filtered = []
+                for i, splice in keep:
+                    c = children[i]
+                    if splice:
+                        filtered += c.children
+                    else:
+                        filtered.append(c)
             if expand1 and len(filtered) == 1:
                 value = filtered[0]
             else:
-                meta = NO_META
+                value = Tree(name, filtered, 1, 1, True)  # `children` is a fresh slice: safe to keep
                 for c in children:  # position of the first child, kept or filtered out
-                    if type(c) is Token:
-                        meta = Meta(c.line, c.column)
+                    if not c.empty if type(c) is Tree else True:
+                        value.line = c.line
+                        value.column = c.column
+                        value.empty = False
                         break
-                    m = c.meta
-                    if not m.empty:
-                        meta = m
-                        break
-                value = Tree(name, filtered, meta)
             new_state = states[stack[-1]][origin][1]
             stack.append(new_state)
             values.append(value)
@@ -225,7 +227,7 @@ class FastParser:
                         hit = (tname, m.group(0))
                         break
                 if hit is not None:
-                    feed(new_token(hit[0], hit[1], pos, line, col))
+                    feed(new_token(hit[0], hit[1], line, col))
                     pos += len(hit[1])
                     continue
             m = master(text, pos)
@@ -252,17 +254,17 @@ class FastParser:
                 pos = end
                 if depth > 0:
                     continue
-                feed(new_token("_NL", value, start, nl_line, col))
+                feed(new_token("_NL", value, nl_line, col))
                 tail = value[value.rfind("\n") + 1:] if newlines else ""
                 ws = tail[: len(tail) - len(tail.lstrip(" \t\f"))]
                 indent = ws.count(" ") + ws.count("\t") * TAB_WIDTH
                 if indent > levels[-1]:
                     levels.append(indent)
-                    feed(new_token("_INDENT", "", pos, line, indent + 1))
+                    feed(new_token("_INDENT", "", line, indent + 1))
                 else:
                     while indent < levels[-1]:
                         levels.pop()
-                        feed(new_token("_DEDENT", "", pos, line, indent + 1))
+                        feed(new_token("_DEDENT", "", line, indent + 1))
                     if indent != levels[-1]:
                         raise IndentationError_(line, indent + 1, "inconsistent indentation")
                 continue
@@ -282,10 +284,9 @@ class FastParser:
                     depth -= 1
             else:
                 ttype = _GROUP_TYPE[kind]
-            tok = new_token(ttype, value, start, line, col)
-            newlines = value.count("\n") if kind in ("TRIPLE", "STRING") else 0
+            tok = new_token(ttype, value, line, col)
+            newlines = value.count("\n") if kind == "STRING" or kind == "TRIPLE" else 0
             if newlines:
-                tok.end_line = line + newlines
                 line += newlines
                 line_start = start + value.rfind("\n") + 1
             while True:  # feed, inlined for the common case
@@ -300,7 +301,7 @@ class FastParser:
             pos = end
         while len(levels) > 1:
             levels.pop()
-            feed(new_token("_DEDENT", "", pos, line, 1))
+            feed(new_token("_DEDENT", "", line, 1))
         # $END: reduce until the start rule is complete.
         while True:
             try:

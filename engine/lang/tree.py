@@ -10,47 +10,40 @@ class Token(str):
     """A terminal: its text, type (terminal name) and 1-based position."""
 
     type: str
-    value: str
-    start_pos: int
     line: int
     column: int
-    end_line: int
 
-    def __new__(cls, type: str, value: str, start_pos: int, line: int, column: int) -> "Token":  # noqa: A002
+    def __new__(cls, type: str, value: str, line: int, column: int) -> "Token":  # noqa: A002
         tok = str.__new__(cls, value)
         tok.type = type
-        tok.value = value
-        tok.start_pos = start_pos
         tok.line = line
         tok.column = column
-        tok.end_line = line
         return tok
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
 
     def __repr__(self) -> str:
         return f"Token({self.type!r}, {self.value!r})"
 
 
-class Meta:
-    __slots__ = ("empty", "line", "column")
-
-    def __init__(self, line: int = 1, column: int = 1, empty: bool = False) -> None:
-        self.empty = empty
-        self.line = line
-        self.column = column
-
-
-NO_META = Meta(empty=True)
-
-
 class Tree:
-    """A rule's node: `data` (rule or alias name), `children`, `meta` (position)."""
+    """A rule's node: `data` (rule or alias name), `children`, and its position. `meta` is the
+    node itself (it carries `empty`, `line`, `column`), saving one object per node."""
 
-    __slots__ = ("data", "children", "meta")
+    __slots__ = ("data", "children", "empty", "line", "column")
 
-    def __init__(self, data: str, children: list[Any], meta: Meta = NO_META) -> None:
+    def __init__(self, data: str, children: list[Any], line: int = 1, column: int = 1, empty: bool = False) -> None:
         self.data = data
         self.children = children
-        self.meta = meta
+        self.line = line
+        self.column = column
+        self.empty = empty
+
+    @property
+    def meta(self) -> "Tree":
+        return self
 
     def __repr__(self) -> str:
         return f"Tree({self.data!r}, {self.children!r})"
