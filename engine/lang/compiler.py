@@ -33,6 +33,7 @@ class CompileResult:
     python: str | None
     ok: bool
     sources: dict[str, str] = field(default_factory=dict)  # file -> text, for rendering snippets
+    code: types.CodeType | None = None  # `python` compiled once, reused when loading the class
 
 
 class CompileFailed(Exception):
@@ -177,17 +178,17 @@ def _compile_source(source: str, path: Path, generate: bool) -> CompileResult:
     diagnostics += analyze(info)
     diagnostics = _dedupe(sorted(diagnostics, key=sort_key))
     ok = not any(d.is_error for d in diagnostics)
-    python = None
+    python = code = None
     if ok and generate:
         from engine.lang.codegen import generate as generate_module  # not needed by `check`
 
         python = generate_module(info, path.name, _sha(source))
         try:
-            compile(python, f"<escalate:{path.name}>", "exec")
+            code = compile(python, _module_file(path), "exec")
         except SyntaxError as exc:  # a generator bug; never the user's fault, but never a traceback
             diagnostics.append(error(file, 1, 1, "E0007", f"internal error: generated code does not compile ({exc.msg})"))
             ok, python = False, None
-    result = CompileResult(path, diagnostics, python, ok, sources)
+    result = CompileResult(path, diagnostics, python, ok, sources, code)
     with _lock:
         if len(_result_cache) > _CACHE_LIMIT:
             _result_cache.clear()
@@ -197,6 +198,10 @@ def _compile_source(source: str, path: Path, generate: bool) -> CompileResult:
 
 def _has_imports(module: ast.Module) -> bool:
     return any(isinstance(d, ast.Import) and d.path is not None for d in module.definitions)
+
+
+def _module_file(path: Path) -> str:
+    return f"<escalate:{path.name}>"
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -244,8 +249,8 @@ def workflow_class(result: CompileResult) -> "type[WorkflowBase]":
     if cls is not None:
         return cls  # type: ignore[return-value]
     module = types.ModuleType(f"escalate_generated_{key[:12]}")
-    module.__file__ = f"<escalate:{result.path.name}>"
-    code = compile(result.python or "", module.__file__, "exec")
+    module.__file__ = _module_file(result.path)
+    code = result.code or compile(result.python or "", module.__file__, "exec")
     exec(code, module.__dict__)  # our own generated code, user text only as literals
     cls = module.__dict__["Workflow"]
     with _lock:
