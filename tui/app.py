@@ -17,7 +17,6 @@ from textual.binding import Binding
 from engine.escalation.broker import RAISED, EscalationError
 from tui.commands import EscalateCommands
 from tui.messages import BrokerChanged, EngineFailed, EngineReady, RunEventPosted, RunFinished
-from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
 from tui.screens.start_run import RunRequest, StartRunScreen
 from tui.session import ConsoleSession
@@ -195,6 +194,8 @@ class EscalateApp(App[int]):
             self.push_screen(HistoryScreen(self.session))
 
     def action_help(self) -> None:
+        from tui.screens.help import HelpScreen  # Markdown: imported on first use, not at start
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

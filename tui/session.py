@@ -54,7 +54,7 @@ class EscalationRecord:
 @dataclass
 class ConsoleSession:
     workflows: list[WorkflowEntry]
-    rules: Any  # rules.Rules
+    rules: Any  # rules.Rules; or a known-good rules file's Path (None: the shipped rules), loaded with the engine
     clock: Clock = field(default_factory=RealClock)
     store: Path | None = None
     workspace: Path | None = None
@@ -76,6 +76,10 @@ class ConsoleSession:
     def open_engine(self) -> None:
         """Create the engine on the broker and compile every workflow (errors kept per entry)."""
         module = importlib.import_module(ENGINE_MODULE)
+        if self.rules is None or isinstance(self.rules, Path):  # shipped rules: parsed after the first frame
+            from rules import load_rules  # load_rules(None) gives the shipped defaults
+
+            self.rules = load_rules(self.rules)
         self.engine = module.Engine(
             rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store
         )

@@ -56,15 +56,18 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:
         if not path.is_file():
             raise UsageError(f"{path}: no such file")
     script = Path(args.script) if args.script else None
-    for path in files:
-        script_path = script_for(path, script)
-        if script_path is not None:
-            _check_script(script_path)
-    if args.files:  # the bundled demo is known to compile; the user's files are checked now
+    if args.files or script:  # the bundled demo is known good; the user's files are checked now
+        for path in files:
+            script_path = script_for(path, script)
+            if script_path is not None:
+                _check_script(script_path)
+    if args.files:
         for path in files:
             _check_compiles(path)
-    rules_path = args.rules or (None if args.files else str(demo_rules()))
-    return files, script, _load_rules(rules_path)
+    if args.rules:
+        return files, script, _load_rules(args.rules)
+    # Shipped rules are known good: the session parses them with the engine, after the first frame.
+    return files, script, (None if args.files else demo_rules())
 
 
 def script_for(workflow: Path, explicit: Path | None) -> Path | None:
@@ -99,7 +102,7 @@ def _check_compiles(path: Path) -> None:
         raise UsageError(first.strip().splitlines()[0], positioned=bool(errors)) from None
 
 
-def _load_rules(path: str | None) -> object:
+def _load_rules(path: str) -> object:
     from rules import RulesError, RulesUnreadable, load_rules
 
     try:

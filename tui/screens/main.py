@@ -47,11 +47,16 @@ class MainScreen(Screen):
         self.query_one(WorkflowList).show(self.session.workflows)
         self.ready = True
         self.sync_decisions()
-        self.set_interval(1.0, self._tick)
+        self.set_interval(1.0, self.refresh_clock)
 
-    def _tick(self) -> None:
+    def on_unmount(self) -> None:
+        self.ready = False  # runs may still report while the app shuts down
+
+    def refresh_clock(self) -> None:
+        """Redraw what moves with time: elapsed times, inbox ages, the countdown."""
         self.query_one(RunList).tick()
         self.query_one(Inbox).refresh_ages()
+        self.query_one(DecisionPane).refresh_countdown()
 
     # ---- workflows and runs ------------------------------------------------------------------
 
