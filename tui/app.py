@@ -8,21 +8,25 @@ is imported in a worker after the first frame.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import Any
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
 
-from engine.escalation.broker import RAISED, EscalationError
+from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
+from engine.escalation.model import Response
 from tui.commands import EscalateCommands
-from tui.messages import BrokerChanged, EngineFailed, EngineReady, RunEventPosted, RunFinished
+from tui.bridge import Batcher
+from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.screens.start_run import RunRequest, StartRunScreen
 from tui.session import ConsoleSession
 from tui.widgets.decision_pane import DecisionPane
 
 APP_TITLE = "escalate"
+RUN_EVENT_BATCH = 0.05  # seconds: run events are drawn at most 20 times a second
 
 
 class EscalateApp(App[int]):
@@ -55,12 +59,17 @@ class EscalateApp(App[int]):
         self._first_input = first_input or ""
         self._open_engine = open_engine
         self.engine_ready = asyncio.Event()
-        self._unsubscribe = session.broker.subscribe(lambda e: self.post_message(BrokerChanged(e)))
+        self._broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events)
+        self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
+        self._unsubscribe = session.broker.subscribe(self._broker_news)
 
     def get_default_screen(self) -> MainScreen:
         return self.main
 
     def on_mount(self) -> None:
+        context = contextvars.copy_context()  # Textual's active app/pump, for batched callbacks
+        self._broker_news.bind(asyncio.get_running_loop(), context)
+        self._run_news.bind(asyncio.get_running_loop(), context)
         if self._open_engine:
             self.call_after_refresh(self._load_engine)  # after the first frame
 
@@ -72,7 +81,7 @@ class EscalateApp(App[int]):
         except Exception as exc:  # a broken install must be seen, not a dead console
             self.post_message(EngineFailed(f"{type(exc).__name__}: {exc}"))
             return
-        self.session.subscribe_runs(lambda e: self.post_message(RunEventPosted(e)))
+        self.session.subscribe_runs(self._run_news)
         self.post_message(EngineReady())
 
     def on_engine_ready(self, _: EngineReady) -> None:
@@ -104,26 +113,32 @@ class EscalateApp(App[int]):
 
     def on_run_finished(self, message: RunFinished) -> None:
         handle = message.handle
+        if not self.main.ready:  # shutting down
+            return
         self.main.run_changed(handle)
         if handle.error:
             self.notify(handle.error, title=f"{handle.workflow} {_status(handle)}", severity="warning")
 
-    def on_run_event_posted(self, message: RunEventPosted) -> None:
+    def _apply_run_events(self, events: list[Any]) -> None:
         if self.main.ready:
-            self.main.run_event(message.event)
+            self.main.run_events(events)
 
     # ---- decisions ---------------------------------------------------------------------------
 
-    def on_broker_changed(self, message: BrokerChanged) -> None:
-        event = message.event
-        self.main.sync_decisions()
-        if event.kind != RAISED and self.main.ready:
-            self.main.query_one(DecisionPane).forget(event.pending.escalation.id)
+    def _apply_broker_events(self, events: list[BrokerEvent]) -> None:
+        """Everything the broker said since the last loop turn: one queue sync, then attention."""
         self._update_title()
-        if event.kind == RAISED:
+        if not self.main.ready:
+            return  # the main screen syncs itself when it mounts
+        for event in events:
+            if event.kind != RAISED:
+                self.main.query_one(DecisionPane).forget(event.pending.escalation.id)
+        self.main.sync_decisions()
+        raised = [e.pending.escalation for e in events if e.kind == RAISED]
+        if raised:
             self.bell()  # attention: a human is needed
             if not self.main.is_current:
-                esc = event.pending.escalation
+                esc = raised[-1]
                 self.notify(f"{esc.reason.value}: {esc.question}", title=f"DECISION REQUIRED [{esc.task_id}]",
                             severity="warning", markup=False)
         for screen in self.screen_stack:
@@ -131,9 +146,10 @@ class EscalateApp(App[int]):
             if refresh is not None and screen.is_mounted:
                 refresh()
 
-    def on_decision_pane_answered(self, message: DecisionPane.Answered) -> None:
+    def answer(self, escalation_id: str, response: Response) -> None:
+        """The pane's answer, straight to the broker (no message queue between key and agent)."""
         try:
-            self.session.answer(message.escalation_id, message.response)
+            self.session.answer(escalation_id, response)
         except EscalationError as exc:  # resolved meanwhile (timeout, cancel): say so
             self.notify(str(exc), title="Not sent", severity="warning", markup=False)
             self.main.sync_decisions()

@@ -1,32 +1,11 @@
-"""Messages that carry engine and broker happenings onto the app's message queue.
-
-Broker and engine callbacks run synchronously inside the run's code; they only post one of
-these (cheap and thread-safe) and the app updates its widgets when it handles it.
-"""
+"""Messages for the rare happenings (a run ends, the engine is ready or broken). The frequent
+ones (run events, broker changes) go through tui.bridge.Batcher instead."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from textual.message import Message
-
-from engine.escalation.broker import BrokerEvent
-
-
-class BrokerChanged(Message):
-    """An escalation was raised, resolved or withdrawn."""
-
-    def __init__(self, event: BrokerEvent) -> None:
-        super().__init__()
-        self.event = event
-
-
-class RunEventPosted(Message):
-    """A run emitted one of the contract's events."""
-
-    def __init__(self, event: Any) -> None:
-        super().__init__()
-        self.event = event
 
 
 class RunFinished(Message):

@@ -172,9 +172,15 @@ async def test_attention_bell_and_title() -> None:
     async with app.run_test(size=SIZE) as pilot:
         assert app.title == "escalate"
         ask(session, pending(session.clock))
-        ask(session, pending(session.clock, run_id="r2"))
         await settle(pilot)
-        assert len(bells) == 2
+        assert len(bells) == 1
+        ask(session, pending(session.clock, run_id="r2"))
+        ask(session, pending(session.clock, run_id="r3"))
+        await settle(pilot)
+        assert len(bells) == 2  # one bell per arrival, however many came at once
+        assert app.title == "escalate · 3 decisions waiting"
+        await pilot.press("1")
+        await settle(pilot)
         assert app.title == "escalate · 2 decisions waiting"
         await pilot.press("1")
         await settle(pilot)

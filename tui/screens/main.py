@@ -37,7 +37,7 @@ class MainScreen(Screen):
             with Vertical(id="right"):
                 yield RunList(id="runs")
                 yield EventLog(id="events")
-        yield DecisionPane(clock, id="pane")
+        yield DecisionPane(clock, on_answer=self.app.answer, id="pane")  # type: ignore[attr-defined]
         yield Footer()
 
     def on_mount(self) -> None:
@@ -78,11 +78,17 @@ class MainScreen(Screen):
         runs.move_cursor(row=runs.get_row_index(handle.id))
         self.query_one(EventLog).show_run(handle.id, list(handle.events))
 
-    def run_event(self, event: Any) -> None:
-        self.query_one(RunList).note_event(event.run_id, event.type, event.fields)
+    def run_events(self, events: list[Any]) -> None:
+        """A batch of run events: the selected run's log gets each, the run list each run's last."""
         log = self.query_one(EventLog)
-        if log.run_id == event.run_id:
-            log.add_event(event)
+        latest: dict[str, Any] = {}
+        for event in events:
+            if log.run_id == event.run_id:
+                log.add_event(event)
+            latest[event.run_id] = event
+        runs = self.query_one(RunList)
+        for run_id, event in latest.items():
+            runs.note_event(run_id, event.type, event.fields)
 
     def run_changed(self, handle: Any) -> None:
         self.query_one(RunList).refresh_run(handle.id)
@@ -129,7 +135,7 @@ class MainScreen(Screen):
         else:
             self._position = ids.index(self.current_id)
             pane.show(pending[self._position], self._position + 1, len(ids))
-        self.query_one(Inbox).show(pending, self.current_id)
+        self.query_one(Inbox).show(pending)
 
     def move_decision(self, delta: int) -> None:
         pending = self.session.pending()
@@ -153,8 +159,8 @@ class MainScreen(Screen):
         if self.current_id is not None:
             self.query_one(DecisionPane).focus_choices()
 
-    @on(OptionList.OptionSelected, "#inbox")
-    def _inbox_chosen(self, event: OptionList.OptionSelected) -> None:
+    @on(DataTable.RowSelected, "#inbox")
+    def _inbox_chosen(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        if event.option.id is not None:
-            self.select_decision(event.option.id)
+        if event.row_key.value is not None:
+            self.select_decision(event.row_key.value)

@@ -2,20 +2,20 @@
 
 Agent text (question, context, labels) is shown as plain `Text`, never markup. Number keys are
 bound here, on the pane, not on the app: while the instructions field has focus, `1` types "1".
-The pane never talks to the broker itself; it posts `DecisionPane.Answered` naming the exact
-escalation id it showed, and the app answers that id.
+The pane never talks to the broker itself; it calls `on_answer` with the exact escalation id it
+showed (a direct call: a message would wait behind the queue, and latency matters here).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -47,6 +47,18 @@ def choices_for(escalation: Escalation) -> list[Choice]:
     return choices
 
 
+def pane_text(escalation: Escalation) -> Text:
+    """Reason, question and context, as plain text (agent text is never markup)."""
+    text = Text("Reason: ", style="bold")
+    text.append(escalation.reason.value)
+    text.append(f"    agent {escalation.agent} · run {escalation.run_id}\n", style="dim")
+    text.append(escalation.question)
+    if escalation.context:
+        text.append("\n")
+        text.append(escalation.context, style="italic dim")
+    return text
+
+
 def _choice_prompt(number: int, choice: Choice, description: str) -> Text:
     prompt = Text(f"[{number}] ", style="bold")
     prompt.append(choice.label)
@@ -66,17 +78,10 @@ class DecisionPane(Vertical):
         Binding("escape", "focus_choices", "Back to choices", show=False),
     ]
 
-    class Answered(Message):
-        """The user answered the escalation `escalation_id` (the one that was on screen)."""
-
-        def __init__(self, escalation_id: str, response: Response) -> None:
-            super().__init__()
-            self.escalation_id = escalation_id
-            self.response = response
-
-    def __init__(self, clock: Clock, *, id: str | None = None) -> None:
+    def __init__(self, clock: Clock, *, on_answer: Callable[[str, Response], None], id: str | None = None) -> None:
         super().__init__(id=id)
         self._clock = clock
+        self._on_answer = on_answer  # called with the id of the escalation on screen
         self.pending: PendingEscalation | None = None
         self._choices: list[Choice] = []
         self._drafts: dict[str, str] = {}  # escalation id -> instructions typed so far
@@ -88,9 +93,9 @@ class DecisionPane(Vertical):
             yield Static("", id="pane-title", markup=False)
             yield Static("", id="pane-queue", markup=False)
         with VerticalScroll(id="pane-body"):
-            yield Static("", id="pane-reason", markup=False)
-            yield Static("", id="pane-question", markup=False)
-            yield Static("", id="pane-context", markup=False)
+            # One widget for reason, question and context: fewer widgets to lay out and paint
+            # when the pane switches to another decision.
+            yield Static("", id="pane-text", markup=False)
         yield OptionList(id="pane-choices", markup=False)
         yield Input(placeholder="your answer, then Enter (Escape: back)", id="pane-custom", compact=True)
         yield Static("Additional instructions (optional, i):", id="pane-instructions-label")
@@ -122,22 +127,15 @@ class DecisionPane(Vertical):
             self._choices = []
             return
         esc = pending.escalation
-        self.query_one("#pane-queue", Static).update(
-            Text(f"{position} of {total}  [ ] to move" if total > 1 else "", style="bold")
+        self.query_one("#pane-queue", Static).update(  # fixed size: no relayout
+            Text(f"{position} of {total}  [ ] to move" if total > 1 else "", style="bold"), layout=False
         )
         if esc.id == previous:
             return  # same escalation: keep the user's highlight and typing
         title = Text("⚠  DECISION REQUIRED ", style="bold")
         title.append(f"[{esc.task_id}]", style="bold yellow")
-        self.query_one("#pane-title", Static).update(title)
-        reason = Text("Reason: ", style="bold")
-        reason.append(esc.reason.value)
-        reason.append(f"    agent {esc.agent} · run {esc.run_id}", style="dim")
-        self.query_one("#pane-reason", Static).update(reason)
-        self.query_one("#pane-question", Static).update(Text(esc.question))
-        context = self.query_one("#pane-context", Static)
-        context.update(Text(esc.context, style="italic"))
-        context.display = bool(esc.context)
+        self.query_one("#pane-title", Static).update(title, layout=False)
+        self.query_one("#pane-text", Static).update(pane_text(esc))
         self._choices = choices_for(esc)
         descriptions = {o.id: o.description for o in esc.options}
         options = self.query_one("#pane-choices", OptionList)
@@ -157,7 +155,7 @@ class DecisionPane(Vertical):
     def refresh_countdown(self) -> None:
         if self.pending is not None and self._mounted:
             self.query_one("#pane-countdown", Static).update(
-                Text(countdown(self.pending, self._clock.now()), style="bold")
+                Text(countdown(self.pending, self._clock.now()), style="bold"), layout=False
             )
 
     def focus_choices(self) -> None:
@@ -223,4 +221,4 @@ class DecisionPane(Vertical):
 
     def _answer(self, response: Response) -> None:
         if self.pending is not None:
-            self.post_message(self.Answered(self.pending.escalation.id, response))
+            self._on_answer(self.pending.escalation.id, response)

@@ -1,56 +1,57 @@
-"""The inbox: every pending decision across all runs, oldest first, with its age."""
+"""The inbox: every pending decision across all runs, oldest first, with its age.
+
+A DataTable updated row by row: with hundreds of pending decisions, one arriving or being
+answered costs one row, not a rebuild of the list (an OptionList re-measured every entry).
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
+from textual.widgets import DataTable
 
 from engine.escalation.clock import Clock
 from engine.escalation.model import PendingEscalation
 from tui.format import duration, one_line
 
-INBOX_QUESTION_WIDTH = 40  # fits the left column of an 100-column terminal
-
-
-def inbox_prompt(pending: PendingEscalation, now: float, current: bool) -> Text:
-    """Two short lines: age, task and reason; then the question, cut to fit."""
+def inbox_cells(pending: PendingEscalation, now: float) -> tuple[Text, ...]:
     esc = pending.escalation
-    line = Text("▶ " if current else "  ", style="bold yellow")
-    line.append(f"{duration(now - esc.created_at):>5} ", style="dim")
-    line.append(esc.task_id, style="bold")
-    line.append(f" · {esc.reason.value}\n", style="yellow")
-    line.append(f"  {one_line(esc.question, INBOX_QUESTION_WIDTH)}")
-    return line
+    return (
+        Text(duration(now - esc.created_at), style="dim"),
+        Text(one_line(esc.task_id, 20), style="bold"),
+        Text(one_line(esc.question, 48)),
+        Text(esc.reason.value, style="yellow"),
+    )
 
 
-class Inbox(OptionList):
-    """Selecting an entry (Enter or click) shows it in the decision pane."""
+class Inbox(DataTable):
+    """Enter (or a click) on a row shows that decision in the pane. Which one the pane shows is
+    not marked here: marking it would repaint the whole table on every `[`/`]`."""
 
     def __init__(self, clock: Clock, *, id: str | None = None) -> None:
-        super().__init__(id=id, markup=False)
+        super().__init__(id=id, cursor_type="row", show_header=False)
         self._clock = clock
-        self._shown: list[PendingEscalation] = []
-        self._current: str | None = None
+        self._shown: dict[str, PendingEscalation] = {}  # escalation id -> pending, in queue order
 
-    def show(self, pending: list[PendingEscalation], current: str | None) -> None:
-        """Redraw the list; keeps the user's highlight on the same escalation when it remains."""
-        highlighted = self.highlighted_option.id if self.highlighted_option is not None else None
-        self._shown = list(pending)
-        self._current = current
+    def on_mount(self) -> None:
+        for key in ("age", "task", "question", "reason"):
+            self.add_column(key, key=key)
+        self.border_title = "Inbox (0)"
+
+    def show(self, pending: list[PendingEscalation]) -> None:
+        """Apply the difference with what is shown: removed rows, new rows, the current mark."""
+        wanted = {p.escalation.id for p in pending}
+        for gone in [i for i in self._shown if i not in wanted]:
+            self.remove_row(gone)
+            del self._shown[gone]
         now = self._clock.now()
-        self.clear_options()
-        self.add_options(
-            Option(inbox_prompt(p, now, p.escalation.id == current), id=p.escalation.id) for p in pending
-        )
-        ids = [p.escalation.id for p in pending]
-        target = highlighted if highlighted in ids else current
-        if target in ids:
-            self.highlighted = ids.index(target)
+        for p in pending:  # the broker keeps raise order, so new ones come last
+            esc_id = p.escalation.id
+            if esc_id not in self._shown:
+                self.add_row(*inbox_cells(p, now), key=esc_id)
+                self._shown[esc_id] = p
         self.border_title = f"Inbox ({len(pending)})"
 
     def refresh_ages(self) -> None:
-        """Ages move with the clock: rewrite the prompts in place (no rebuild, no flicker)."""
         now = self._clock.now()
-        for p in self._shown:
-            self.replace_option_prompt(p.escalation.id, inbox_prompt(p, now, p.escalation.id == self._current))
+        for esc_id, p in self._shown.items():
+            self.update_cell(esc_id, "age", Text(duration(now - p.escalation.created_at), style="dim"))

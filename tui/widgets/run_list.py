@@ -10,7 +10,8 @@ from textual.widgets import DataTable
 
 from tui.format import duration, one_line, status_text
 
-_COLUMNS = ("run", "workflow", "status", "elapsed", "latest")
+# Fixed widths: a cell update never re-measures the table (runs report many events a second).
+_COLUMNS = (("run", 9), ("workflow", 18), ("status", 15), ("elapsed", 7), ("latest", 28))
 
 
 class RunList(DataTable):
@@ -20,8 +21,8 @@ class RunList(DataTable):
         self._latest: dict[str, str] = {}
 
     def on_mount(self) -> None:
-        for name in _COLUMNS:
-            self.add_column(name, key=name)
+        for name, width in _COLUMNS:
+            self.add_column(name, key=name, width=width)
 
     @property
     def selected_run_id(self) -> str | None:
@@ -40,12 +41,12 @@ class RunList(DataTable):
         if run_id not in self._runs:
             return
         self._latest[run_id] = one_line(f"{event_type} {fields.get('agent') or fields.get('agent_name') or ''}", 40)
-        self.update_cell(run_id, "latest", Text(self._latest[run_id], style="dim"), update_width=True)
+        self.update_cell(run_id, "latest", Text(self._latest[run_id], style="dim"))
         self.refresh_run(run_id)
 
     def refresh_run(self, run_id: str) -> None:
         handle = self._runs[run_id]
-        self.update_cell(run_id, "status", status_text(_status(handle)), update_width=True)
+        self.update_cell(run_id, "status", status_text(_status(handle)))
         self.update_cell(run_id, "elapsed", Text(self._elapsed(handle)))
 
     def tick(self) -> None:

@@ -1,0 +1,55 @@
+"""From engine callbacks to the UI, in batches.
+
+The broker and the engine call their subscribers synchronously, inside a run's code, often
+hundreds of times a second. Posting one Textual message per call queues them in front of the
+user's keys; instead each call lands in a `Batcher` and the UI handles everything that arrived
+in one go, on the app's loop, in the app's context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from typing import Callable, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Batcher(Generic[T]):
+    def __init__(self, deliver: Callable[[list[T]], None], delay: float = 0.0) -> None:
+        self._deliver = deliver
+        self._delay = delay  # 0: next loop turn (decisions); > 0: coalesce a burst (run events)
+        self._items: list[T] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._context: contextvars.Context | None = None
+        self._thread = 0
+        self._scheduled = False
+
+    def bind(self, loop: asyncio.AbstractEventLoop, context: contextvars.Context) -> None:
+        """Start delivering (items that came before are delivered now)."""
+        self._loop, self._context, self._thread = loop, context, threading.get_ident()
+        if self._items:
+            self._schedule()
+
+    def __call__(self, item: T) -> None:
+        if self._loop is not None and threading.get_ident() != self._thread:
+            self._loop.call_soon_threadsafe(self, item)  # a callback from another thread
+            return
+        self._items.append(item)
+        if self._loop is not None and not self._scheduled:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        assert self._loop is not None
+        self._scheduled = True
+        if self._delay:
+            self._loop.call_later(self._delay, self._flush, context=self._context)
+        else:
+            self._loop.call_soon(self._flush, context=self._context)
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        items, self._items = self._items, []
+        if items:
+            self._deliver(items)
