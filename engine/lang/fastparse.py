@@ -82,7 +82,7 @@ def build_tables(lark: Any) -> dict[str, Any]:
     table = lark.parser.parser._parse_table
     plans: list[list[Any]] = []
     plan_index: dict[int, int] = {}
-    states: dict[str, dict[str, list[Any]]] = {}
+    rows: dict[int, dict[str, list[Any]]] = {}
     for state, acts in table.states.items():
         row: dict[str, list[Any]] = {}
         for sym, (action, arg) in acts.items():
@@ -93,12 +93,61 @@ def build_tables(lark: Any) -> dict[str, Any]:
                     plan_index[id(arg)] = len(plans)
                     plans.append(_plan(arg))
                 row[sym] = [0, plan_index[id(arg)]]
-        states[str(state)] = row
+        rows[state] = row
+    gotos = _goto_maps(rows, plans)
     strings = {t.pattern.value: t.name for t in lark.terminals if t.pattern.type == "str"}
     specials = {t.name: t.pattern.to_regexp() for t in lark.terminals if t.name in _SPECIAL}
     starts = {name: [table.start_states[name], table.end_states[name]] for name in table.start_states}
-    return {"grammar_sha256": grammar_sha(), "starts": starts, "states": states, "plans": plans,
-            "strings": strings, "specials": specials}
+    return {"grammar_sha256": grammar_sha(), "starts": starts, "states": {str(k): v for k, v in rows.items()},
+            "plans": plans, "gotos": gotos, "strings": strings, "specials": specials}
+
+
+def _goto_maps(rows: dict[int, dict[str, list[Any]]], plans: list[list[Any]]) -> list[list[int]]:
+    """Where a reduction leads, with the runs of unit reductions that follow it folded in.
+
+    After reducing a rule to N with lookahead `a`, the state below the popped children P goes
+    to goto(P, N). That state often reduces a unit rule on `a` (`?sum: product`: the value stays,
+    only the state changes, to goto(P, sum)), and so on up the precedence ladder. The state at
+    the end of that run depends only on (P, N, a): for each (N, a) this computes the map
+    P -> final state, and appends its index to every reduction entry [0, plan, map]. The same
+    map serves a unit reduction itself (state below it: P). Few maps are distinct, so they are
+    shared; a P whose run breaks (no goto) is left out: the driver fails there, as Lark would.
+    """
+    column: dict[str, list[int]] = {}  # N -> states with a goto on N
+    for p, row in rows.items():
+        for sym, (shift, _arg) in row.items():
+            if shift:
+                column.setdefault(sym, []).append(p)
+    maps: list[list[int]] = []
+    index: dict[tuple[int, ...], int] = {}
+    by_key: dict[tuple[str, str], int] = {}
+    for row in rows.values():
+        for sym, entry in row.items():
+            if entry[0]:
+                continue
+            key = (plans[entry[1]][4], sym)
+            if key not in by_key:
+                flat: list[int] = []
+                for p in sorted(column.get(key[0], ())):
+                    end = _run_end(rows, plans, p, key[0], sym)
+                    if end is not None:
+                        flat += [p, end]
+                by_key[key] = index.setdefault(tuple(flat), len(index))
+                if by_key[key] == len(maps):
+                    maps.append(flat)
+            entry.append(by_key[key])
+    return maps
+
+
+def _run_end(rows: dict[int, dict[str, list[Any]]], plans: list[list[Any]], p: int, origin: str, sym: str) -> int | None:
+    while True:
+        goto = rows[p].get(origin)
+        if goto is None or not goto[0]:
+            return None
+        nxt = rows[goto[1]].get(sym)
+        if nxt is None or nxt[0] or not plans[nxt[1]][5]:
+            return goto[1]
+        origin = plans[nxt[1]][4]
 
 
 def load_tables() -> dict[str, Any]:
@@ -129,190 +178,221 @@ class FastParser:
         start_state, self.end_state = tables["starts"][start]
         self.start_state = start_state
         self.strings: dict[str, str] = tables["strings"]
-        # (name, kept children, expand1, size, goto symbol, unit rule, keeps all children as they are)
-        plans = [(name, tuple(tuple(k) for k in keep), expand1, size, origin, unit,
-                  [k for k, _ in keep] == list(range(size)) and not any(sp for _, sp in keep))
-                 for name, keep, expand1, size, origin, unit in tables["plans"]]
-        # state -> symbol -> (True, next state) | (False, reduction plan)
-        self.actions: dict[int, dict[str, tuple[bool, Any]]] = {
-            int(state): {sym: (True, arg) if shift else (False, plans[arg]) for sym, (shift, arg) in row.items()}
-            for state, row in tables["states"].items()
-        }
+        raw_plans = tables["plans"]
+        # Reductions: (True, size, index of the one kept child) when that child replaces the
+        # node (`?a: "(" b ")"`); else (False, name, kept children, expand1, size, keeps all
+        # children as they are). The action adds the goto map (state below -> next state).
+        plans: list[tuple[Any, ...]] = []
+        for name, keep, expand1, size, origin, unit in raw_plans:
+            if expand1 and len(keep) == 1 and not keep[0][1]:
+                plans.append((True, size, keep[0][0] - size))
+            else:
+                keep_all = [k for k, _ in keep] == list(range(size)) and not any(sp for _, sp in keep)
+                plans.append((False, name, tuple(tuple(k) for k in keep), expand1, size, keep_all))
+        gotos = [dict(zip(flat[::2], flat[1::2])) for flat in tables["gotos"]]
+        # state -> symbol -> next state (int: a shift or a goto) | {state below: state after the
+        # run of unit reductions} (dict: a unit reduction) | (reduction plan, goto map) (tuple)
+        self.actions: list[dict[str, Any]] = [{} for _ in range(1 + max(int(s) for s in tables["states"]))]
+        for state, row in tables["states"].items():
+            self.actions[int(state)] = {
+                sym: entry[1] if entry[0] else gotos[entry[2]] if raw_plans[entry[1]][5] else plans[entry[1]] + (gotos[entry[2]],)
+                for sym, entry in row.items()
+            }
         patterns = {name: re.compile(rx) for name, rx in tables["specials"].items()}
-        self.specials: dict[int, tuple[tuple[str, str, re.Pattern[str]], ...]] = {}
-        for state, acts in self.actions.items():
-            found = tuple((name, _PREFIX.get(name, ""), patterns[name]) for name in _SPECIAL if name in acts)
-            if found:
-                self.specials[state] = found
+        self.specials: list[tuple[tuple[str, str, re.Pattern[str]], ...] | None] = [
+            tuple((name, _PREFIX.get(name, ""), patterns[name]) for name in _SPECIAL if name in acts) or None
+            for acts in self.actions
+        ]
 
     def parse(self, text: str) -> Tree:
-        states = self.actions
+        try:
+            return self._parse(text)
+        except (KeyError, IndexError):  # no action for a token: not a valid program
+            raise FastFail() from None
+
+    def _parse(self, text: str) -> Tree:
+        actions = self.actions
         strings = self.strings
         specials = self.specials
+        end_state = self.end_state
         master = _MASTER.match
-        new_token = Token
-        stack: list[Any] = [self.start_state]
+        str_new = str.__new__
+        token_cls = Token
+        tree_cls = Tree
+        group_type = _GROUP_TYPE
+        stack: list[int] = [self.start_state]
         values: list[Any] = []
+        push_state = stack.append
+        push_value = values.append
+        queue: list[tuple[str, Token]] = []  # tokens of a line break (reversed): _NL, _INDENT/_DEDENTs
         levels = [0]
         depth = 0
         pos = 0
         n = len(text)
         line = 1
         line_start = 0
-
-        def reduce(plan: tuple) -> Any:
-            """Pop the rule's children, build its tree (as Lark would), push the goto state."""
-            name, keep, expand1, size, origin, unit, keep_all = plan
-            if unit:  # `?a: b` with one child: the value stays, only the state changes
-                new_state = states[stack[-2]][origin][1]
-                stack[-1] = new_state
-                return new_state
-            if size:
-                children = values[-size:]
-                del values[-size:]
-                del stack[-size:]
-            else:
-                children = []
-            if keep_all:
-                filtered = children
-            else:
-                filtered = []
-                for i, splice in keep:
-                    c = children[i]
-                    if splice:
-                        filtered += c.children
-                    else:
-                        filtered.append(c)
-            if expand1 and len(filtered) == 1:
-                value = filtered[0]
-            else:
-                value = Tree(name, filtered, 1, 1, True)  # `children` is a fresh slice: safe to keep
-                for c in children:  # position of the first child, kept or filtered out
-                    if not c.empty if type(c) is Tree else True:
-                        value.line = c.line
-                        value.column = c.column
-                        value.empty = False
-                        break
-            new_state = states[stack[-1]][origin][1]
-            stack.append(new_state)
-            values.append(value)
-            return new_state
-
-        def feed(tok: Token) -> None:
-            ttype = tok.type
-            while True:
-                try:
-                    shift, arg = states[stack[-1]][ttype]
-                except KeyError:
-                    raise FastFail() from None
-                if shift:
-                    stack.append(arg)
-                    values.append(tok)
-                    return
-                reduce(arg)
-
-        while pos < n:
-            state = stack[-1]
-            special = specials.get(state)
-            if special is not None:
-                while pos < n and text[pos] in " \t\f":  # specials must see the token itself
-                    pos += 1
-                col = pos - line_start + 1
-                hit = None
-                for tname, prefix, rx in special:
-                    if prefix and not text.startswith(prefix, pos):
-                        continue
-                    m = rx.match(text, pos)
-                    if m is not None and m.end() > pos:
-                        hit = (tname, m.group(0))
-                        break
-                if hit is not None:
-                    feed(new_token(hit[0], hit[1], line, col))
-                    pos += len(hit[1])
-                    continue
-            m = master(text, pos)
-            if m is None:
-                raise FastFail()
-            kind = m.lastgroup
-            if kind == "EOF":
-                break
-            value = m.group(kind)
-            start = m.start(kind)
-            col = start - line_start + 1
-            end = m.end()
-            if kind == "WS":  # a line continuation
-                line += 1
-                line_start = end
-                pos = end
-                continue
-            if kind == "NL":
-                nl_line = line
-                newlines = value.count("\n")
-                if newlines:
-                    line += newlines
-                    line_start = start + value.rfind("\n") + 1
-                pos = end
-                if depth > 0:
-                    continue
-                feed(new_token("_NL", value, nl_line, col))
-                tail = value[value.rfind("\n") + 1:] if newlines else ""
-                ws = tail[: len(tail) - len(tail.lstrip(" \t\f"))]
-                indent = ws.count(" ") + ws.count("\t") * TAB_WIDTH
-                if indent > levels[-1]:
-                    levels.append(indent)
-                    feed(new_token("_INDENT", "", line, indent + 1))
-                else:
-                    while indent < levels[-1]:
-                        levels.pop()
-                        feed(new_token("_DEDENT", "", line, indent + 1))
-                    if indent != levels[-1]:
-                        raise IndentationError_(line, indent + 1, "inconsistent indentation")
-                continue
-            if kind == "WORD":
-                actions = states[state]
-                kw = strings.get(value)
-                ttype = kw if kw is not None and (kw in actions or "NAME" not in actions) else "NAME"
-            elif kind == "OP":
-                ttype = strings[value]
-                if len(value) > 1 and ttype not in states[state]:
-                    value = value[0]  # e.g. '[]' where only '[' fits, '->' outside `match`
-                    ttype = strings[value]
-                    end = start + 1
-                if ttype in _OPEN:
-                    depth += 1
-                elif ttype in _CLOSE and depth > 0:
-                    depth -= 1
-            else:
-                ttype = _GROUP_TYPE[kind]
-            tok = new_token(ttype, value, line, col)
-            newlines = value.count("\n") if kind == "STRING" or kind == "TRIPLE" else 0
-            if newlines:
-                line += newlines
-                line_start = start + value.rfind("\n") + 1
-            while True:  # feed, inlined for the common case
-                entry = states[stack[-1]].get(ttype)
-                if entry is None:
-                    raise FastFail()
-                if entry[0]:
-                    stack.append(entry[1])
-                    values.append(tok)
-                    break
-                reduce(entry[1])
-            pos = end
-        while len(levels) > 1:
-            levels.pop()
-            feed(new_token("_DEDENT", "", line, 1))
-        # $END: reduce until the start rule is complete.
         while True:
-            try:
-                shift, arg = states[stack[-1]]["$END"]
-            except KeyError:
-                raise FastFail() from None
-            if shift or reduce(arg) == self.end_state:
-                break
-        if stack[-1] != self.end_state:
-            raise FastFail()
-        return values[-1]
+            if queue:
+                ttype, tok = queue.pop()
+            else:
+                top = stack[-1]
+                special = specials[top]
+                if special is not None and pos < n:
+                    while pos < n and text[pos] in " \t\f":  # specials must see the token itself
+                        pos += 1
+                    hit = None
+                    for tname, prefix, rx in special:
+                        if prefix and not text.startswith(prefix, pos):
+                            continue
+                        m = rx.match(text, pos)
+                        if m is not None and m.end() > pos:
+                            hit = tname
+                            break
+                    if hit is not None:
+                        value = m.group(0)
+                        ttype = hit
+                        tok = str_new(token_cls, value)
+                        tok.type = ttype
+                        tok.line = line
+                        tok.column = pos - line_start + 1
+                        pos += len(value)
+                        queue.append((ttype, tok))
+                        continue
+                m = master(text, pos)
+                if m is None:
+                    raise FastFail()
+                kind = m.lastgroup
+                end = m.end()
+                if kind == "WORD":
+                    value = m.group(kind)
+                    row = actions[top]
+                    kw = strings.get(value)
+                    ttype = kw if kw is not None and (kw in row or "NAME" not in row) else "NAME"
+                elif kind == "VAR":
+                    value = m.group(kind)
+                    ttype = "VAR"
+                elif kind == "NL":
+                    value = m.group(kind)
+                    start = end - len(value)
+                    col = start - line_start + 1
+                    nl_line = line
+                    newlines = value.count("\n")
+                    if newlines:
+                        line += newlines
+                        line_start = start + value.rfind("\n") + 1
+                    pos = end
+                    if depth > 0:
+                        continue
+                    tok = str_new(token_cls, value)
+                    tok.type = "_NL"
+                    tok.line = nl_line
+                    tok.column = col
+                    tail = value[value.rfind("\n") + 1:] if newlines else ""
+                    ws = tail[: len(tail) - len(tail.lstrip(" \t\f"))]
+                    indent = ws.count(" ") + ws.count("\t") * TAB_WIDTH
+                    if indent > levels[-1]:
+                        levels.append(indent)
+                        queue.append(("_INDENT", _marker("_INDENT", line, indent + 1)))
+                    else:
+                        while indent < levels[-1]:
+                            levels.pop()
+                            queue.append(("_DEDENT", _marker("_DEDENT", line, indent + 1)))
+                        if indent != levels[-1]:
+                            raise IndentationError_(line, indent + 1, "inconsistent indentation")
+                    queue.reverse()
+                    queue.append(("_NL", tok))
+                    continue
+                elif kind == "OP":
+                    value = m.group(kind)
+                    ttype = strings[value]
+                    if len(value) > 1 and ttype not in actions[top]:
+                        value = value[0]  # e.g. '[]' where only '[' fits, '->' outside `match`
+                        ttype = strings[value]
+                        end = end - 1
+                    if ttype in _OPEN:
+                        depth += 1
+                    elif ttype in _CLOSE and depth > 0:
+                        depth -= 1
+                elif kind == "EOF":  # close the open blocks, then $END (never shifted: it ends the loop)
+                    queue.append(("$END", _marker("$END", line, 1)))
+                    while len(levels) > 1:
+                        levels.pop()
+                        queue.append(("_DEDENT", _marker("_DEDENT", line, 1)))
+                    continue
+                elif kind == "WS":  # a line continuation
+                    line += 1
+                    line_start = pos = end
+                    continue
+                else:
+                    value = m.group(kind)
+                    ttype = group_type[kind]
+                tok = str_new(token_cls, value)
+                tok.type = ttype
+                tok.line = line
+                tok.column = end - len(value) - line_start + 1
+                if kind == "STRING" or kind == "TRIPLE":
+                    newlines = value.count("\n")
+                    if newlines:
+                        line += newlines
+                        line_start = end - len(value) + value.rfind("\n") + 1
+                pos = end
+            # One token through the LALR table: reductions, then its shift.
+            while True:
+                top = stack[-1]
+                row = actions[top]
+                if ttype not in row:
+                    if ttype == "$END" and top == end_state and len(stack) == 2:
+                        return values[-1]
+                    raise FastFail()
+                act = row[ttype]
+                kind_ = type(act)
+                if kind_ is int:  # shift
+                    push_state(act)
+                    push_value(tok)
+                    break
+                if kind_ is dict:  # a run of unit reductions: only the state changes
+                    stack[-1] = act[stack[-2]]
+                    continue
+                if act[0]:  # a rule whose one kept child replaces the node
+                    _, size, index, goto = act
+                    value = values[index]
+                    del values[-size:]
+                    del stack[-size:]
+                else:
+                    _, name, keep, expand1, size, keep_all, goto = act
+                    if size:
+                        children = values[-size:]
+                        del values[-size:]
+                        del stack[-size:]
+                    else:
+                        children = []
+                    if keep_all:
+                        filtered = children
+                    else:
+                        filtered = []
+                        for i, splice in keep:
+                            c = children[i]
+                            if not splice:
+                                filtered.append(c)
+                            elif filtered:
+                                filtered += c.children
+                            else:  # left recursion (`a+` lists): extend the spliced list in place, as Lark does
+                                filtered = c.children
+                    if expand1 and len(filtered) == 1:
+                        value = filtered[0]
+                    else:
+                        for c in children:  # position of the first child, kept or filtered out
+                            if type(c) is not tree_cls or not c.empty:
+                                value = tree_cls(name, filtered, c.line, c.column, False)
+                                break
+                        else:
+                            value = tree_cls(name, filtered, 1, 1, True)
+                push_state(goto[stack[-1]])
+                push_value(value)
+
+
+def _marker(kind: str, line: int, column: int) -> Token:
+    return Token(kind, "", line, column)
 
 
 if __name__ == "__main__":  # python -m engine.lang.fastparse: refresh the shipped table
