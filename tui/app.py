@@ -13,7 +13,10 @@ from typing import Any
 
 from textual import work
 from textual.app import App
+from textual.actions import SkipAction
 from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
 from engine.escalation.model import Response
@@ -37,8 +40,9 @@ class EscalateApp(App[int]):
         Binding("s", "start_run", "Start run"),
         Binding("c", "cancel_run", "Cancel run"),
         Binding("d", "focus_decision", "Decision"),
-        Binding("left_square_bracket", "previous_decision", "Prev"),
-        Binding("right_square_bracket", "next_decision", "Next"),
+        # Priority (handled on arrival, see DecisionPane); they step aside in text fields.
+        Binding("left_square_bracket", "previous_decision", "Prev", priority=True),
+        Binding("right_square_bracket", "next_decision", "Next", priority=True),
         Binding("h", "history", "History"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
@@ -59,7 +63,7 @@ class EscalateApp(App[int]):
         self._first_input = first_input or ""
         self._open_engine = open_engine
         self.engine_ready = asyncio.Event()
-        self._broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events)
+        self._broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self._broker_news)
 
@@ -67,9 +71,10 @@ class EscalateApp(App[int]):
         return self.main
 
     def on_mount(self) -> None:
-        context = contextvars.copy_context()  # Textual's active app/pump, for batched callbacks
-        self._broker_news.bind(asyncio.get_running_loop(), context)
-        self._run_news.bind(asyncio.get_running_loop(), context)
+        # Textual's active app/pump for the batched callbacks; one context each, as a context
+        # can only be entered once at a time.
+        self._broker_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
+        self._run_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
         if self._open_engine:
             self.call_after_refresh(self._load_engine)  # after the first frame
 
@@ -121,7 +126,10 @@ class EscalateApp(App[int]):
 
     def _apply_run_events(self, events: list[Any]) -> None:
         if self.main.ready:
-            self.main.run_events(events)
+            try:
+                self.main.run_events(events)
+            except NoMatches:  # the app is closing and its widgets are gone: nothing to draw
+                pass
 
     # ---- decisions ---------------------------------------------------------------------------
 
@@ -198,10 +206,16 @@ class EscalateApp(App[int]):
         self.main.focus_decision()
 
     def action_previous_decision(self) -> None:
+        self._skip_in_text_fields()
         self.main.move_decision(-1)
 
     def action_next_decision(self) -> None:
+        self._skip_in_text_fields()
         self.main.move_decision(+1)
+
+    def _skip_in_text_fields(self) -> None:
+        if isinstance(self.focused, Input) or not self.main.is_current:
+            raise SkipAction()
 
     def action_history(self) -> None:
         from tui.screens.history import HistoryScreen

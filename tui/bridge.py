@@ -17,14 +17,17 @@ T = TypeVar("T")
 
 
 class Batcher(Generic[T]):
-    def __init__(self, deliver: Callable[[list[T]], None], delay: float = 0.0) -> None:
+    def __init__(self, deliver: Callable[[list[T]], None], delay: float | None = 0.0) -> None:
         self._deliver = deliver
-        self._delay = delay  # 0: next loop turn (decisions); > 0: coalesce a burst (run events)
+        # None: at once, inside the caller (decisions: not one loop turn later); 0: next loop
+        # turn; > 0: coalesce a burst (run events).
+        self._delay = delay
         self._items: list[T] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._context: contextvars.Context | None = None
         self._thread = 0
         self._scheduled = False
+        self._delivering = False
 
     def bind(self, loop: asyncio.AbstractEventLoop, context: contextvars.Context) -> None:
         """Start delivering (items that came before are delivered now)."""
@@ -37,13 +40,24 @@ class Batcher(Generic[T]):
             self._loop.call_soon_threadsafe(self, item)  # a callback from another thread
             return
         self._items.append(item)
-        if self._loop is not None and not self._scheduled:
+        if self._loop is None:
+            return  # not bound yet: delivered by bind()
+        if self._delay is None and not self._delivering:
+            self._delivering = True
+            try:  # in the app's context (Textual's active app), whatever task called us
+                assert self._context is not None
+                self._context.run(self._flush)
+            finally:
+                self._delivering = False
+        elif not self._scheduled:
             self._schedule()
 
     def _schedule(self) -> None:
         assert self._loop is not None
         self._scheduled = True
-        if self._delay:
+        if self._delay is None:
+            self._loop.call_soon(self._flush, context=self._context)
+        elif self._delay:
             self._loop.call_later(self._delay, self._flush, context=self._context)
         else:
             self._loop.call_soon(self._flush, context=self._context)

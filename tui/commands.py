@@ -29,7 +29,7 @@ class EscalateCommands(Provider):
             ))
         commands += [
             ("Cancel the selected run", app.action_cancel_run, "stops the run highlighted in Runs"),
-            ("Next pending decision", app.action_next_decision, "the decision pane moves to the next one"),
+            ("Next pending decision", partial(app.main.move_decision, 1), "the decision pane moves to the next one"),
             ("History of escalations and metrics", app.action_history, "past decisions, agent success rates"),
             ("Help: keys and screens", app.action_help, "every key binding"),
         ]

@@ -177,7 +177,7 @@ async def test_attention_bell_and_title() -> None:
         ask(session, pending(session.clock, run_id="r2"))
         ask(session, pending(session.clock, run_id="r3"))
         await settle(pilot)
-        assert len(bells) == 2  # one bell per arrival, however many came at once
+        assert len(bells) == 3  # one bell per decision
         assert app.title == "escalate · 3 decisions waiting"
         await pilot.press("1")
         await settle(pilot)

@@ -14,6 +14,7 @@ from typing import Callable
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, OptionList, Static
@@ -72,8 +73,12 @@ def _choice_prompt(number: int, choice: Choice, description: str) -> Text:
 class DecisionPane(Vertical):
     """Shows one pending escalation; the app decides which one (queue position included)."""
 
+    # Priority bindings: the app handles them as the key arrives, not after it has bubbled up
+    # from the focused widget (one event-loop turn per hop, slow while many runs are busy).
+    # They step aside (SkipAction) while a text field has focus, so `1` types "1" there.
     BINDINGS = [
-        *[Binding(str(n), f"choose({n})", f"choice {n}", show=False) for n in range(1, 10)],
+        *[Binding(str(n), f"choose({n})", f"choice {n}", show=False, priority=True) for n in range(1, 10)],
+        Binding("enter", "take_highlighted", "Choose", show=False, priority=True),
         Binding("i", "focus_instructions", "Instructions"),
         Binding("escape", "focus_choices", "Back to choices", show=False),
     ]
@@ -173,8 +178,21 @@ class DecisionPane(Vertical):
     # ---- answering -------------------------------------------------------------------------
 
     def action_choose(self, number: int) -> None:
+        self._skip_while_typing()
         if 1 <= number <= len(self._choices):
             self._take(self._choices[number - 1])
+
+    def action_take_highlighted(self) -> None:
+        """Enter: the highlighted line (the recommended option until the user moves)."""
+        self._skip_while_typing()
+        index = self.query_one("#pane-choices", OptionList).highlighted
+        if index is None or index >= len(self._choices):
+            raise SkipAction()
+        self._take(self._choices[index])
+
+    def _skip_while_typing(self) -> None:
+        if isinstance(self.app.focused, Input):
+            raise SkipAction()  # the key belongs to the text field
 
     def action_focus_instructions(self) -> None:
         self.query_one("#pane-instructions", Input).focus()
