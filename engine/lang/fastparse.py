@@ -27,20 +27,22 @@ TABLE_PATH = Path(__file__).with_name("parse_table.json")
 class FastFail(Exception):
     """The input is not a valid program: re-parse with Lark for the diagnostic."""
 
+# Alternatives start with distinct characters (but TRIPLE before STRING, NUMBER before INT): the
+# most frequent come first, which the regex engine tries in order.
 _MASTER = re.compile(
     r"""
     [\t \f]*  # inline whitespace before a token is skipped by the same match
     (?:
-    (?P<WS>\\[\t ]*\r?\n)
+    (?P<WORD>[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)
+  | (?P<OP>->|>=|<=|==|!=|\[\]|[()\[\]{}:,.=+\-*/%<>~?])
   | (?P<NL>(?:\r?\n[\t \f]*|\#[^\n]*)+)
+  | (?P<VAR>\$[A-Za-z_][A-Za-z0-9_]*)
   | (?P<TRIPLE>\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?''')
   | (?P<STRING>"(?:[^"\\$]|\\.|\$(?!\{)|\$\{[^}]*\})*"|'(?:[^'\\\n]|\\.)*')
   | (?P<NUMBER>[0-9]+\.[0-9]+)
   | (?P<INT>[0-9]+)
-  | (?P<VAR>\$[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<WORD>[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)
+  | (?P<WS>\\[\t ]*\r?\n)
   | (?P<BODY>\x00[0-9]+\x00)
-  | (?P<OP>->|>=|<=|==|!=|\[\]|[()\[\]{}:,.=+\-*/%<>~?])
   | (?P<EOF>\Z)
     )
     """,
@@ -52,6 +54,7 @@ _GROUP_TYPE = {"TRIPLE": "TRIPLE_STRING", "STRING": "STRING", "NUMBER": "NUMBER"
 _SPECIAL = ("VERSION", "IMPORT_PATH", "MODEL_REF", "MODEL_VALUE", "PRESERVE_LAST", "PRESERVE_TOOL")
 # A literal start that a special terminal needs: skips hopeless regex attempts.
 _PREFIX = {"PRESERVE_LAST": "last", "PRESERVE_TOOL": "tool", "VERSION": "v", "IMPORT_PATH": "."}
+_WORD_START = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 _OPEN = {"LPAR", "LSQB", "LBRACE"}
 _CLOSE = {"RPAR", "RSQB", "RBRACE"}
 
@@ -199,9 +202,16 @@ class FastParser:
                 for sym, entry in row.items()
             }
         patterns = {name: re.compile(rx) for name, rx in tables["specials"].items()}
-        self.specials: list[tuple[tuple[str, str, re.Pattern[str]], ...] | None] = [
-            tuple((name, _PREFIX.get(name, ""), patterns[name]) for name in _SPECIAL if name in acts) or None
+        # Terminals with their own pattern, tried where the state accepts them, when the text
+        # there starts with a character they can start with (a word or '.': the master regex
+        # would have split them).
+        self.specials: list[tuple[tuple[str, str, re.Pattern[str]], ...]] = [
+            tuple((name, _PREFIX.get(name, ""), patterns[name]) for name in _SPECIAL if name in acts)
             for acts in self.actions
+        ]
+        self.special_firsts: list[str] = [
+            "".join(sorted({ch for _, prefix, _ in found for ch in (prefix[:1] or _WORD_START)}))
+            for found in self.specials
         ]
 
     def parse(self, text: str) -> Tree:
@@ -214,6 +224,7 @@ class FastParser:
         actions = self.actions
         strings = self.strings
         specials = self.specials
+        special_firsts = self.special_firsts
         end_state = self.end_state
         master = _MASTER.match
         str_new = str.__new__
@@ -224,7 +235,7 @@ class FastParser:
         values: list[Any] = []
         push_state = stack.append
         push_value = values.append
-        queue: list[tuple[str, Token]] = []  # tokens of a line break (reversed): _NL, _INDENT/_DEDENTs
+        queue: list[tuple[str, Token]] = []  # the _INDENT/_DEDENTs after a line break, $END
         levels = [0]
         depth = 0
         pos = 0
@@ -236,106 +247,88 @@ class FastParser:
                 ttype, tok = queue.pop()
             else:
                 top = stack[-1]
-                special = specials[top]
-                if special is not None and pos < n:
-                    while pos < n and text[pos] in " \t\f":  # specials must see the token itself
-                        pos += 1
-                    hit = None
-                    for tname, prefix, rx in special:
-                        if prefix and not text.startswith(prefix, pos):
-                            continue
-                        m = rx.match(text, pos)
-                        if m is not None and m.end() > pos:
-                            hit = tname
-                            break
-                    if hit is not None:
-                        value = m.group(0)
-                        ttype = hit
-                        tok = str_new(token_cls, value)
-                        tok.type = ttype
-                        tok.line = line
-                        tok.column = pos - line_start + 1
-                        pos += len(value)
-                        queue.append((ttype, tok))
-                        continue
                 m = master(text, pos)
                 if m is None:
                     raise FastFail()
                 kind = m.lastgroup
                 end = m.end()
-                if kind == "WORD":
-                    value = m.group(kind)
-                    row = actions[top]
-                    kw = strings.get(value)
-                    ttype = kw if kw is not None and (kw in row or "NAME" not in row) else "NAME"
-                elif kind == "VAR":
-                    value = m.group(kind)
-                    ttype = "VAR"
-                elif kind == "NL":
+                if kind == "NL":
                     value = m.group(kind)
                     start = end - len(value)
-                    col = start - line_start + 1
-                    nl_line = line
-                    newlines = value.count("\n")
-                    if newlines:
-                        line += newlines
-                        line_start = start + value.rfind("\n") + 1
                     pos = end
+                    tok = str_new(token_cls, value)
+                    tok.type = ttype = "_NL"
+                    tok.line = line
+                    tok.column = start - line_start + 1
+                    last = value.rfind("\n")
+                    if last >= 0:
+                        line += value.count("\n")
+                        line_start = start + last + 1
                     if depth > 0:
                         continue
-                    tok = str_new(token_cls, value)
-                    tok.type = "_NL"
-                    tok.line = nl_line
-                    tok.column = col
-                    tail = value[value.rfind("\n") + 1:] if newlines else ""
-                    ws = tail[: len(tail) - len(tail.lstrip(" \t\f"))]
-                    indent = ws.count(" ") + ws.count("\t") * TAB_WIDTH
+                    # The indentation of the next line: _INDENT or _DEDENTs follow this _NL.
+                    tail = value[last + 1:] if last >= 0 else ""
+                    indent = len(tail)
+                    if tail and tail.strip(" "):
+                        ws = tail[: len(tail) - len(tail.lstrip(" \t\f"))]
+                        indent = ws.count(" ") + ws.count("\t") * TAB_WIDTH
                     if indent > levels[-1]:
                         levels.append(indent)
                         queue.append(("_INDENT", _marker("_INDENT", line, indent + 1)))
-                    else:
+                    elif indent < levels[-1]:
                         while indent < levels[-1]:
                             levels.pop()
                             queue.append(("_DEDENT", _marker("_DEDENT", line, indent + 1)))
                         if indent != levels[-1]:
                             raise IndentationError_(line, indent + 1, "inconsistent indentation")
-                    queue.reverse()
-                    queue.append(("_NL", tok))
-                    continue
-                elif kind == "OP":
-                    value = m.group(kind)
-                    ttype = strings[value]
-                    if len(value) > 1 and ttype not in actions[top]:
-                        value = value[0]  # e.g. '[]' where only '[' fits, '->' outside `match`
-                        ttype = strings[value]
-                        end = end - 1
-                    if ttype in _OPEN:
-                        depth += 1
-                    elif ttype in _CLOSE and depth > 0:
-                        depth -= 1
-                elif kind == "EOF":  # close the open blocks, then $END (never shifted: it ends the loop)
-                    queue.append(("$END", _marker("$END", line, 1)))
-                    while len(levels) > 1:
-                        levels.pop()
-                        queue.append(("_DEDENT", _marker("_DEDENT", line, 1)))
-                    continue
-                elif kind == "WS":  # a line continuation
-                    line += 1
-                    line_start = pos = end
-                    continue
                 else:
-                    value = m.group(kind)
-                    ttype = group_type[kind]
-                tok = str_new(token_cls, value)
-                tok.type = ttype
-                tok.line = line
-                tok.column = end - len(value) - line_start + 1
-                if kind == "STRING" or kind == "TRIPLE":
-                    newlines = value.count("\n")
-                    if newlines:
-                        line += newlines
-                        line_start = end - len(value) + value.rfind("\n") + 1
-                pos = end
+                    if kind == "WORD":
+                        value = m.group(kind)
+                        if value[0] in special_firsts[top] and (hit := _special(specials[top], text, end - len(value))):
+                            ttype, end, value = hit
+                        else:
+                            row = actions[top]
+                            kw = strings.get(value)
+                            ttype = kw if kw is not None and (kw in row or "NAME" not in row) else "NAME"
+                    elif kind == "VAR":
+                        value = m.group(kind)
+                        ttype = "VAR"
+                    elif kind == "OP":
+                        value = m.group(kind)
+                        ttype = strings[value]
+                        if value[0] in special_firsts[top] and (hit := _special(specials[top], text, end - len(value))):
+                            ttype, end, value = hit
+                        elif len(value) > 1 and ttype not in actions[top]:
+                            value = value[0]  # e.g. '[]' where only '[' fits, '->' outside `match`
+                            ttype = strings[value]
+                            end = end - 1
+                        if ttype in _OPEN:
+                            depth += 1
+                        elif ttype in _CLOSE and depth > 0:
+                            depth -= 1
+                    elif kind == "EOF":  # close the open blocks, then $END (never shifted: it ends the loop)
+                        queue.append(("$END", _marker("$END", line, 1)))
+                        while len(levels) > 1:
+                            levels.pop()
+                            queue.append(("_DEDENT", _marker("_DEDENT", line, 1)))
+                        continue
+                    elif kind == "WS":  # a line continuation
+                        line += 1
+                        line_start = pos = end
+                        continue
+                    else:
+                        value = m.group(kind)
+                        ttype = group_type[kind]
+                    tok = str_new(token_cls, value)
+                    tok.type = ttype
+                    tok.line = line
+                    tok.column = end - len(value) - line_start + 1
+                    if kind == "STRING" or kind == "TRIPLE":
+                        newlines = value.count("\n")
+                        if newlines:
+                            line += newlines
+                            line_start = end - len(value) + value.rfind("\n") + 1
+                    pos = end
             # One token through the LALR table: reductions, then its shift.
             while True:
                 top = stack[-1]
@@ -389,6 +382,17 @@ class FastParser:
                             value = tree_cls(name, filtered, 1, 1, True)
                 push_state(goto[stack[-1]])
                 push_value(value)
+
+
+def _special(found: tuple[tuple[str, str, re.Pattern[str]], ...], text: str, pos: int) -> tuple[str, int, str] | None:
+    """(terminal, end, text) of the first special terminal matching at `pos`, or None."""
+    for name, prefix, rx in found:
+        if prefix and not text.startswith(prefix, pos):
+            continue
+        m = rx.match(text, pos)
+        if m is not None and m.end() > pos:
+            return name, m.end(), m.group(0)
+    return None
 
 
 def _marker(kind: str, line: int, column: int) -> Token:
