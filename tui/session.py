@@ -103,6 +103,12 @@ class ConsoleSession:
     def runs(self) -> list[Any]:
         return list(self.engine.runs) if self.engine is not None else []
 
+    def run(self, run_id: str | None) -> Any:
+        """The RunHandle with this id, or None."""
+        if self.engine is None or run_id is None:
+            return None
+        return next((h for h in reversed(self.engine.runs) if h.id == run_id), None)
+
     # ---- decisions ---------------------------------------------------------------------------
 
     def answer(self, escalation_id: str, response: Response) -> Decision:

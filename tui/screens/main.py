@@ -69,8 +69,7 @@ class MainScreen(Screen):
 
     @property
     def selected_run(self) -> Any:
-        run_id = self.query_one(RunList).selected_run_id
-        return next((h for h in self.session.runs if h.id == run_id), None)
+        return self.session.run(self.query_one(RunList).selected_run_id)
 
     def add_run(self, handle: Any) -> None:
         runs = self.query_one(RunList)
@@ -81,11 +80,10 @@ class MainScreen(Screen):
     def run_events(self, events: list[Any]) -> None:
         """A batch of run events: the selected run's log gets each, the run list each run's last."""
         log = self.query_one(EventLog)
-        latest: dict[str, Any] = {}
-        for event in events:
-            if log.run_id == event.run_id:
-                log.add_event(event)
-            latest[event.run_id] = event
+        latest: dict[str, Any] = {event.run_id: event for event in events}
+        shown = self.session.run(log.run_id) if log.run_id in latest else None
+        if shown is not None:
+            log.catch_up(list(shown.events))
         runs = self.query_one(RunList)
         for run_id, event in latest.items():
             runs.note_event(run_id, event.type, event.fields)
@@ -96,7 +94,7 @@ class MainScreen(Screen):
     @on(DataTable.RowHighlighted, "#runs")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
         run_id = event.row_key.value
-        handle = next((h for h in self.session.runs if h.id == run_id), None)
+        handle = self.session.run(run_id)
         if handle is not None and self.query_one(EventLog).run_id != run_id:
             self.query_one(EventLog).show_run(run_id, list(handle.events))
 

@@ -15,15 +15,20 @@ class EventLog(RichLog):
         # markup=False: agent output is written as Text, never parsed.
         super().__init__(id=id, wrap=True, markup=False, highlight=False, max_lines=2000, min_width=20)
         self.run_id: str | None = None
+        self._shown = 0  # how many of the run's events are written
 
     def show_run(self, run_id: str | None, events: list[Any]) -> None:
         """Switch to another run: its whole log so far."""
         self.run_id = run_id
+        self._shown = 0
         self.clear()
         self.border_title = f"Events · run {run_id}" if run_id else "Events"
-        for event in events:
-            self.add_event(event)
+        self.catch_up(events)
 
-    def add_event(self, event: Any) -> None:
-        stamp = Text(f"{str(getattr(event, 'time', ''))[11:19]} ", style="dim")
-        self.write(stamp + event_line(event.type, dict(event.fields)))
+    def catch_up(self, events: list[Any]) -> None:
+        """Write the run's events not written yet. The run's own list is the source of truth, so
+        a switch and a batch of news overlapping never write an event twice."""
+        for event in events[self._shown:]:
+            stamp = Text(f"{str(getattr(event, 'time', ''))[11:19]} ", style="dim")
+            self.write(stamp + event_line(event.type, dict(event.fields)))
+        self._shown = len(events)

@@ -1,0 +1,102 @@
+"""Moving around: the inbox, the queue keys, the history's filters, the command palette."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable, Input
+
+from engine.escalation.model import Reason, Response, ResponseType
+from tests.tui.helpers import SIZE, ask, decided, demo_session, make_app, make_session, pending, settle, wait_until
+from tui.screens.start_run import RunRequest, StartRunScreen
+from tui.widgets.decision_pane import DecisionPane
+from tui.widgets.event_log import EventLog
+
+
+async def test_queue_keys_and_inbox_choose_which_decision_is_answered() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        tasks = [ask(session, pending(session.clock, run_id=f"r{i}", task=f"task{i}")) for i in range(3)]
+        await settle(pilot)
+        pane = app.main.query_one(DecisionPane)
+        assert pane.pending.escalation.task_id == "task0"
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert pane.pending.escalation.task_id == "task2"
+        await pilot.press("right_square_bracket")  # wraps around
+        assert pane.pending.escalation.task_id == "task0"
+        await pilot.press("left_square_bracket")
+        assert pane.pending.escalation.task_id == "task2"
+        await pilot.press("2")  # answers exactly the one on screen
+        assert (await decided(tasks[2])).response.selected_option == "opt2"
+        assert not tasks[0].done() and not tasks[1].done()
+        # the inbox: pick the second remaining row (task1) and answer it
+        inbox = app.main.query_one("#inbox", DataTable)
+        inbox.focus()
+        await pilot.press("down", "enter")
+        assert pane.pending.escalation.task_id == "task1"
+        assert app.focused is pane.query_one("#pane-choices")
+        await pilot.press("1")
+        assert (await decided(tasks[1])).response.selected_option == "opt1"
+        assert not tasks[0].done()
+
+
+async def test_brackets_type_in_text_fields() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        ask(session, pending(session.clock, run_id="a"))
+        ask(session, pending(session.clock, run_id="b"))
+        await settle(pilot)
+        pane = app.main.query_one(DecisionPane)
+        await pilot.press("i", "left_square_bracket", "x", "right_square_bracket", "enter")
+        assert app.main.query_one("#pane-instructions", Input).value == "[x]"
+        assert pane.pending.escalation.run_id == "a"  # the queue did not move
+
+
+async def test_history_filters() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        a = pending(session.clock, task="deploy", reason=Reason.SECURITY_CONCERN, question="Ship to prod?")
+        b = pending(session.clock, task="docs", question="Rewrite the README?")
+        ask(session, a)
+        ask(session, b)
+        await settle(pilot)
+        session.answer(a.escalation.id, Response(ResponseType.OPTION, "opt1", additional_instructions="tonight"))
+        await pilot.press("h")
+        await settle(pilot)
+        table = app.screen.query_one("#history-table", DataTable)
+        assert table.row_count == 2
+        assert "opt1" in str(table.get_row(a.escalation.id)[-1]) and "tonight" in str(table.get_row(a.escalation.id)[-1])
+        assert str(table.get_row(b.escalation.id)[-1]) == "pending"
+        await pilot.press("slash", *"readme")
+        await settle(pilot)
+        assert [k.value for k in table.rows] == [b.escalation.id]
+        app.screen.query_one("#history-filter-text", Input).value = ""
+        app.screen.query_one("#history-filter-by").value = "human"
+        await settle(pilot)
+        assert [k.value for k in table.rows] == [a.escalation.id]
+        await pilot.press("escape")
+        assert app.screen is app.main
+
+
+async def test_palette_starts_a_workflow_and_log_has_no_duplicates(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await pilot.press("ctrl+p", *"start run: test-fix")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), what="the start dialog")
+        assert app.screen.entry.name == "test-fix"
+        await pilot.press("x", "enter")
+        await wait_until(pilot, lambda: session.pending(), what="the escalation")
+        # several runs started back to back: each event is written once in the log
+        app.start(session.workflows[0], RunRequest(None, "y"))
+        await wait_until(pilot, lambda: len(session.pending()) == 2, what="two escalations")
+        await settle(pilot)
+        text = "\n".join(line.text for line in app.main.query_one(EventLog).lines)
+        assert text.count("asks [") == 1
+        assert text.count("→ ") == 1
