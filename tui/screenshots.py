@@ -62,7 +62,7 @@ async def take(out: Path) -> list[Path]:
             await _until(pilot, lambda: len(session.pending()) == 1)
             clock.advance(30)  # half a minute into the countdown
             await pilot.pause(0.3)
-            shot("pane")
+            shot("decision_pane")
             app.start(entry["auth-refactor"], RunRequest(None, "plan the auth change"))
             app.start(entry["deploy-production"], RunRequest(None, "release v1.4.2"))
             await _until(pilot, lambda: len(session.pending()) == 3)
