@@ -101,8 +101,11 @@ def build_tables(lark: Any) -> dict[str, Any]:
     strings = {t.pattern.value: t.name for t in lark.terminals if t.pattern.type == "str"}
     specials = {t.name: t.pattern.to_regexp() for t in lark.terminals if t.name in _SPECIAL}
     starts = {name: [table.start_states[name], table.end_states[name]] for name in table.start_states}
+    # Terminals some rule keeps in its node; the others only ever give a node its position.
+    kept = sorted({sym.name for rule in lark.rules for sym in rule.expansion
+                   if sym.is_term and (rule.options.keep_all_tokens or not sym.filter_out)})
     return {"grammar_sha256": grammar_sha(), "starts": starts, "states": {str(k): v for k, v in rows.items()},
-            "plans": plans, "gotos": gotos, "strings": strings, "specials": specials}
+            "plans": plans, "gotos": gotos, "strings": strings, "specials": specials, "kept_terminals": kept}
 
 
 def _goto_maps(rows: dict[int, dict[str, list[Any]]], plans: list[list[Any]]) -> list[list[int]]:
@@ -181,6 +184,7 @@ class FastParser:
         start_state, self.end_state = tables["starts"][start]
         self.start_state = start_state
         self.strings: dict[str, str] = tables["strings"]
+        self.kept: frozenset[str] = frozenset(tables["kept_terminals"])
         raw_plans = tables["plans"]
         # Reductions: (True, size, index of the one kept child) when that child replaces the
         # node (`?a: "(" b ")"`); else (False, name, kept children, expand1, size, keeps all
@@ -225,6 +229,7 @@ class FastParser:
         strings = self.strings
         specials = self.specials
         special_firsts = self.special_firsts
+        kept = self.kept
         end_state = self.end_state
         master = _MASTER.match
         str_new = str.__new__
@@ -235,7 +240,7 @@ class FastParser:
         values: list[Any] = []
         push_state = stack.append
         push_value = values.append
-        queue: list[tuple[str, Token]] = []  # the _INDENT/_DEDENTs after a line break, $END
+        queue: list[tuple[str, Any]] = []  # the _INDENT/_DEDENTs after a line break, $END
         levels = [0]
         depth = 0
         pos = 0
@@ -256,10 +261,8 @@ class FastParser:
                     value = m.group(kind)
                     start = end - len(value)
                     pos = end
-                    tok = str_new(token_cls, value)
-                    tok.type = ttype = "_NL"
-                    tok.line = line
-                    tok.column = start - line_start + 1
+                    ttype = "_NL"
+                    tok = (line, start - line_start + 1)  # never kept: only a position
                     last = value.rfind("\n")
                     if last >= 0:
                         line += value.count("\n")
@@ -274,11 +277,11 @@ class FastParser:
                         indent = ws.count(" ") + ws.count("\t") * TAB_WIDTH
                     if indent > levels[-1]:
                         levels.append(indent)
-                        queue.append(("_INDENT", _marker("_INDENT", line, indent + 1)))
+                        queue.append(("_INDENT", (line, indent + 1)))
                     elif indent < levels[-1]:
                         while indent < levels[-1]:
                             levels.pop()
-                            queue.append(("_DEDENT", _marker("_DEDENT", line, indent + 1)))
+                            queue.append(("_DEDENT", (line, indent + 1)))
                         if indent != levels[-1]:
                             raise IndentationError_(line, indent + 1, "inconsistent indentation")
                 else:
@@ -307,10 +310,10 @@ class FastParser:
                         elif ttype in _CLOSE and depth > 0:
                             depth -= 1
                     elif kind == "EOF":  # close the open blocks, then $END (never shifted: it ends the loop)
-                        queue.append(("$END", _marker("$END", line, 1)))
+                        queue.append(("$END", (line, 1)))
                         while len(levels) > 1:
                             levels.pop()
-                            queue.append(("_DEDENT", _marker("_DEDENT", line, 1)))
+                            queue.append(("_DEDENT", (line, 1)))
                         continue
                     elif kind == "WS":  # a line continuation
                         line += 1
@@ -319,10 +322,13 @@ class FastParser:
                     else:
                         value = m.group(kind)
                         ttype = group_type[kind]
-                    tok = str_new(token_cls, value)
-                    tok.type = ttype
-                    tok.line = line
-                    tok.column = end - len(value) - line_start + 1
+                    if ttype in kept:
+                        tok = str_new(token_cls, value)
+                        tok.type = ttype
+                        tok.line = line
+                        tok.column = end - len(value) - line_start + 1
+                    else:  # a keyword or punctuation no rule keeps: only its position matters
+                        tok = (line, end - len(value) - line_start + 1)
                     if kind == "STRING" or kind == "TRIPLE":
                         newlines = value.count("\n")
                         if newlines:
@@ -375,6 +381,9 @@ class FastParser:
                         value = filtered[0]
                     else:
                         for c in children:  # position of the first child, kept or filtered out
+                            if type(c) is tuple:
+                                value = tree_cls(name, filtered, c[0], c[1], False)
+                                break
                             if type(c) is not tree_cls or not c.empty:
                                 value = tree_cls(name, filtered, c.line, c.column, False)
                                 break
@@ -393,10 +402,6 @@ def _special(found: tuple[tuple[str, str, re.Pattern[str]], ...], text: str, pos
         if m is not None and m.end() > pos:
             return name, m.end(), m.group(0)
     return None
-
-
-def _marker(kind: str, line: int, column: int) -> Token:
-    return Token(kind, "", line, column)
 
 
 if __name__ == "__main__":  # python -m engine.lang.fastparse: refresh the shipped table

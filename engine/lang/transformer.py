@@ -18,6 +18,8 @@ BACKOFFS = ("exponential", "linear", "fixed")
 
 
 def _pos(node: Any) -> tuple[int, int]:
+    if type(node) is Tree:
+        return (1, 1) if node.empty else (node.line, node.column)
     if isinstance(node, str):  # a Token
         return node.line or 1, node.column or 1
     meta = getattr(node, "meta", None)
@@ -42,7 +44,7 @@ class Builder:
         self.diagnostics.append(error(self.file, line, col, code, message, help))
 
     def pos(self, node: Any) -> tuple[int, int]:
-        return self._fixed if self._fixed is not None else _pos(node)
+        return self._fixed or _pos(node)
 
     def module(self, tree: Tree) -> ast.Module:
         version = None
@@ -396,86 +398,111 @@ class Builder:
 
     # ---------------------------------------------------------------- expressions
     def expr(self, t: Any) -> ast.Expr:
-        line, col = self.pos(t)
-        if isinstance(t, Token):
+        line, col = self._fixed or _pos(t)
+        if isinstance(t, str):  # a Token
             return self.token_expr(t, line, col)
-        d = t.data
-        k = t.children
-        if d == "var":
-            return ast.Var(line, col, str(k[0])[1:])
-        if d == "name":
-            return ast.Var(line, col, str(k[0]), dollar=False)
-        if d == "string":
-            return self.text(k[0])
-        if d == "number":
-            return ast.Literal(line, col, _number(k[0]))
-        if d == "true":
-            return ast.Literal(line, col, True)
-        if d == "false":
-            return ast.Literal(line, col, False)
-        if d == "null":
-            return ast.Literal(line, col, None)
-        if d == "list":
-            return ast.ListLit(line, col, [self.expr(c) for c in k if c is not None])
-        if d == "object":
-            entries = []
-            for e in k:
-                if e is None:
-                    continue
-                key = self.plain(e.children[0])
-                entries.append((key, self.expr(e.children[1])))
-            return ast.ObjectLit(line, col, entries)
-        if d == "initial_prompt":
-            return ast.InitialPrompt(line, col)
-        if d == "implicit_field":
-            return ast.ImplicitField(line, col, tuple(str(c) for c in k))
-        if d == "preserve_last":
-            count = int(str(k[0]).split()[1])
-            return ast.PreserveItem(line, col, "last", count)
-        if d == "preserve_tool":
-            return ast.PreserveItem(line, col, "tool_results")
-        if d == "getattr":
-            return ast.GetAttr(line, col, self.expr(k[0]), str(k[1]))
-        if d == "call":
-            return ast.Call(line, col, str(k[0]), [self.expr(c) for c in k[1:] if c is not None])
-        if d == "method_call":
-            target = self.expr(k[0])
-            path = _name_path(target)
-            if path is None:
-                self.err(k[0], "E0018", "only library functions can be called",
-                         "call a function by its name, e.g. `len(x)` or `lib.fn(x)`")
-                path = "invalid"
-            return ast.Call(line, col, f"{path}.{k[1]}", [self.expr(c) for c in k[2:] if c is not None])
-        if d == "compare":
-            return ast.BinOp(line, col, str(k[1].children[0]), self.expr(k[0]), self.expr(k[2]))
-        if d == "arith":
-            return ast.BinOp(line, col, str(k[1].children[0]), self.expr(k[0]), self.expr(k[2]))
-        if d == "and_op":
-            return ast.BinOp(line, col, "and", self.expr(k[0]), self.expr(k[1]))
-        if d == "or_op":
-            return ast.BinOp(line, col, "or", self.expr(k[0]), self.expr(k[1]))
-        if d == "not_op":
-            return ast.Not(line, col, self.expr(k[0]))
-        if d == "neg":
-            return ast.Neg(line, col, self.expr(k[0]))
-        if d == "filter_op":
-            return ast.Filter(line, col, self.expr(k[0]), self.expr(k[1]))
-        if d == "run_agent":
-            return self.run(t, agent=True)
-        if d == "run_flow":
-            return self.run(t, agent=False)
-        if d == "call_llm":
-            args: list[ast.Expr] = []
-            model = None
-            for c in k[1:]:
-                if c.data == "call_model":
-                    model = self.plain(c.children[0])
-                else:
-                    args = [self.expr(a) for a in c.children]
-            return ast.CallLlm(line, col, str(k[0]), args, model)
-        if d == "escalate_human":
-            return ast.EscalateHuman(line, col, self.expr(k[0]) if k else None)
-        raise AssertionError(f"no expression builder for {d}")  # pragma: no cover
+        build = _EXPR_BUILDERS.get(t.data)
+        if build is None:  # pragma: no cover - grammar and builder are kept in step
+            raise AssertionError(f"no expression builder for {t.data}")
+        return build(self, t, t.children, line, col)
+
+    # One builder per expression rule: (tree, its children, line, column) -> AST.
+    def x_var(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Var(line, col, str(k[0])[1:])
+
+    def x_name(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Var(line, col, str(k[0]), dollar=False)
+
+    def x_string(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return self.text(k[0])
+
+    def x_number(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Literal(line, col, _number(k[0]))
+
+    def x_true(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Literal(line, col, True)
+
+    def x_false(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Literal(line, col, False)
+
+    def x_null(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Literal(line, col, None)
+
+    def x_list(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.ListLit(line, col, [self.expr(c) for c in k if c is not None])
+
+    def x_object(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        entries = []
+        for e in k:
+            if e is None:
+                continue
+            key = self.plain(e.children[0])
+            entries.append((key, self.expr(e.children[1])))
+        return ast.ObjectLit(line, col, entries)
+
+    def x_initial_prompt(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.InitialPrompt(line, col)
+
+    def x_implicit_field(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.ImplicitField(line, col, tuple(str(c) for c in k))
+
+    def x_preserve_last(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.PreserveItem(line, col, "last", int(str(k[0]).split()[1]))
+
+    def x_preserve_tool(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.PreserveItem(line, col, "tool_results")
+
+    def x_getattr(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.GetAttr(line, col, self.expr(k[0]), str(k[1]))
+
+    def x_call(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Call(line, col, str(k[0]), [self.expr(c) for c in k[1:] if c is not None])
+
+    def x_method_call(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        target = self.expr(k[0])
+        path = _name_path(target)
+        if path is None:
+            self.err(k[0], "E0018", "only library functions can be called",
+                     "call a function by its name, e.g. `len(x)` or `lib.fn(x)`")
+            path = "invalid"
+        return ast.Call(line, col, f"{path}.{k[1]}", [self.expr(c) for c in k[2:] if c is not None])
+
+    def x_binary(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:  # compare, arith
+        return ast.BinOp(line, col, str(k[1].children[0]), self.expr(k[0]), self.expr(k[2]))
+
+    def x_and_op(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.BinOp(line, col, "and", self.expr(k[0]), self.expr(k[1]))
+
+    def x_or_op(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.BinOp(line, col, "or", self.expr(k[0]), self.expr(k[1]))
+
+    def x_not_op(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Not(line, col, self.expr(k[0]))
+
+    def x_neg(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Neg(line, col, self.expr(k[0]))
+
+    def x_filter_op(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.Filter(line, col, self.expr(k[0]), self.expr(k[1]))
+
+    def x_run_agent(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return self.run(t, agent=True)
+
+    def x_run_flow(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return self.run(t, agent=False)
+
+    def x_call_llm(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        args: list[ast.Expr] = []
+        model = None
+        for c in k[1:]:
+            if c.data == "call_model":
+                model = self.plain(c.children[0])
+            else:
+                args = [self.expr(a) for a in c.children]
+        return ast.CallLlm(line, col, str(k[0]), args, model)
+
+    def x_escalate_human(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
+        return ast.EscalateHuman(line, col, self.expr(k[0]) if k else None)
 
     def token_expr(self, t: Token, line: int, col: int) -> ast.Expr:
         if t.type == "VAR":
@@ -517,6 +544,11 @@ class Builder:
         if history is not None:
             self.err(t, "E0009", "`history` applies to agents, not flows")
         return ast.RunFlow(line, col, target, args, handler)
+
+
+_EXPR_BUILDERS = {name[2:]: fn for name, fn in vars(Builder).items() if name.startswith("x_")}
+_EXPR_BUILDERS.update(compare=Builder.x_binary, arith=Builder.x_binary)
+del _EXPR_BUILDERS["binary"]
 
 
 def _assignable(e: ast.Expr) -> bool:
