@@ -20,7 +20,6 @@ from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
 from engine.escalation.model import Response
-from tui.commands import EscalateCommands
 from tui.bridge import Batcher
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
@@ -32,10 +31,18 @@ APP_TITLE = "escalate"
 RUN_EVENT_BATCH = 0.05  # seconds: run events are drawn at most 20 times a second
 
 
+def _escalate_commands() -> type:
+    """The palette's provider, imported when the palette first opens (textual.command is not
+    needed for the first frame)."""
+    from tui.commands import EscalateCommands
+
+    return EscalateCommands
+
+
 class EscalateApp(App[int]):
     CSS_PATH = "theme.tcss"
     TITLE = APP_TITLE
-    COMMANDS = App.COMMANDS | {EscalateCommands}
+    COMMANDS = App.COMMANDS | {_escalate_commands}
     BINDINGS = [
         Binding("s", "start_run", "Start run"),
         Binding("c", "cancel_run", "Cancel run"),
