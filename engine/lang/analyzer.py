@@ -7,8 +7,8 @@ assigned it (language.md, meaning 6).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
 
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
@@ -35,6 +35,10 @@ class Ctx:
     in_failure: bool = False
     in_parallel: bool = False
     check_vars: bool = True
+
+    def but(self, **changes: bool) -> "Ctx":
+        """A copy with some flags changed (dataclasses.replace is slow for the many blocks)."""
+        return Ctx(**{**self.__dict__, **changes})
 
 
 class Analyzer:
@@ -287,7 +291,7 @@ class Analyzer:
             if isinstance(s, ast.OnFailure):
                 if i == 0 or isinstance(stmts[i - 1], ast.OnFailure):
                     self.err(ctx.file, s, "E0009", "'on failure' must follow the statement it handles")
-                self.block(s.body, replace(ctx, in_failure=True), defined | {"error"})
+                self.block(s.body, ctx.but(in_failure=True), defined | {"error"})
                 continue
             defined = self.stmt(s, ctx, defined)
         return defined
@@ -369,20 +373,20 @@ class Analyzer:
             self.expr(s.iterable, ctx, defined)
             if isinstance(s.iterable, ast.Literal) and not isinstance(s.iterable.value, str) and s.iterable.value is not None:
                 self.err(file, s.iterable, "E0004", f"cannot iterate over a {_lit_type(s.iterable.value)}")
-            self.block(s.body, replace(ctx, in_loop=True), defined | {s.var})
+            self.block(s.body, ctx.but(in_loop=True), defined | {s.var})
             return defined
         if isinstance(s, ast.Loop):
             if s.max is not None:
                 self.expr(s.max, ctx, defined)
                 if isinstance(s.max, ast.Literal) and (not isinstance(s.max.value, int) or isinstance(s.max.value, bool)):
                     self.err(file, s.max, "E0004", "'loop max' needs a whole number")
-            out = self.block(s.body, replace(ctx, in_loop=True), defined)
+            out = self.block(s.body, ctx.but(in_loop=True), defined)
             runs_once = s.max is None or (isinstance(s.max, ast.Literal) and isinstance(s.max.value, int) and s.max.value >= 1)
             return out if runs_once and not has_continue(s.body) else defined
         if isinstance(s, ast.Parallel):
             out = set(defined)
             for st in s.body:
-                out |= self.block([st], replace(ctx, in_parallel=True), defined)
+                out |= self.block([st], ctx.but(in_parallel=True), defined)
             return out
         if isinstance(s, ast.Match):
             self.expr(s.subject, ctx, defined)
@@ -525,34 +529,33 @@ def iter_exprs(e: ast.Expr | None) -> Iterator[ast.Expr]:
     if e is None:
         return
     stack = [e]
+    pop = stack.pop
+    push_children = stack.extend
+    children = _CHILDREN
     while stack:
-        x = stack.pop()
+        x = pop()
         yield x
-        if type(x) in _LEAVES:
-            continue
-        if isinstance(x, ast.Text):
-            stack.extend(p for p in x.parts if not isinstance(p, str))
-        elif isinstance(x, ast.GetAttr):
-            stack.append(x.target)
-        elif isinstance(x, ast.Call):
-            stack.extend(x.args)
-        elif isinstance(x, ast.BinOp):
-            stack.extend((x.left, x.right))
-        elif isinstance(x, (ast.Not, ast.Neg)):
-            stack.append(x.operand)
-        elif isinstance(x, ast.ListLit):
-            stack.extend(x.items)
-        elif isinstance(x, ast.ObjectLit):
-            stack.extend(v for _, v in x.entries)
-        elif isinstance(x, ast.Filter):
-            stack.extend((x.source, x.condition))
-        elif isinstance(x, (ast.RunAgent, ast.RunFlow, ast.CallLlm)):
-            stack.extend(x.args)
-        elif isinstance(x, ast.EscalateHuman) and x.message is not None:
-            stack.append(x.message)
+        kids = children.get(type(x))
+        if kids is not None:
+            push_children(kids(x))
 
 
-_LEAVES = (ast.Var, ast.Literal, ast.SoftVar, ast.ImplicitField, ast.InitialPrompt, ast.PreserveItem)
+# Node type -> its direct sub-expressions (leaves have no entry).
+_CHILDREN: dict[type, Callable[[Any], Iterable[ast.Expr]]] = {
+    ast.Text: lambda x: [p for p in x.parts if not isinstance(p, str)],
+    ast.GetAttr: lambda x: (x.target,),
+    ast.Call: lambda x: x.args,
+    ast.BinOp: lambda x: (x.left, x.right),
+    ast.Not: lambda x: (x.operand,),
+    ast.Neg: lambda x: (x.operand,),
+    ast.ListLit: lambda x: x.items,
+    ast.ObjectLit: lambda x: [v for _, v in x.entries],
+    ast.Filter: lambda x: (x.source, x.condition),
+    ast.RunAgent: lambda x: x.args,
+    ast.RunFlow: lambda x: x.args,
+    ast.CallLlm: lambda x: x.args,
+    ast.EscalateHuman: lambda x: () if x.message is None else (x.message,),
+}
 
 
 def terminates(stmts: list[ast.Stmt]) -> bool:

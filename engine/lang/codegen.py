@@ -24,6 +24,18 @@ def _comment(text: str) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
+# Keyword arguments the spec classes default to (engine.runtime.spec): left out of the
+# generated calls, which are then shorter to read and to compile.
+_SPEC_DEFAULTS = {"model": "None", "expecting": "None", "expecting_list": "False", "inherit": "None",
+                  "escalation": "None", "provider": "None", "model_id": "None", "temperature": "None",
+                  "max_tokens": "None", "max_input_tokens": "None", "auth": "None", "headers": "{}"}
+
+
+def _spec_call(cls: str, **args: str) -> str:
+    """`Cls(key=value, ...)` from source texts, without the arguments equal to their default."""
+    return cls + "(" + ", ".join(f"{k}={v}" for k, v in args.items() if _SPEC_DEFAULTS.get(k) != v) + ")"
+
+
 def _indent(lines: list[str], n: int = 1) -> list[str]:
     pad = "    " * n
     return [pad + ln if ln else ln for ln in lines]
@@ -58,8 +70,7 @@ class ExprGen:
         return self.expr(e)
 
     def expr(self, e: ast.Expr) -> str:
-        m = getattr(self, "e_" + type(e).__name__)
-        return m(e)
+        return _EXPR_CODE[type(e)](self, e)
 
     def e_Literal(self, e: ast.Literal) -> str:
         return repr(e.value)
@@ -172,6 +183,10 @@ class ExprGen:
     def e_EscalateHuman(self, e: ast.EscalateHuman) -> str:
         msg = self.expr(e.message) if e.message is not None else "''"
         return f"(await ctx.escalate_to_human({msg}, line={e.line}))"
+
+
+# Expression node type -> its ExprGen method.
+_EXPR_CODE = {getattr(ast, name[2:]): fn for name, fn in vars(ExprGen).items() if name.startswith("e_")}
 
 
 def static_value(e: ast.Expr) -> Any:
@@ -289,9 +304,10 @@ class CodeGen:
 
     def model_spec(self, m: ast.Model) -> str:
         p = m.properties
-        return (f"ModelSpec(name={m.name!r}, provider={m.provider!r}, model_id={m.model_id!r}, "
-                f"temperature={_num_or_none(p.get('temperature'))!r}, max_tokens={_int_or_none(p.get('max_tokens'))!r}, "
-                f"max_input_tokens={_int_or_none(p.get('max_input_tokens'))!r})")
+        return _spec_call("ModelSpec", name=repr(m.name), provider=repr(m.provider), model_id=repr(m.model_id),
+                          temperature=repr(_num_or_none(p.get("temperature"))),
+                          max_tokens=repr(_int_or_none(p.get("max_tokens"))),
+                          max_input_tokens=repr(_int_or_none(p.get("max_input_tokens"))))
 
     def type_spec(self, t: ast.TypeRef) -> str:
         if t.name == "list":
@@ -306,8 +322,8 @@ class CodeGen:
         return f"SchemaSpec(name={s.name!r}, fields={{{fields}}})"
 
     def tool_spec(self, t: ast.Tool) -> str:
-        return (f"ToolSpec(name={t.name!r}, kind={t.kind!r}, target={t.target or ''!r}, auth={t.auth!r}, "
-                f"headers={dict(t.headers)!r})")
+        return _spec_call("ToolSpec", name=repr(t.name), kind=repr(t.kind), target=repr(t.target or ""), auth=repr(t.auth),
+                          headers=repr(dict(t.headers)))
 
     def prompt_spec(self, p: ast.Prompt) -> str:
         if p.body is None:
@@ -323,8 +339,8 @@ class CodeGen:
                 esc = f"EscalationSpec(op='expr', check=lambda ctx, output: {check}, source={written!r})"
             else:
                 esc = f"EscalationSpec(op={c.op!r}, value={c.value!r}, source={c.source!r})"
-        return (f"PromptSpec(name={p.name!r}, body={body}, model={p.model!r}, expecting={p.expecting!r}, "
-                f"expecting_list={p.expecting_list!r}, inherit={p.inherit!r}, escalation={esc}, line={p.line})")
+        return _spec_call("PromptSpec", name=repr(p.name), body=body, model=repr(p.model), expecting=repr(p.expecting),
+                          expecting_list=repr(p.expecting_list), inherit=repr(p.inherit), escalation=esc, line=repr(p.line))
 
     def agent_spec(self, a: ast.Agent) -> str:
         f = self.info.agent_fields(a)
@@ -366,9 +382,9 @@ class CodeGen:
         return f"# {s.line}: {_comment(src)}"
 
     def stmt(self, s: ast.Stmt, override: str | None = None) -> list[str]:
-        m = getattr(self, "s_" + type(s).__name__)
-        code = m(s, override) if override is not None and isinstance(s, (ast.Assign, ast.ExprStmt)) else m(s)
-        return [self.header(s)] + code
+        m = _STMT_CODE[type(s)]
+        code = m(self, s, override) if override is not None and isinstance(s, (ast.Assign, ast.ExprStmt)) else m(self, s)
+        return [self.header(s), *code]
 
     def ex(self) -> ExprGen:
         return ExprGen(self)
@@ -631,6 +647,10 @@ class CodeGen:
             "            continue",
             "    break",
         ]
+
+
+# Statement node type -> its CodeGen method.
+_STMT_CODE = {getattr(ast, name[2:]): fn for name, fn in vars(CodeGen).items() if name.startswith("s_")}
 
 
 def _num_or_none(v: Any) -> float | None:

@@ -44,6 +44,7 @@ class ProgramInfo:
     assigned: set[str] = field(default_factory=set)  # every variable some code assigns
     diagnostics: list[Diagnostic] = field(default_factory=list)
     _lines: dict[str, list[str]] = field(default_factory=dict)
+    _agent_fields: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- helpers
     def file(self, node: ast.Node) -> str:
@@ -63,7 +64,14 @@ class ProgramInfo:
         return lines[line - 1].strip() if 1 <= line <= len(lines) else ""
 
     def agent_fields(self, a: ast.Agent) -> dict[str, Any]:
-        """Agent properties as plain values (validated by the analyzer)."""
+        """Agent properties as plain values (validated by the analyzer). Computed once per agent:
+        every `run agent` asks; callers only read the result."""
+        cached = self._agent_fields.get(id(a))
+        if cached is None:
+            cached = self._agent_fields[id(a)] = self._fields_of(a)
+        return cached
+
+    def _fields_of(self, a: ast.Agent) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for p in a.props:
             names = [v for v in p.values if isinstance(v, str)]
@@ -192,8 +200,10 @@ def _references(d: ast.Definition) -> set[str]:
 
 def _mark_nodes(info: ProgramInfo, stmts: list[ast.Stmt], file: str) -> None:
     """Record the file of nested statements (for source-line comments) and assigned names."""
-    for s in walk_statements(stmts):
-        info.file_of[id(s)] = file
+    nested = walk_statements(stmts)
+    if file != info.main_file:  # the main file is every node's default
+        info.file_of.update((id(s), file) for s in nested)
+    for s in nested:
         if isinstance(s, ast.Assign):
             root = s.target
             while isinstance(root, ast.GetAttr):
@@ -206,10 +216,17 @@ def _mark_nodes(info: ProgramInfo, stmts: list[ast.Stmt], file: str) -> None:
             info.assigned.add(s.target.name)
 
 
-def walk_statements(stmts: list[ast.Stmt]) -> Iterator[ast.Stmt]:
-    for s in stmts:
-        yield s
-        yield from walk_statements(child_blocks(s))
+def walk_statements(stmts: list[ast.Stmt]) -> list[ast.Stmt]:
+    """Every statement, each followed by the ones nested in it (pre-order)."""
+    out: list[ast.Stmt] = []
+    todo = stmts[::-1]
+    while todo:
+        s = todo.pop()
+        out.append(s)
+        kids = child_blocks(s)
+        if kids:
+            todo += kids[::-1]
+    return out
 
 
 def child_blocks(s: ast.Stmt) -> list[ast.Stmt]:

@@ -192,3 +192,22 @@ def test_generated_code_is_readable_with_line_comments():
     assert "# 9: $x = run agent a $input_prompt, on escalate return $input_prompt" in r.python
     assert "async def flow_0(self, ctx, args):" in r.python
     compile(r.python, "x", "exec")
+
+
+def test_spec_arguments_left_out_are_the_runtime_defaults():
+    # The generator omits `key=default` from spec calls; the spec classes must agree.
+    from dataclasses import MISSING, fields
+
+    from engine.lang.codegen import _SPEC_DEFAULTS
+    from engine.runtime.spec import ModelSpec, PromptSpec, ToolSpec
+
+    checked = set()
+    for cls in (PromptSpec, ModelSpec, ToolSpec):
+        for f in fields(cls):
+            if f.name in _SPEC_DEFAULTS:
+                default = f.default if f.default is not MISSING else f.default_factory()
+                assert repr(default) == _SPEC_DEFAULTS[f.name], (cls.__name__, f.name)
+                checked.add(f.name)
+    assert checked == set(_SPEC_DEFAULTS)
+    wf = load(HEAD + "flow default:\n    return 1\n")
+    assert wf.PROMPTS["p"].expecting is None and wf.MODELS["main"].temperature is None
