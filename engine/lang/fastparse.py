@@ -54,6 +54,7 @@ _GROUP_TYPE = {"TRIPLE": "TRIPLE_STRING", "STRING": "STRING", "NUMBER": "NUMBER"
 _SPECIAL = ("VERSION", "IMPORT_PATH", "MODEL_REF", "MODEL_VALUE", "PRESERVE_LAST", "PRESERVE_TOOL")
 # A literal start that a special terminal needs: skips hopeless regex attempts.
 _PREFIX = {"PRESERVE_LAST": "last", "PRESERVE_TOOL": "tool", "VERSION": "v", "IMPORT_PATH": "."}
+_BUILD, _PASS, _WRAP = "build", "pass", "wrap"  # kinds of reduction
 _WORD_START = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 _OPEN = {"LPAR", "LSQB", "LBRACE"}
 _CLOSE = {"RPAR", "RSQB", "RBRACE"}
@@ -186,16 +187,19 @@ class FastParser:
         self.strings: dict[str, str] = tables["strings"]
         self.kept: frozenset[str] = frozenset(tables["kept_terminals"])
         raw_plans = tables["plans"]
-        # Reductions: (True, size, index of the one kept child) when that child replaces the
-        # node (`?a: "(" b ")"`); else (False, name, kept children, expand1, size, keeps all
+        # Reductions: (_PASS, size, index of the one kept child) when that child replaces the
+        # node (`?a: "(" b ")"`); (_WRAP, name) when the node holds the one child as it is
+        # (`?atom: VAR -> var`); else (_BUILD, name, kept children, expand1, size, keeps all
         # children as they are). The action adds the goto map (state below -> next state).
         plans: list[tuple[Any, ...]] = []
         for name, keep, expand1, size, origin, unit in raw_plans:
+            keep_all = [k for k, _ in keep] == list(range(size)) and not any(sp for _, sp in keep)
             if expand1 and len(keep) == 1 and not keep[0][1]:
-                plans.append((True, size, keep[0][0] - size))
+                plans.append((_PASS, size, keep[0][0] - size))
+            elif size == 1 and keep_all:
+                plans.append((_WRAP, name))
             else:
-                keep_all = [k for k, _ in keep] == list(range(size)) and not any(sp for _, sp in keep)
-                plans.append((False, name, tuple(tuple(k) for k in keep), expand1, size, keep_all))
+                plans.append((_BUILD, name, tuple(tuple(k) for k in keep), expand1, size, keep_all))
         gotos = [dict(zip(flat[::2], flat[1::2])) for flat in tables["gotos"]]
         # state -> symbol -> next state (int: a shift or a goto) | {state below: state after the
         # run of unit reductions} (dict: a unit reduction) | (reduction plan, goto map) (tuple)
@@ -235,6 +239,7 @@ class FastParser:
         str_new = str.__new__
         token_cls = Token
         tree_cls = Tree
+        new_tree = object.__new__
         group_type = _GROUP_TYPE
         stack: list[int] = [self.start_state]
         values: list[Any] = []
@@ -352,7 +357,26 @@ class FastParser:
                 if kind_ is dict:  # a run of unit reductions: only the state changes
                     stack[-1] = act[stack[-2]]
                     continue
-                if act[0]:  # a rule whose one kept child replaces the node
+                how = act[0]
+                if how is _WRAP:  # one child, kept as it is: replace it by its node in place
+                    c = values[-1]
+                    value = new_tree(tree_cls)
+                    value.data = act[1]
+                    value.children = [c]
+                    if type(c) is tuple:
+                        value.line, value.column = c
+                        value.empty = False
+                    elif type(c) is not tree_cls or not c.empty:
+                        value.line = c.line
+                        value.column = c.column
+                        value.empty = False
+                    else:
+                        value.line = value.column = 1
+                        value.empty = True
+                    values[-1] = value
+                    stack[-1] = act[2][stack[-2]]
+                    continue
+                if how is _PASS:  # a rule whose one kept child replaces the node
                     _, size, index, goto = act
                     value = values[index]
                     del values[-size:]
@@ -380,15 +404,22 @@ class FastParser:
                     if expand1 and len(filtered) == 1:
                         value = filtered[0]
                     else:
+                        value = new_tree(tree_cls)  # Tree's slots set here: no __init__ call
+                        value.data = name
+                        value.children = filtered
                         for c in children:  # position of the first child, kept or filtered out
                             if type(c) is tuple:
-                                value = tree_cls(name, filtered, c[0], c[1], False)
+                                value.line, value.column = c
+                                value.empty = False
                                 break
                             if type(c) is not tree_cls or not c.empty:
-                                value = tree_cls(name, filtered, c.line, c.column, False)
+                                value.line = c.line
+                                value.column = c.column
+                                value.empty = False
                                 break
                         else:
-                            value = tree_cls(name, filtered, 1, 1, True)
+                            value.line = value.column = 1
+                            value.empty = True
                 push_state(goto[stack[-1]])
                 push_value(value)
 
