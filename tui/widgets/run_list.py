@@ -19,6 +19,7 @@ class RunList(DataTable):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._runs: dict[str, Any] = {}
         self._latest: dict[str, str] = {}
+        self._drawn_status: dict[str, str] = {}
 
     def on_mount(self) -> None:
         for name, width in _COLUMNS:
@@ -37,17 +38,22 @@ class RunList(DataTable):
                      Text(self._elapsed(handle)), Text(""), key=handle.id)
 
     def note_event(self, run_id: str, event_type: str, fields: dict[str, Any]) -> None:
-        """The newest event of a run, in a few words, and its possibly changed status."""
+        """A run's newest event. Only a status change is drawn at once: every cell update repaints
+        the table, so the "latest" and "elapsed" columns are drawn by `tick()`, once a second."""
         if run_id not in self._runs:
             return
         self._latest[run_id] = one_line(f"{event_type} {fields.get('agent') or fields.get('agent_name') or ''}", 40)
-        self.update_cell(run_id, "latest", Text(self._latest[run_id], style="dim"))
-        self.refresh_run(run_id)
+        if _status(self._runs[run_id]) != self._drawn_status.get(run_id):
+            self.refresh_run(run_id)
 
     def refresh_run(self, run_id: str) -> None:
+        """Redraw one run's row now (status, elapsed, latest event)."""
         handle = self._runs[run_id]
-        self.update_cell(run_id, "status", status_text(_status(handle)))
+        status = _status(handle)
+        self._drawn_status[run_id] = status
+        self.update_cell(run_id, "status", status_text(status))
         self.update_cell(run_id, "elapsed", Text(self._elapsed(handle)))
+        self.update_cell(run_id, "latest", Text(self._latest.get(run_id, ""), style="dim"))
 
     def tick(self) -> None:
         """Elapsed times move with the clock (only for unfinished runs)."""
