@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.lang.diagnostics import Diagnostic, error
-from engine.lang.tree import Tree
+from engine.lang.tree import Token, Tree
 
 TAB_WIDTH = 4
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -179,10 +179,18 @@ class ExpressionError(Exception):
         self.diagnostic = diagnostic
 
 
+_LONE_NAME = re.compile(r"(\$?)[A-Za-z_][A-Za-z0-9_]*")
+
+
 def parse_expression(text: str, file: str, line: int, column: int) -> Tree:
     """Parse `${...}` contents found at (line, column) of `file` (the position of `${`)."""
+    parser = _fast("expr")
+    lone = _LONE_NAME.fullmatch(text)
+    if lone is not None and text not in parser.strings:  # `${name}`, `${$var}`: most of them
+        kind = "VAR" if lone.group(1) else "NAME"
+        return Tree(kind.lower(), [Token(kind, text, 1, 1)], 1, 1, False)  # as `?atom: VAR -> var | NAME -> name`
     try:
-        return _fast("expr").parse(text)
+        return parser.parse(text)
     except Exception:
         raise ExpressionError(_explain(text, file, "expr", line - 1, column + 1)) from None
 

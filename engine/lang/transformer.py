@@ -408,7 +408,7 @@ class Builder:
 
     # One builder per expression rule: (tree, its children, line, column) -> AST.
     def x_var(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
-        return ast.Var(line, col, str(k[0])[1:])
+        return ast.Var(line, col, k[0][1:])  # a slice of the token is a plain str
 
     def x_name(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
         return ast.Var(line, col, str(k[0]), dollar=False)

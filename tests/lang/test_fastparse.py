@@ -72,6 +72,19 @@ def test_expressions_parse_identically():
         assert fast == ref
 
 
+def test_lone_names_in_interpolations_get_lark_trees():
+    # parse_expression builds `${name}` / `${$var}` trees itself: they must be Lark's.
+    from engine.lang.parser import parse_expression
+
+    for src in ["input_prompt", "$current", "x_1", "_y", "true", "null", "not", "tool", "last", "a-b", "$x.y"]:
+        ref = shape(lark_parser().parse(src, start="expr")) if src != "not" else None
+        try:
+            fast = shape(parse_expression(src, "t.sr", 1, 1))
+        except Exception:
+            fast = None
+        assert fast == ref, src
+
+
 def test_shipped_table_matches_the_grammar():
     """parse_table.json is Lark's analysis of grammar.lark (refresh: python -m engine.lang.fastparse)."""
     import json
