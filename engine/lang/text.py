@@ -48,6 +48,8 @@ def build_text(
 
     `line`/`column` is the position of the body's first character.
     """
+    if "$" not in body:  # most strings: one literal part
+        return ast.Text(line, column, [unescape(body) if escapes else body] if body else [])
     parts: list[str | ast.Expr] = []
     literal: list[str] = []
     i = 0
