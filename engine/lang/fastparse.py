@@ -255,6 +255,7 @@ class FastParser:
         while True:
             if queue:
                 ttype, tok = queue.pop()
+                top = stack[-1]
             else:
                 top = stack[-1]
                 m = master(text, pos)
@@ -340,9 +341,8 @@ class FastParser:
                             line += newlines
                             line_start = end - len(value) + value.rfind("\n") + 1
                     pos = end
-            # One token through the LALR table: reductions, then its shift.
+            # One token through the LALR table: reductions, then its shift (`top`: stack[-1]).
             while True:
-                top = stack[-1]
                 row = actions[top]
                 if ttype not in row:
                     if ttype == "$END" and top == end_state and len(stack) == 2:
@@ -355,7 +355,7 @@ class FastParser:
                     push_value(tok)
                     break
                 if kind_ is dict:  # a run of unit reductions: only the state changes
-                    stack[-1] = act[stack[-2]]
+                    stack[-1] = top = act[stack[-2]]
                     continue
                 how = act[0]
                 if how is _WRAP:  # one child, kept as it is: replace it by its node in place
@@ -374,7 +374,7 @@ class FastParser:
                         value.line = value.column = 1
                         value.empty = True
                     values[-1] = value
-                    stack[-1] = act[2][stack[-2]]
+                    stack[-1] = top = act[2][stack[-2]]
                     continue
                 if how is _PASS:  # a rule whose one kept child replaces the node
                     _, size, index, goto = act
@@ -420,7 +420,8 @@ class FastParser:
                         else:
                             value.line = value.column = 1
                             value.empty = True
-                push_state(goto[stack[-1]])
+                top = goto[stack[-1]]
+                push_state(top)
                 push_value(value)
 
 
