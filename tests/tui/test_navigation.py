@@ -100,3 +100,25 @@ async def test_palette_starts_a_workflow_and_log_has_no_duplicates(tmp_path: Pat
         text = "\n".join(line.text for line in app.main.query_one(EventLog).lines)
         assert text.count("asks [") == 1
         assert text.count("→ ") == 1
+
+
+async def test_keyboard_returns_where_it_was_once_the_queue_is_empty(tmp_path: Path) -> None:
+    """A decision takes the keyboard unasked; answered, the keys go back to the workflow list,
+    so the user's next Down + Enter opens the start dialog of the next workflow."""
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        workflows = app.main.query_one("#workflows")
+        workflows.focus()
+        await settle(pilot)
+        task = ask(session, pending(session.clock))
+        await wait_until(pilot, lambda: app.main.query_one(DecisionPane).has_focus_within, what="the pane")
+        await pilot.press("1")
+        assert (await decided(task)).response.selected_option == "opt1"
+        await settle(pilot)
+        assert app.focused is workflows
+        first = workflows.highlighted
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), what="the start dialog")
+        assert app.screen.entry.name == session.workflows[first + 1].name

@@ -8,6 +8,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Header, Input, OptionList
 
 from engine.escalation.model import PendingEscalation
@@ -25,6 +26,7 @@ class MainScreen(Screen):
         self.session = session
         self.current_id: str | None = None  # the escalation the pane shows
         self._position = 0  # its index in the queue, so a resolved one's successor takes its place
+        self._focus_before: Widget | None = None  # where the keyboard was when a decision took it
         self.ready = False  # widgets composed: broker news before that waits for on_mount
 
     def compose(self) -> ComposeResult:
@@ -121,9 +123,22 @@ class MainScreen(Screen):
             self.current_id = ids[min(self._position, len(ids) - 1)] if ids else None
         self._show(pending, ids)
         if self.current_id is None and pane.has_focus_within:
-            self.query_one(RunList).focus()  # the pane is gone: keys go back to the runs
-        if was_hidden and self.current_id is not None and not isinstance(self.focused, Input):
-            self.call_after_refresh(pane.focus_choices)  # unasked: the decision takes the keyboard, unless you type
+            self._give_focus_back()
+        if was_hidden and self.current_id is not None:
+            self._focus_before = self.focused
+            if not isinstance(self.focused, Input):
+                self.call_after_refresh(pane.focus_choices)  # unasked: the decision takes the keyboard, unless you type
+
+    def _give_focus_back(self) -> None:
+        """The queue is empty: the keyboard returns where it was before the decision took it
+        (else to the workflows), so the user's next keys do what they expect."""
+        pane = self.query_one(DecisionPane)
+        before = self._focus_before
+        self._focus_before = None
+        if before is not None and before.is_attached and before.focusable and pane not in before.ancestors_with_self:
+            before.focus()
+        else:
+            self.query_one(WorkflowList).focus()
 
     def _show(self, pending: list[PendingEscalation], ids: list[str]) -> None:
         pane = self.query_one(DecisionPane)
