@@ -110,14 +110,23 @@ async def _run(
     if status is RunStatus.DONE:
         sys.stdout.write(_result_text(handle.result) + "\n")
         return EXIT_OK
+    mismatch = _answer_mismatch(handle.exception)
+    if mismatch is not None:  # a bad answers file: its own FILE:LINE:COL line, a usage error
+        _err(str(mismatch))
+        return EXIT_USAGE
     _err(f"{source}: {status.value}: {handle.error}")
     if status in (RunStatus.STOPPED, RunStatus.ABORTED):
         return EXIT_STOPPED
+    return EXIT_ERROR
+
+
+def _answer_mismatch(exc: BaseException | None) -> BaseException | None:
     from engine.escalation.headless import AnswerMismatch
 
-    if isinstance(handle.exception, AnswerMismatch) or isinstance(getattr(handle.exception, "__cause__", None), AnswerMismatch):
-        return EXIT_USAGE
-    return EXIT_ERROR
+    for candidate in (exc, getattr(exc, "__cause__", None)):
+        if isinstance(candidate, AnswerMismatch):
+            return candidate
+    return None
 
 
 def _echo_log(event: Any) -> None:
