@@ -51,7 +51,9 @@ class Prepared:
     bodies: list[PlainBody] = field(default_factory=list)
 
 
-_PROMPT_HEAD = re.compile(r"^([ \t]*)prompt\b[^\n]*?:[ \t]*(#[^\n]*)?$", re.M)
+# A prompt line ending with ':' (the body follows, indented). The pattern starts with its literal,
+# which the regex engine finds fast; extract_plain_bodies keeps those that start their line.
+_PROMPT_HEAD = re.compile(r"prompt\b[^\n]*?:[ \t]*(#[^\n]*)?$", re.M)
 _TRIPLE = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'')
 
 
@@ -68,7 +70,8 @@ def extract_plain_bodies(text: str) -> Prepared:
     """
     if "prompt" not in text:
         return Prepared(text)
-    heads = list(_PROMPT_HEAD.finditer(text))
+    heads = [m for m in _PROMPT_HEAD.finditer(text)
+             if not text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip(" \t")]
     if not heads:
         return Prepared(text)
     spans = [(m.start(), m.end()) for m in _TRIPLE.finditer(text)] if ('"""' in text or "'''" in text) else []
