@@ -38,7 +38,9 @@ def _spec_call(cls: str, **args: str) -> str:
 
 def _indent(lines: list[str], n: int = 1) -> list[str]:
     pad = "    " * n
-    return [pad + ln if ln else ln for ln in lines]
+    if "" in lines:  # blank lines stay blank
+        return [pad + ln if ln else ln for ln in lines]
+    return (pad + ("\n" + pad).join(lines)).split("\n")  # no line holds a newline: user text is repr()'d
 
 
 @dataclass
