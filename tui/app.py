@@ -127,6 +127,7 @@ class EscalateApp(App[int]):
         handle = message.handle
         if not self.main.ready:  # shutting down
             return
+        self._run_news.flush()  # the log is complete when the run shows as ended
         self.main.run_changed(handle)
         if handle.error:
             self.notify(handle.error, title=f"{handle.workflow} {_status(handle)}", severity="warning")

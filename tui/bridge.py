@@ -46,7 +46,7 @@ class Batcher(Generic[T]):
             self._delivering = True
             try:  # in the app's context (Textual's active app), whatever task called us
                 assert self._context is not None
-                self._context.run(self._flush)
+                self._context.run(self.flush)
             finally:
                 self._delivering = False
         elif not self._scheduled:
@@ -56,13 +56,14 @@ class Batcher(Generic[T]):
         assert self._loop is not None
         self._scheduled = True
         if self._delay is None:
-            self._loop.call_soon(self._flush, context=self._context)
+            self._loop.call_soon(self.flush, context=self._context)
         elif self._delay:
-            self._loop.call_later(self._delay, self._flush, context=self._context)
+            self._loop.call_later(self._delay, self.flush, context=self._context)
         else:
-            self._loop.call_soon(self._flush, context=self._context)
+            self._loop.call_soon(self.flush, context=self._context)
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Deliver what has arrived now (a scheduled delivery then finds nothing)."""
         self._scheduled = False
         items, self._items = self._items, []
         if items:

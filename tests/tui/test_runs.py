@@ -22,6 +22,11 @@ def log_text(app) -> str:
     return "\n".join(line.text for line in app.main.query_one(EventLog).lines)
 
 
+async def wait_for_log(pilot, app, *lines: str) -> None:
+    """Run events reach the log in batches, after the run itself may have ended."""
+    await wait_until(pilot, lambda: all(line in log_text(app) for line in lines), what=f"log lines {lines}")
+
+
 async def open_demo(pilot, app) -> None:
     await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
 
@@ -42,9 +47,7 @@ async def test_start_from_dialog_answer_reaches_the_agent(tmp_path: Path) -> Non
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.status.value == "done"
         assert run.result.startswith("Plan: keep server sessions")
-        text = log_text(app)
-        assert "decided sessions by human" in text
-        assert "planner asks [architecture_decision]" in text
+        await wait_for_log(pilot, app, "decided sessions by human", "planner asks [architecture_decision]")
 
 
 @pytest.mark.parametrize(
@@ -105,7 +108,7 @@ async def test_countdown_default_reaches_the_agent(tmp_path: Path) -> None:
         assert run.result.startswith("Nobody answered, so I chose")
         record = next(iter(session.records.values()))
         assert record.decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT
-        assert "by timeout_default" in log_text(app)
+        await wait_for_log(pilot, app, "by timeout_default")
 
 
 async def test_cancel_withdraws_the_decision(tmp_path: Path) -> None:
@@ -149,9 +152,8 @@ async def test_agent_loop_denied_and_history_metrics(tmp_path: Path) -> None:
         run = app.start(entry(session, "code-search"), RunRequest(None, "where are sessions validated?"))
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.status.value == "done"
-        text = log_text(app)
-        assert "codebase_locator → codebase_analyzer approved" in text
-        assert "codebase_analyzer → codebase_locator denied" in text
+        await wait_for_log(pilot, app, "codebase_locator → codebase_analyzer approved",
+                           "codebase_analyzer → codebase_locator denied")
         await pilot.press("h")
         await settle(pilot)
         metrics = str(app.screen.query_one("#history-metrics").render())
@@ -168,4 +170,4 @@ async def test_resolver_returns_the_value_before_drifting(tmp_path: Path) -> Non
         run = app.start(entry(session, "resolver"), RunRequest(None, "escalate is a console"))
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.result == "escalate pauses agents that need you; you answer in one console, with one key."
-        assert "peer1 escalated (~ 'DRIFTING')" in log_text(app)
+        await wait_for_log(pilot, app, "peer1 escalated (~ 'DRIFTING')")
