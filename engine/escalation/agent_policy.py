@@ -185,12 +185,15 @@ class EscalationHistory:
 
     def clear(self) -> None:
         with self.lock:
-            self._entries: list[HistoryEntry] = []
-            self._times = array("d")
-            self._by_agent: dict[str, _AgentIndex] = {}
-            self._last_edge: dict[str, dict[str, float]] = {}  # source -> target -> last approval
-            self._paths: Counter[tuple[str, str]] = Counter()
-            self._denials: Counter[Denial] = Counter()
+            self._reset_locked()
+
+    def _reset_locked(self) -> None:
+        self._entries: list[HistoryEntry] = []
+        self._times = array("d")
+        self._by_agent: dict[str, _AgentIndex] = {}
+        self._last_edge: dict[str, dict[str, float]] = {}  # source -> target -> last approval
+        self._paths: Counter[tuple[str, str]] = Counter()
+        self._denials: Counter[Denial] = Counter()
 
     def record(self, request: AgentEscalationRequest, response: AgentEscalationResponse, timestamp: float) -> HistoryEntry:
         with self.lock:
@@ -199,28 +202,51 @@ class EscalationHistory:
     def record_locked(
         self, request: AgentEscalationRequest, response: AgentEscalationResponse, timestamp: float
     ) -> HistoryEntry:
-        if self._times and timestamp < self._times[-1]:
-            timestamp = self._times[-1]  # keep the arrays sorted even if a clock stepped back
-        entry = HistoryEntry(
+        return self._add_locked(HistoryEntry(
             timestamp, request.source_agent, response.target_agent, response.approved,
             request.reason, request.task, response.denial.value if response.denial else None,
-        )
+        ))
+
+    def _add_locked(self, entry: HistoryEntry) -> HistoryEntry:
+        if self._times and entry.timestamp < self._times[-1]:
+            entry = entry._replace(timestamp=self._times[-1])  # keep the arrays sorted even if a clock stepped back
+        timestamp = entry.timestamp
         self._entries.append(entry)
         self._times.append(timestamp)
-        source = agent_key(request.source_agent)
+        source = agent_key(entry.source)
         index = self._by_agent.get(source)
         if index is None:
             index = self._by_agent[source] = _AgentIndex()
         index.add(entry)
-        if response.approved:
+        if entry.approved:
             edges = self._last_edge.get(source)
             if edges is None:
                 edges = self._last_edge[source] = {}
-            edges[agent_key(response.target_agent)] = timestamp
-            self._paths[(request.source_agent, response.target_agent)] += 1
-        elif response.denial is not None:
-            self._denials[response.denial] += 1
+            edges[agent_key(entry.target)] = timestamp
+            self._paths[(entry.source, entry.target)] += 1
+        elif entry.denial is not None:
+            self._denials[Denial(entry.denial)] += 1
         return entry
+
+    def add_earlier(self, entries: Iterable[HistoryEntry]) -> int:
+        """Put entries of earlier sessions (oldest first, on this history's clock) before the
+        ones recorded so far, as if they had been recorded first; returns how many. Loop
+        detection sees them like any other: only those within the loop window count."""
+        with self.lock:
+            current = self._entries
+            self._reset_locked()
+            added = 0
+            for entry in entries:
+                self._add_locked(entry)
+                added += 1
+            for entry in current:
+                self._add_locked(entry)
+            return added
+
+    def entries_since(self, start: int) -> list[HistoryEntry]:
+        """The entries from position `start` on, in the order recorded (a reader's cursor)."""
+        with self.lock:
+            return self._entries[start:]
 
     def has_loop(self, source: str, target: str, now: float, window: float, max_hops: int) -> bool:
         with self.lock:
