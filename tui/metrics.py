@@ -1,16 +1,17 @@
-"""The history screen's numbers: human decisions from the session's records, and seed 002's
+"""The history screen's numbers: human decisions from the session's records, seed 002's
 agent-to-agent metrics (per-agent success rate, recent escalations, loops denied) from the
-engine's agent policy history."""
+engine's agent policy history, and runs; earlier sessions (the store) included."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, Sequence
 
 from rich.text import Text
 
 from engine.escalation.model import ResolvedBy
-from tui.format import duration
+from engine.escalation.store import StoredRun
+from tui.format import duration, one_line
 from tui.session import EscalationRecord
 
 RECENT_WINDOW = 3600.0  # seconds: "recent" in the metrics panel
@@ -44,14 +45,14 @@ def human_metrics(records: list[EscalationRecord]) -> Text:
     return text
 
 
-def agent_metrics(handler: Any, now: float, window: float = RECENT_WINDOW) -> Text:
-    """Seed 002: success rate per agent, recent escalations, loops denied, common paths."""
+def agent_metrics(history: Any, now: float, window: float = RECENT_WINDOW) -> Text:
+    """Seed 002: success rate per agent, recent escalations, loops denied, common paths, from
+    the engine's EscalationHistory (earlier sessions' entries included when there is a store)."""
     text = Text().append("\nAgent-to-agent escalations\n", style="bold")
-    if handler is None:
+    if history is None:
         return text.append("  the runtime is still loading\n", style="dim")
     from engine.escalation.agent_policy import Denial  # engine-only module, no ADK
 
-    history = handler.history
     if not len(history):
         return text.append("  none yet\n", style="dim")
     recent = history.recent(window, now)
@@ -64,13 +65,40 @@ def agent_metrics(handler: Any, now: float, window: float = RECENT_WINDOW) -> Te
         text.append(f"  {agent}: success rate {rate:.0%} of {len(history.for_agent(agent))}\n")
     for (source, target), count in history.common_paths(3):
         text.append(f"  path {source} → {target}: {count}\n", style="dim")
-    for entry in recent[-5:]:
-        denial = getattr(entry.denial, "value", entry.denial) or "no reason"
-        verdict = "approved" if entry.approved else f"denied ({denial})"
-        text.append(f"  {duration(now - entry.timestamp)} ago {entry.source} → {entry.target or '?'} "
+    latest = recent[-5:] or history.entries_since(max(0, len(history) - 5))  # none recent: the last ones
+    for entry in latest:
+        verdict = "approved" if entry.approved else f"denied ({entry.denial or 'no reason'})"
+        text.append(f"  {ago(now - entry.timestamp)} {entry.source} → {entry.target or '?'} "
                     f"{verdict}: {entry.reason}\n", style="dim")
     return text
 
 
-def metrics_text(policy: Any, records: list[EscalationRecord], now: float) -> Text:
-    return human_metrics(records) + agent_metrics(policy, now)
+def run_metrics(runs: list[Any], earlier: list[StoredRun]) -> Text:
+    """Runs of this session and of earlier ones (from the store), by final status."""
+    text = Text().append("\nRuns\n", style="bold")
+    finished = Counter(getattr(r.status, "value", str(r.status)) for r in runs)
+    text.append(f"  this session: {len(runs)}" + _counts(finished) + "\n")
+    if earlier:
+        text.append(f"  earlier sessions: {len(earlier)}" + _counts(Counter(r.status for r in earlier)) + "\n")
+        for run in earlier[-3:][::-1]:
+            outcome = one_line(run.result, 50) if run.result is not None else (run.error or "")
+            text.append(f"  {run.workflow} {run.status}: {one_line(outcome, 60)}\n", style="dim")
+    return text
+
+
+def _counts(counter: Counter[str]) -> str:
+    return f" ({', '.join(f'{n} {status}' for status, n in counter.most_common())})" if counter else ""
+
+
+def ago(seconds: float) -> str:
+    """`42s ago`, `3:07 ago`, `5h ago`, `3d ago`: an age that stays short over days."""
+    if seconds < 3600:
+        return f"{duration(seconds)} ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h ago"
+    return f"{int(seconds // 86400)}d ago"
+
+
+def metrics_text(history: Any, records: list[EscalationRecord], now: float, runs: Sequence[Any] = (),
+                 earlier_runs: Sequence[StoredRun] = ()) -> Text:
+    return human_metrics(records) + agent_metrics(history, now) + run_metrics(list(runs), list(earlier_runs))

@@ -7,15 +7,19 @@ only reached through `open_engine()`, which the app calls after its first frame.
 from __future__ import annotations
 
 import importlib
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
 from engine.escalation.broker import CANCELLED, RAISED, BrokerEvent, EscalationBroker
 from engine.escalation.clock import Clock, RealClock
 from engine.escalation.model import Decision, PendingEscalation, Response
+from engine.escalation.store import HistoryStore, StoreError, StoredRun, StoreRecorder
 
 ENGINE_MODULE = "engine.runtime.engine"
+EAGER_LOAD_BYTES = 256 * 1024  # a store up to this size is read before the first frame (~10 ms)
 
 
 @dataclass
@@ -38,11 +42,14 @@ class WorkflowEntry:
 
 @dataclass
 class EscalationRecord:
-    """One escalation as the history screen shows it: asked, then decided or withdrawn."""
+    """One escalation as the history screen shows it: asked, then decided or withdrawn.
+    `earlier`: from the store, asked in an earlier session (one still open when its session
+    ended counts as withdrawn)."""
 
     pending: PendingEscalation
     decision: Decision | None = None
     withdrawn: bool = False
+    earlier: bool = False
 
     @property
     def state(self) -> str:
@@ -61,10 +68,87 @@ class ConsoleSession:
     broker: EscalationBroker = field(init=False)
     engine: Any = field(init=False, default=None)  # engine.runtime.engine.Engine once opened
     records: dict[str, EscalationRecord] = field(init=False, default_factory=dict)
+    # --store: the file, what earlier sessions left in it (loaded at once when small, else in the
+    # background once the engine opens, after the first frame), and the recorder writing to it.
+    history_store: HistoryStore | None = field(init=False, default=None)
+    earlier: list[EscalationRecord] = field(init=False, default_factory=list)
+    earlier_runs: list[StoredRun] = field(init=False, default_factory=list)
+    store_error: str | None = field(init=False, default=None)
+    store_loaded: threading.Event = field(init=False, default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         self.broker = EscalationBroker(self.clock)
         self.broker.subscribe(self._record)
+        self._recorder: StoreRecorder | None = None
+        self._earlier_agents: list[HistoryEntry] | None = None  # until seeded into the engine
+        self._store_lock = threading.Lock()
+        self._load_lock = threading.Lock()
+        self._loader: threading.Thread | None = None
+        self._stored_history: EscalationHistory | None = None  # agent_history before the engine
+        if self.store is not None:
+            self.history_store = HistoryStore.open(self.store, self.clock)  # StoreError: unusable path
+            self._recorder = StoreRecorder(self.history_store)
+            self.broker.subscribe(self._recorder.on_broker)
+            if self.history_store.size <= EAGER_LOAD_BYTES:
+                self.load_store()  # small: at once, so a bad line stops the console before it opens
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "engine" and value is not None and self.store is not None:
+            self._follow_engine(value)  # open_engine() just made it: record and seed it
+
+    # ---- the store ---------------------------------------------------------------------------
+
+    def load_store(self) -> None:
+        """Read what earlier sessions stored (once; blocking). StoreError on a bad line."""
+        with self._load_lock:  # one reader; `_store_lock` is only taken to publish (never held while parsing)
+            if self.store_loaded.is_set() or self.history_store is None:
+                return
+            try:
+                contents = self.history_store.load()
+            except StoreError as exc:
+                self.store_error = str(exc)
+                self.history_store.close()  # a broken file is left as it is
+                self.store_loaded.set()
+                raise
+            earlier = [
+                EscalationRecord(e.pending, e.decision, withdrawn=e.decision is None, earlier=True)
+                for e in contents.escalations
+            ]
+            with self._store_lock:
+                self.earlier, self.earlier_runs = earlier, contents.runs
+                self._earlier_agents = contents.agent_entries
+                self.store_loaded.set()
+                self._seed_engine()
+
+    def load_store_in_background(self) -> None:
+        """A big store loads on its own thread (the screen stays live); `store_loaded` is set when done."""
+        with self._store_lock:
+            if self.store_loaded.is_set() or self._loader is not None or self.history_store is None:
+                return
+            self._loader = threading.Thread(target=self._load_quietly, name="escalate-store", daemon=True)
+        self._loader.start()
+
+    def _load_quietly(self) -> None:
+        try:
+            self.load_store()
+        except StoreError:
+            pass  # kept in store_error, shown by the history screen
+
+    def _follow_engine(self, engine: Any) -> None:
+        assert self._recorder is not None
+        self._recorder.follow(engine)
+        with self._store_lock:
+            self._seed_engine()
+        self.load_store_in_background()
+
+    def _seed_engine(self) -> None:
+        """Earlier agent-to-agent entries into the engine's history (success rates, loop memory),
+        once both exist. Called with `_store_lock` held."""
+        if self._earlier_agents is None or self.engine is None or self._recorder is None:
+            return
+        self._recorder.seed(self.engine.agent_policy.history, self._earlier_agents)
+        self._earlier_agents = None
 
     # ---- the engine (ADK) is opened after the first frame --------------------------------------
 
@@ -128,6 +212,18 @@ class ConsoleSession:
             record.withdrawn = True
         else:
             record.decision = event.decision
+
+    @property
+    def agent_history(self) -> EscalationHistory | None:
+        """Seed 002's history for the metrics: the engine's (earlier sessions' entries seeded in),
+        or before the engine opens, the stored entries alone."""
+        if self.engine is not None:
+            return self.engine.agent_policy.history
+        with self._store_lock:
+            if self._stored_history is None and self._earlier_agents:
+                self._stored_history = EscalationHistory()
+                self._stored_history.add_earlier(self._earlier_agents)
+            return self._stored_history
 
     @property
     def agent_policy(self) -> Any:

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from engine.cli.main import EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from engine.escalation.store import HistoryStore
 
 LOG_FILE_NAME = "escalate-console.log"
 
@@ -33,13 +38,24 @@ def main(args: argparse.Namespace) -> int:
     except UsageError as exc:
         sys.stderr.write(f"{exc}\n" if exc.positioned else f"escalate: error: {exc}\n")
         return EXIT_USAGE
+    from engine.escalation.store import StoreError
+
     with tempfile.TemporaryDirectory(prefix="escalate-demo-") as scratch:
         # The demo's tools write into a scratch workspace, never into the user's folder.
         workspace = Path(scratch) if not args.files else Path.cwd()
-        _route_logs(Path(args.store).parent if args.store else Path(tempfile.gettempdir()))
-        session = _session(files, script, rules, workspace, Path(args.store) if args.store else None)
-        from tui.app import EscalateApp  # Textual: only now that the inputs are known good
+        try:  # opens the store (creating its folder); a small one is read and checked here
+            session = _session(files, script, rules, workspace, Path(args.store) if args.store else None)
+        except StoreError as exc:
+            sys.stderr.write(f"{exc}\n")
+            return EXIT_USAGE
+        store_verdict = _check_big_store(session.history_store) if not session.store_loaded.is_set() else None
+        from tui.app import EscalateApp  # Textual: only now that the inputs are known good (store: meanwhile)
 
+        error = store_verdict() if store_verdict is not None else None
+        if error:
+            sys.stderr.write(f"{error}\n")
+            return EXIT_USAGE
+        _route_logs(Path(args.store).parent if args.store else Path(tempfile.gettempdir()))
         app = EscalateApp(session, run_first=args.run, first_input=args.input)
         result = app.run()
     return EXIT_OK if result is None else int(result)
@@ -116,6 +132,44 @@ def _session(files: list[Path], script: Path | None, rules: object, workspace: P
 
     entries = [WorkflowEntry(path, script_for(path, script)) for path in files]
     return ConsoleSession(entries, rules=rules, store=store, workspace=workspace)
+
+
+def _check_big_store(store: "HistoryStore | None") -> Callable[[], str | None] | None:
+    """A store too big to read before the first frame is checked in a child process, on the
+    other core, while Textual is imported; the returned function waits for its verdict (the
+    error line, or None). The console itself reads the store after its first frame."""
+    from engine.escalation.store import StoreError
+
+    if store is None:
+        return None
+    if not hasattr(os, "fork"):  # no fork (Windows): check here, the first frame waits
+        try:
+            store.load()
+        except StoreError as exc:
+            return lambda: str(exc)
+        return None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no threads run here yet, it only parses and reports
+        os.close(read_end)
+        try:
+            store.load()
+            verdict = ""
+        except StoreError as exc:
+            verdict = str(exc)
+        except BaseException as exc:  # noqa: BLE001 - anything else still becomes one line
+            verdict = f"{store.path}: error: {exc}"
+        os.write(write_end, verdict.encode("utf-8"))
+        os._exit(0)
+    os.close(write_end)
+
+    def verdict() -> str | None:
+        with os.fdopen(read_end, "rb") as pipe:
+            text = pipe.read().decode("utf-8", "replace")
+        os.waitpid(pid, 0)
+        return text or None
+
+    return verdict
 
 
 def _route_logs(folder: Path) -> None:

@@ -1,4 +1,5 @@
-"""History: every escalation of this session with its outcome, filters, and seed 002's metrics."""
+"""History: every escalation of this session and of earlier ones (the store), with its outcome,
+filters, and the metrics (human decisions, seed 002's agent-to-agent figures, runs)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,22 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
 from engine.escalation.model import ResolvedBy
-from tui.format import decision_summary, duration, one_line
-from tui.metrics import metrics_text
+from tui.format import decision_summary, one_line
+from tui.metrics import ago, metrics_text
 from tui.session import ConsoleSession, EscalationRecord
 
 STATES = ("pending", "decided", "withdrawn")
+SESSIONS = (("this session", "this"), ("earlier sessions", "earlier"))
+MAX_ROWS = 500  # newest matching rows drawn; a store may hold tens of thousands
+LOAD_POLL = 0.25  # seconds between checks while a big store loads
 
 
-def record_matches(record: EscalationRecord, text: str, state: str, resolved_by: str) -> bool:
-    """The history's filters: free text over task/agent/reason/question, state, who decided."""
+def record_matches(record: EscalationRecord, text: str, state: str, resolved_by: str, session: str = "") -> bool:
+    """The history's filters: free text over task/agent/reason/question, state, who decided,
+    and which session (`this` or `earlier`)."""
     esc = record.pending.escalation
+    if session and record.earlier != (session == "earlier"):
+        return False
     if state and record.state != state:
         return False
     if resolved_by and (record.decision is None or record.decision.resolved_by.value != resolved_by):
@@ -44,18 +51,27 @@ class HistoryScreen(Screen):
             yield Input(placeholder="filter: task, agent, reason or question ( / )", id="history-filter-text")
             yield Select([(s, s) for s in STATES], prompt="any state", id="history-filter-state")
             yield Select([(r.value, r.value) for r in ResolvedBy], prompt="decided by anyone", id="history-filter-by")
+            yield Select(SESSIONS, prompt="any session", id="history-filter-session")
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="history-metrics", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#history-table", DataTable)
-        for name in ("asked", "task", "agent", "reason", "question", "outcome"):
+        for name in ("asked", "session", "task", "agent", "reason", "question", "outcome"):
             table.add_column(name, key=name)
         table.border_title = "Escalations"
         self.query_one("#history-metrics", Static).border_title = "Metrics"
+        if not self.session.store_loaded.is_set() and self.session.history_store is not None:
+            self.session.load_store_in_background()  # big store, engine not open yet: load it now
+            self._poll = self.set_interval(LOAD_POLL, self._check_loaded)
         self.refresh_history()
         table.focus()
+
+    def _check_loaded(self) -> None:
+        if self.session.store_loaded.is_set():
+            self._poll.stop()
+            self.refresh_history()
 
     def action_focus_filter(self) -> None:
         self.query_one("#history-filter-text", Input).focus()
@@ -72,23 +88,35 @@ class HistoryScreen(Screen):
     def refresh_history(self) -> None:
         """Redraw from the session's records (called on every broker change too)."""
         text = self.query_one("#history-filter-text", Input).value.strip()
-        state = self._filter_value("#history-filter-state")
-        by = self._filter_value("#history-filter-by")
+        filters = (self._filter_value("#history-filter-state"), self._filter_value("#history-filter-by"),
+                   self._filter_value("#history-filter-session"))
         now = self.session.clock.now()
         table = self.query_one("#history-table", DataTable)
         table.clear()
-        records = [r for r in self.session.records.values() if record_matches(r, text, state, by)]
-        for record in reversed(records):  # newest first
+        # One snapshot: the runs' thread adds records while we draw.
+        everything = list(self.session.earlier) + list(self.session.records.values())
+        records = [r for r in everything if record_matches(r, text, *filters)]
+        for number, record in enumerate(reversed(records[-MAX_ROWS:])):  # newest first
             esc = record.pending.escalation
             if record.decision is not None:
                 outcome = Text(decision_summary(record.decision, esc), style="green")
             else:
                 outcome = Text(record.state, style="yellow" if record.state == "pending" else "dim")
+            session = Text("earlier", style="dim italic") if record.earlier else Text("this")
             table.add_row(
-                Text(f"{duration(now - esc.created_at)} ago"), Text(esc.task_id), Text(esc.agent),
-                Text(esc.reason.value), Text(one_line(esc.question, 40)), outcome, key=esc.id,
+                Text(ago(now - esc.created_at)), session, Text(esc.task_id), Text(esc.agent),
+                Text(esc.reason.value), Text(one_line(esc.question, 40)), outcome,
+                key=f"earlier-{number}:{esc.id}" if record.earlier else esc.id,  # ids repeat across sessions
             )
-        table.border_subtitle = f"{len(records)} of {len(self.session.records)}"
-        self.query_one("#history-metrics", Static).update(
-            metrics_text(self.session.agent_policy, list(self.session.records.values()), now)
-        )
+        table.border_subtitle = self._subtitle(len(records), len(everything))
+        self.query_one("#history-metrics", Static).update(metrics_text(
+            self.session.agent_history, everything, now, self.session.runs, self.session.earlier_runs,
+        ))
+
+    def _subtitle(self, matching: int, total: int) -> str:
+        shown = f"newest {MAX_ROWS} of {matching} matching" if matching > MAX_ROWS else f"{matching} of {total}"
+        if self.session.store_error:
+            return f"{shown} · store unreadable: {self.session.store_error}"
+        if self.session.history_store is not None and not self.session.store_loaded.is_set():
+            return f"{shown} · loading earlier sessions…"
+        return shown
