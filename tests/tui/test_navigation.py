@@ -31,7 +31,7 @@ async def test_queue_keys_and_inbox_choose_which_decision_is_answered() -> None:
         assert (await decided(tasks[2])).response.selected_option == "opt2"
         assert not tasks[0].done() and not tasks[1].done()
         # the inbox: pick the second remaining row (task1) and answer it
-        inbox = app.main.query_one("#inbox", DataTable)
+        inbox = app.main.query_one("#inbox")
         inbox.focus()
         await pilot.press("down", "enter")
         assert pane.pending.escalation.task_id == "task1"

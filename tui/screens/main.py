@@ -9,13 +9,15 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Header, Input, OptionList
+from textual.widgets import Footer, Input, OptionList
 
 from engine.escalation.model import PendingEscalation
 from tui.session import ConsoleSession
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
+from tui.widgets.header import ConsoleHeader
 from tui.widgets.inbox import Inbox
+from tui.widgets.row_table import RowTable
 from tui.widgets.run_list import RunList
 from tui.widgets.workflow_list import WorkflowList
 
@@ -31,7 +33,7 @@ class MainScreen(Screen):
 
     def compose(self) -> ComposeResult:
         clock = self.session.clock
-        yield Header()
+        yield ConsoleHeader()
         with Horizontal(id="top"):
             with Vertical(id="left"):
                 yield WorkflowList(id="workflows")
@@ -93,9 +95,9 @@ class MainScreen(Screen):
     def run_changed(self, handle: Any) -> None:
         self.query_one(RunList).refresh_run(handle.id)
 
-    @on(DataTable.RowHighlighted, "#runs")
-    def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        run_id = event.row_key.value
+    @on(RowTable.Highlighted, "#runs")
+    def _run_highlighted(self, event: RowTable.Highlighted) -> None:
+        run_id = event.key
         handle = self.session.run(run_id)
         if handle is not None and self.query_one(EventLog).run_id != run_id:
             self.query_one(EventLog).show_run(run_id, list(handle.events))
@@ -148,7 +150,7 @@ class MainScreen(Screen):
         else:
             self._position = ids.index(self.current_id)
             pane.show(pending[self._position], self._position + 1, len(ids))
-        self.query_one(Inbox).show(pending)
+        self.query_one(Inbox).show(pending, self.current_id)
 
     def move_decision(self, delta: int) -> None:
         pending = self.session.pending()
@@ -172,8 +174,7 @@ class MainScreen(Screen):
         if self.current_id is not None:
             self.query_one(DecisionPane).focus_choices()
 
-    @on(DataTable.RowSelected, "#inbox")
-    def _inbox_chosen(self, event: DataTable.RowSelected) -> None:
+    @on(RowTable.Selected, "#inbox")
+    def _inbox_chosen(self, event: RowTable.Selected) -> None:
         event.stop()
-        if event.row_key.value is not None:
-            self.select_decision(event.row_key.value)
+        self.select_decision(event.key)

@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -68,6 +69,27 @@ def _choice_prompt(number: int, choice: Choice, description: str) -> Text:
     if description:
         prompt.append(f"\n    {description}", style="dim")
     return prompt
+
+
+def _update_in_place(static: Static, text: Text) -> None:
+    """Show `text`; the screen is laid out again only if it takes another number of lines
+    (answering one of many similar decisions then repaints the pane's lines, nothing more)."""
+    height, width = static.content_size.height, static.content_size.width
+    static.update(text, layout=False)
+    if not width or static.get_content_height(Size(0, 0), Size(0, 0), width) != height:
+        static.refresh(layout=True)
+
+
+def _set_prompts(options: OptionList, prompts: list[Text]) -> None:
+    """The choices, replaced in place when there are as many (the option list then lays the
+    screen out again only if its height changes: its virtual size is a layout reactive)."""
+    if options.option_count != len(prompts):
+        options.clear_options()
+        options.add_options(Option(prompt) for prompt in prompts)
+        return
+    for index, prompt in enumerate(prompts):
+        options.replace_option_prompt_at_index(index, prompt)
+    options.scroll_to_highlight()  # measures the new prompts now, not during the next frame
 
 
 class DecisionPane(Vertical):
@@ -140,16 +162,15 @@ class DecisionPane(Vertical):
         title = Text("⚠  DECISION REQUIRED ", style="bold")
         title.append(f"[{esc.task_id}]", style="bold yellow")
         self.query_one("#pane-title", Static).update(title, layout=False)
-        self.query_one("#pane-text", Static).update(pane_text(esc))
+        _update_in_place(self.query_one("#pane-text", Static), pane_text(esc))
         self._choices = choices_for(esc)
         descriptions = {o.id: o.description for o in esc.options}
-        options = self.query_one("#pane-choices", OptionList)
-        options.clear_options()
-        options.add_options(
-            Option(_choice_prompt(n, c, descriptions.get(c.option_id or "", "")), id=c.key)
+        _set_prompts(self.query_one("#pane-choices", OptionList), [
+            _choice_prompt(n, c, descriptions.get(c.option_id or "", ""))
             for n, c in enumerate(self._choices, start=1)
-        )
+        ])
         recommended = next((i for i, c in enumerate(self._choices) if c.recommended), 0)
+        options = self.query_one("#pane-choices", OptionList)
         options.highlighted = recommended  # Enter takes the recommended option
         custom = self.query_one("#pane-custom", Input)
         custom.value = ""

@@ -1,57 +1,81 @@
 """The inbox: every pending decision across all runs, oldest first, with its age.
 
-A DataTable updated row by row: with hundreds of pending decisions, one arriving or being
-answered costs one row, not a rebuild of the list (an OptionList re-measured every entry).
+A RowTable updated row by row: with hundreds of pending decisions, one arriving or being
+answered costs one row, not a rebuild of the list. The decision the pane shows is marked with
+`▸`: moving the mark re-renders the two rows it leaves and enters, nothing else.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from engine.escalation.clock import Clock
 from engine.escalation.model import PendingEscalation
 from tui.format import duration, one_line
+from tui.widgets.row_table import Column, RowTable
 
-def inbox_cells(pending: PendingEscalation, now: float) -> tuple[Text, ...]:
+# Fixed widths (the inbox is narrow): the question takes what is left.
+_COLUMNS = (Column("mark", 1), Column("age", 7), Column("task", 16), Column("question", 12, flex=True))
+_MARK = Text("▸", style="bold yellow")
+
+
+def _age(pending: PendingEscalation, now: float) -> Text:
+    return Text(duration(now - pending.escalation.created_at), style="dim")
+
+
+def inbox_cells(pending: PendingEscalation, now: float, marked: bool = False) -> tuple[Text, ...]:
     esc = pending.escalation
     return (
-        Text(duration(now - esc.created_at), style="dim"),
-        Text(one_line(esc.task_id, 20), style="bold"),
-        Text(one_line(esc.question, 48)),
-        Text(esc.reason.value, style="yellow"),
+        _MARK if marked else Text(""),
+        _age(pending, now),
+        Text(one_line(esc.task_id, 40), style="bold"),
+        Text(one_line(esc.question, 200)),
     )
 
 
-class Inbox(DataTable):
-    """Enter (or a click) on a row shows that decision in the pane. Which one the pane shows is
-    not marked here: marking it would repaint the whole table on every `[`/`]`."""
+class Inbox(RowTable):
+    """Enter (or a click) on a row shows that decision in the pane."""
 
     def __init__(self, clock: Clock, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", show_header=False)
+        super().__init__(_COLUMNS, id=id)
         self._clock = clock
         self._shown: dict[str, PendingEscalation] = {}  # escalation id -> pending, in queue order
-
-    def on_mount(self) -> None:
-        for key in ("age", "task", "question", "reason"):
-            self.add_column(key, key=key)
+        self._marked: str | None = None
         self.border_title = "Inbox (0)"
 
-    def show(self, pending: list[PendingEscalation]) -> None:
-        """Apply the difference with what is shown: removed rows, new rows, the current mark."""
+    def show(self, pending: list[PendingEscalation], current: str | None = None) -> None:
+        """Apply the difference with what is shown: removed rows, new rows, the mark on `current`."""
         wanted = {p.escalation.id for p in pending}
         for gone in [i for i in self._shown if i not in wanted]:
             self.remove_row(gone)
             del self._shown[gone]
+        if self._marked not in wanted:
+            self._marked = None
         now = self._clock.now()
         for p in pending:  # the broker keeps raise order, so new ones come last
             esc_id = p.escalation.id
             if esc_id not in self._shown:
-                self.add_row(*inbox_cells(p, now), key=esc_id)
+                self.add_row(esc_id, inbox_cells(p, now, esc_id == current))
                 self._shown[esc_id] = p
-        self.border_title = f"Inbox ({len(pending)})"
+        self.mark(current)
+        title = f"Inbox ({len(pending)})"
+        if self.border_title != title:
+            self.border_title = title
+
+    def mark(self, escalation_id: str | None) -> None:
+        """Mark the decision the pane shows (two rows change, at most)."""
+        if escalation_id not in self._shown:
+            escalation_id = None
+        if escalation_id == self._marked:
+            return
+        if self._marked is not None:
+            self.update_cell(self._marked, "mark", "")
+        if escalation_id is not None:
+            self.update_cell(escalation_id, "mark", _MARK)
+        self._marked = escalation_id
 
     def refresh_ages(self) -> None:
+        """Ages move with the clock; a row whose age text is unchanged is not drawn again."""
         now = self._clock.now()
         for esc_id, p in self._shown.items():
-            self.update_cell(esc_id, "age", Text(duration(now - p.escalation.created_at), style="dim"))
+            self.update_cell(esc_id, "age", _age(p, now))
