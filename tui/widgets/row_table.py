@@ -305,7 +305,10 @@ class RowTable(ScrollView, can_focus=True):
             self.refresh_lines(start + self._header_lines, end - start)
 
     def _on_resize(self, _: events.Resize) -> None:
-        self._strips.clear()  # every row's width changed
+        """Drop the strips of other widths (the first frame may already be drawn at this one)."""
+        width = self.scrollable_content_region.width
+        for key, strips in self._strips.items():
+            self._strips[key] = {k: strip for k, strip in strips.items() if k[0] == width}
 
     def on_mount(self) -> None:
         self._rows_changed()
