@@ -118,22 +118,26 @@ class ConsoleSession:
             with self._store_lock:
                 self.earlier, self.earlier_runs = earlier, contents.runs
                 self._earlier_agents = contents.agent_entries
+                self.history_store.release()  # now this session's facts go to the file
                 self.store_loaded.set()
                 self._seed_engine()
 
-    def load_store_in_background(self) -> None:
-        """A big store loads on its own thread (the screen stays live); `store_loaded` is set when done."""
+    def load_store_in_background(self, on_error: Callable[[str], None] | None = None) -> None:
+        """A big store loads on its own thread (the screen stays live); `store_loaded` is set when
+        done. A bad line: `store_error` holds it and `on_error(line)` is called on that thread."""
         with self._store_lock:
             if self.store_loaded.is_set() or self._loader is not None or self.history_store is None:
                 return
-            self._loader = threading.Thread(target=self._load_quietly, name="escalate-store", daemon=True)
+            self._loader = threading.Thread(target=self._load_quietly, args=(on_error,), name="escalate-store",
+                                            daemon=True)
         self._loader.start()
 
-    def _load_quietly(self) -> None:
+    def _load_quietly(self, on_error: Callable[[str], None] | None) -> None:
         try:
             self.load_store()
-        except StoreError:
-            pass  # kept in store_error, shown by the history screen
+        except StoreError as exc:
+            if on_error is not None:
+                on_error(str(exc))
 
     def _follow_engine(self, engine: Any) -> None:
         assert self._recorder is not None

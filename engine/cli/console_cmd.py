@@ -8,17 +8,18 @@ are imported only after that; ADK only after the app's first frame.
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
-import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from engine.cli.main import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from engine.escalation.store import HistoryStore
+    from tui.app import EscalateApp
+    from tui.session import ConsoleSession
 
 LOG_FILE_NAME = "escalate-console.log"
 
@@ -48,17 +49,34 @@ def main(args: argparse.Namespace) -> int:
         except StoreError as exc:
             sys.stderr.write(f"{exc}\n")
             return EXIT_USAGE
-        store_verdict = _check_big_store(session.history_store) if not session.store_loaded.is_set() else None
-        from tui.app import EscalateApp  # Textual: only now that the inputs are known good (store: meanwhile)
-
-        error = store_verdict() if store_verdict is not None else None
-        if error:
-            sys.stderr.write(f"{error}\n")
-            return EXIT_USAGE
         _route_logs(Path(args.store).parent if args.store else Path(tempfile.gettempdir()))
-        app = EscalateApp(session, run_first=args.run, first_input=args.input)
+        app = _app(session, args)
         result = app.run()
+    if session.store_error:  # a big store read after the first frame turned out broken
+        sys.stderr.write(f"{session.store_error}\n")
+        return EXIT_USAGE
     return EXIT_OK if result is None else int(result)
+
+
+def _app(session: "ConsoleSession", args: argparse.Namespace) -> "EscalateApp":
+    """The console; with a store too big to read before the first frame, one that reads it
+    right after that frame and closes at once (exit 2) if it is broken."""
+    from tui.app import EscalateApp  # Textual: only now that the inputs are known good
+
+    if session.store_loaded.is_set() or session.history_store is None:
+        return EscalateApp(session, run_first=args.run, first_input=args.input)
+
+    class StoreReadingApp(EscalateApp):
+        # Textual finds a relative CSS_PATH beside the defining class's module: keep the app's.
+        CSS_PATH = str(Path(inspect.getfile(EscalateApp)).with_name(str(EscalateApp.CSS_PATH)))
+
+        def on_mount(self) -> None:  # Textual calls EscalateApp.on_mount too (handlers run per class)
+            self.call_after_refresh(session.load_store_in_background, self._store_failed)
+
+        def _store_failed(self, line: str) -> None:  # on the loader's thread
+            self.call_from_thread(self.exit, EXIT_USAGE)
+
+    return StoreReadingApp(session, run_first=args.run, first_input=args.input)
 
 
 def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:
@@ -132,44 +150,6 @@ def _session(files: list[Path], script: Path | None, rules: object, workspace: P
 
     entries = [WorkflowEntry(path, script_for(path, script)) for path in files]
     return ConsoleSession(entries, rules=rules, store=store, workspace=workspace)
-
-
-def _check_big_store(store: "HistoryStore | None") -> Callable[[], str | None] | None:
-    """A store too big to read before the first frame is checked in a child process, on the
-    other core, while Textual is imported; the returned function waits for its verdict (the
-    error line, or None). The console itself reads the store after its first frame."""
-    from engine.escalation.store import StoreError
-
-    if store is None:
-        return None
-    if not hasattr(os, "fork"):  # no fork (Windows): check here, the first frame waits
-        try:
-            store.load()
-        except StoreError as exc:
-            return lambda: str(exc)
-        return None
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: no threads run here yet, it only parses and reports
-        os.close(read_end)
-        try:
-            store.load()
-            verdict = ""
-        except StoreError as exc:
-            verdict = str(exc)
-        except BaseException as exc:  # noqa: BLE001 - anything else still becomes one line
-            verdict = f"{store.path}: error: {exc}"
-        os.write(write_end, verdict.encode("utf-8"))
-        os._exit(0)
-    os.close(write_end)
-
-    def verdict() -> str | None:
-        with os.fdopen(read_end, "rb") as pipe:
-            text = pipe.read().decode("utf-8", "replace")
-        os.waitpid(pid, 0)
-        return text or None
-
-    return verdict
 
 
 def _route_logs(folder: Path) -> None:

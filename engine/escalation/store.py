@@ -103,6 +103,9 @@ class HistoryStore:
 
     def __init__(self, path: Path, fd: int, size: int, loadable: int, clock: Clock, wall_now: Callable[[], float]) -> None:
         self.path = path
+        # Lines appended before `release()`: nothing is written to a store before it has been
+        # read in full (a broken one stays exactly as it was).
+        self._held: list[bytes] | None = []
         self.size = size  # bytes at opening: everything earlier sessions wrote
         self._loadable = loadable  # bytes up to the last newline (a torn last line is not loaded)
         self._fd: int | None = fd
@@ -143,9 +146,17 @@ class HistoryStore:
     def to_clock(self, wall: float) -> float:
         return wall - self.offset
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """The store was read and is sound: write what was held, then write as facts happen."""
         with self._lock:
-            self._fd = None
+            held, self._held = self._held, None
+            for data in held or ():
+                self._write(data)
+
+    def close(self) -> None:
+        """Stop writing (lines still held are dropped: the store was never read successfully)."""
+        with self._lock:
+            self._fd, self._held = None, None
             self._close_fd()
 
     # -- loading ---------------------------------------------------------------------------
@@ -162,7 +173,8 @@ class HistoryStore:
             raise StoreError(f"{self.path}:{line}:{col}: error: not UTF-8 text") from None
 
     def load(self) -> StoreContents:
-        """Every earlier fact, times on this session's clock; StoreError at the first bad line."""
+        """Every earlier fact, times on this session's clock; StoreError at the first bad line.
+        Call `release()` after a successful load to start writing."""
         return parse(self.read_text(), str(self.path), self.to_clock)
 
     # -- appending -------------------------------------------------------------------------
@@ -170,11 +182,16 @@ class HistoryStore:
     def _append(self, record: dict[str, Any]) -> None:
         data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
-            if self._fd is None:
-                return  # closed: the console is quitting
-            if self.torn:
-                self._cut_torn_line()
-            os.write(self._fd, data)  # one write per line, O_APPEND: no buffer to flush
+            if self._held is not None:
+                self._held.append(data)
+            elif self._fd is not None:  # None: closed, the console is quitting
+                self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
+        if self.torn:
+            self._cut_torn_line()
+        os.write(self._fd, data)  # one write per line, O_APPEND: no buffer to flush
 
     def _cut_torn_line(self) -> None:
         """Before the first append, drop the partial line a crash left, so the new line starts
@@ -285,6 +302,13 @@ _TYPE_NAMES = {_STR: "text", _BOOL: "true or false", _NUM: "a number", _INT: "an
 
 def _get(obj: dict[str, Any], key: str, types: tuple[type, ...], optional: bool = False) -> Any:
     """`obj[key]` when it has one of `types` (null too when optional); _Bad otherwise."""
+    value = obj.get(key)
+    if value.__class__ in types:  # the usual case, fast: JSON gives exactly str, int, float, bool, list, dict
+        return value
+    return _get_checked(obj, key, types, optional)
+
+
+def _get_checked(obj: dict[str, Any], key: str, types: tuple[type, ...], optional: bool) -> Any:
     if key not in obj:
         if optional:
             return None
@@ -413,13 +437,16 @@ class _Parser:
 def parse(text: str, filename: str, to_clock: Callable[[float], float]) -> StoreContents:
     """Complete lines of a store; blank lines are allowed. StoreError names the first bad one."""
     parser = _Parser(to_clock)
-    decode = json.JSONDecoder().decode
+    decode = json.JSONDecoder().raw_decode  # without decode()'s whitespace regex: lines are written compact
     for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
         try:
-            parser.line(decode(line))
+            obj, end = decode(line)
+            if end != len(line) and line[end:].strip():
+                raise json.JSONDecodeError("Extra data", line, end)
+            parser.line(obj)
         except json.JSONDecodeError as exc:
+            if not line.strip():
+                continue  # blank lines are allowed
             raise StoreError(f"{filename}:{number}:{exc.colno}: error: not a JSON line: {exc.msg}") from None
         except _Bad as exc:
             col = line.find(f'"{exc.key}"') + 1 if exc.key else 0

@@ -11,10 +11,13 @@ from engine.escalation.store import HistoryStore
 WALL = 1_763_784_000.0  # 2025-11-22T04:00:00Z: the wall time when the test's clock reads 1000
 
 
-def open_store(path: Path, clock: FakeClock | None = None, wall: float = WALL) -> HistoryStore:
-    """A store whose clock reads `clock.now()` at wall time `wall` (so times are exact)."""
-    clock = clock or FakeClock(1000.0)
-    return HistoryStore.open(path, clock, wall_now=lambda: wall)
+def open_store(path: Path, clock: FakeClock | None = None, wall: float = WALL, release: bool = True) -> HistoryStore:
+    """A store whose clock reads `clock.now()` at wall time `wall` (so times are exact), writing
+    at once unless `release` is False (then lines are held until `release()`)."""
+    store = HistoryStore.open(path, clock or FakeClock(1000.0), wall_now=lambda: wall)
+    if release:
+        store.release()
+    return store
 
 
 def line(kind: str, at: str = "2025-11-22T04:00:00.000Z", **fields: object) -> str:

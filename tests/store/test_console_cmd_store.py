@@ -19,8 +19,18 @@ def run(argv: list[str], capsys) -> tuple[int, str]:
     return code, err
 
 
-@pytest.mark.parametrize("size", ["small", "big"])  # big: checked in a child process while Textual loads
-def test_a_bad_line_stops_the_console(tmp_path: Path, capsys, size: str) -> None:
+@pytest.fixture
+def headless(monkeypatch):
+    """`app.run()` without a terminal (a big store is read after the console's first frame)."""
+    from textual.app import App
+
+    from tui.app import EscalateApp
+
+    monkeypatch.setattr(EscalateApp, "run", lambda self: App.run(self, headless=True))
+
+
+@pytest.mark.parametrize("size", ["small", "big"])  # big: read after the first frame, then the console closes
+def test_a_bad_line_stops_the_console(tmp_path: Path, capsys, headless, size: str) -> None:
     store = tmp_path / "history.jsonl"
     good = agent_line("codebase_locator", "codebase_analyzer")
     before = good * (1 if size == "small" else EAGER_LOAD_BYTES // len(good) + 100)

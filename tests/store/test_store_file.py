@@ -223,3 +223,19 @@ def test_appends_from_many_threads_never_mix_lines(tmp_path: Path) -> None:
     entries = open_store(path).load().agent_entries
     assert len(entries) == 800
     assert sorted({e.source for e in entries}) == ["agent0", "agent1", "agent2", "agent3"]
+
+
+def test_nothing_is_written_before_the_store_is_released(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text(agent_line("a", "b"))
+    store = open_store(path, release=False)
+    store.write_withdrawn("esc-1")
+    assert path.read_text() == agent_line("a", "b")  # held while the file is being read
+    store.load()
+    store.release()
+    store.write_withdrawn("esc-2")
+    assert [json.loads(x).get("id") for x in path.read_text().splitlines()] == [None, "esc-1", "esc-2"]
+    broken = open_store(tmp_path / "b.jsonl", release=False)
+    broken.write_withdrawn("esc-3")
+    broken.close()  # never released (its load failed): the held line is dropped
+    assert (tmp_path / "b.jsonl").read_text() == ""
