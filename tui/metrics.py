@@ -5,7 +5,8 @@ engine's agent policy history, and runs; earlier sessions (the store) included."
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
 
 from rich.text import Text
 
@@ -17,31 +18,51 @@ from tui.session import EscalationRecord
 RECENT_WINDOW = 3600.0  # seconds: "recent" in the metrics panel
 
 
-def human_metrics(records: list[EscalationRecord]) -> Text:
+@dataclass
+class HumanTally:
+    """Per agent: asked, answered by a human, settled by a default, and the human's answer times.
+    Tallies add up, so an earlier sessions' tally is counted once and reused."""
+
+    asked: Counter[str] = field(default_factory=Counter)
+    by_human: Counter[str] = field(default_factory=Counter)
+    by_default: Counter[str] = field(default_factory=Counter)
+    waits: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    @classmethod
+    def of(cls, records: Iterable[EscalationRecord]) -> "HumanTally":
+        tally = cls()
+        for record in records:
+            agent = record.pending.escalation.agent
+            tally.asked[agent] += 1
+            decision = record.decision
+            if decision is None:
+                continue
+            if decision.resolved_by is ResolvedBy.HUMAN:
+                tally.by_human[agent] += 1
+                tally.waits[agent].append(decision.resolved_at - record.pending.escalation.created_at)
+            else:
+                tally.by_default[agent] += 1
+        return tally
+
+    def __add__(self, other: "HumanTally") -> "HumanTally":
+        waits: dict[str, list[float]] = defaultdict(list)
+        for source in (self.waits, other.waits):
+            for agent, times in source.items():
+                waits[agent].extend(times)
+        return HumanTally(self.asked + other.asked, self.by_human + other.by_human,
+                          self.by_default + other.by_default, waits)
+
+
+def human_metrics(tally: HumanTally) -> Text:
     """Per agent: asked, answered by a human, settled by a default, median time to decide."""
-    asked: Counter[str] = Counter()
-    by_human: Counter[str] = Counter()
-    by_default: Counter[str] = Counter()
-    waits: dict[str, list[float]] = defaultdict(list)
-    for record in records:
-        agent = record.pending.escalation.agent
-        asked[agent] += 1
-        decision = record.decision
-        if decision is None:
-            continue
-        if decision.resolved_by is ResolvedBy.HUMAN:
-            by_human[agent] += 1
-            waits[agent].append(decision.resolved_at - record.pending.escalation.created_at)
-        else:
-            by_default[agent] += 1
     text = Text().append("Human escalations\n", style="bold")
-    if not asked:
+    if not tally.asked:
         return text.append("  none yet\n", style="dim")
-    for agent, count in asked.most_common():
-        times = sorted(waits[agent])
+    for agent, count in tally.asked.most_common():
+        times = sorted(tally.waits.get(agent, ()))
         median = duration(times[len(times) // 2]) if times else "-"
-        text.append(f"  {agent}: {count} asked, {by_human[agent]} by you, "
-                    f"{by_default[agent]} by rule or timeout, median answer {median}\n")
+        text.append(f"  {agent}: {count} asked, {tally.by_human[agent]} by you, "
+                    f"{tally.by_default[agent]} by rule or timeout, median answer {median}\n")
     return text
 
 
@@ -99,6 +120,6 @@ def ago(seconds: float) -> str:
     return f"{int(seconds // 86400)}d ago"
 
 
-def metrics_text(history: Any, records: list[EscalationRecord], now: float, runs: Sequence[Any] = (),
+def metrics_text(history: Any, tally: HumanTally, now: float, runs: Sequence[Any] = (),
                  earlier_runs: Sequence[StoredRun] = ()) -> Text:
-    return human_metrics(records) + agent_metrics(history, now) + run_metrics(list(runs), list(earlier_runs))
+    return human_metrics(tally) + agent_metrics(history, now) + run_metrics(list(runs), list(earlier_runs))

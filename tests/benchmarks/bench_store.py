@@ -6,12 +6,14 @@
    size, full load (parse, check, build), the session's opening (before the first frame: the
    file is only opened, a big one is read later), seeding the engine's agent history.
 2. Append cost per line, for each kind (one os.write per line, O_APPEND).
-3. First frame of a fresh `escalate console --store BIG` (a big store is only opened before
+3. The history screen's redraw over that store.
+4. First frame of a fresh `escalate console --store BIG` (a big store is only opened before
    it, and read right after it) against the same console without a store.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import statistics
 import subprocess
@@ -37,6 +39,7 @@ from engine.escalation.model import (
 from engine.escalation.store import HistoryStore
 from engine.runtime.engine import RunHandle, RunStatus
 from rules import default_rules
+from tui.screens.history import MAX_ROWS
 from tui.session import ConsoleSession
 
 QUICK = "--quick" in sys.argv
@@ -85,6 +88,25 @@ def write_big_store(path: Path, n: int) -> tuple[float, float, float]:
     print(f"append per line: raised {costs['raised'] / n * 1e6:.1f} µs, resolved {costs['resolved'] / n * 1e6:.1f} µs, "
           f"agent entry {costs['agent'] / n * 1e6:.1f} µs, run {run_cost * 1e6:.1f} µs")
     return costs["raised"] / n, costs["resolved"] / n, costs["agent"] / n
+
+
+async def history_redraw(session: ConsoleSession) -> float:
+    """The history screen's refresh (filters, rows, metrics) over the loaded store."""
+    from tui.app import EscalateApp
+    from tui.screens.history import HistoryScreen
+
+    app = EscalateApp(session, open_engine=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("h")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            screen.refresh_history()
+            times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 FIRST_FRAME_CHILD = r"""
@@ -153,6 +175,9 @@ def main() -> None:
         t = time.perf_counter()
         history.add_earlier(entries)
         print(f"seeding the engine's agent history with {N:,} entries: {(time.perf_counter() - t) * 1000:.0f} ms")
+
+        print(f"history screen redraw with {N:,} earlier escalations (newest {MAX_ROWS} drawn): "
+              f"median {asyncio.run(history_redraw(session)) * 1000:.0f} ms")
 
         runs = 2 if QUICK else 5
         bare = first_frame([], runs)

@@ -17,7 +17,7 @@ from tests.store.store_helpers import agent_line
 from engine.demo import demo_rules, demo_workflows
 from rules import load_rules
 from tests.tui.helpers import SIZE, ask, decided, entry, make_app, make_session, pending, wait_until
-from tui.screens.history import HistoryScreen
+from tui.screens.history import MAX_ROWS, HistoryScreen
 from tui.screens.start_run import RunRequest
 from tui.session import EAGER_LOAD_BYTES
 
@@ -178,7 +178,7 @@ async def test_a_big_store_loads_after_the_first_frame(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("h")
         await wait_until(pilot, session.store_loaded.is_set, 10, "the store")
-        await wait_until(pilot, lambda: len(app.screen.query_one("#history-table", DataTable).rows) == 500, 5, "rows")
+        await wait_until(pilot, lambda: len(app.screen.query_one("#history-table", DataTable).rows) == MAX_ROWS, 5, "rows")
         table = app.screen.query_one("#history-table", DataTable)
-        assert table.border_subtitle == f"newest 500 of {count} matching"
+        assert table.border_subtitle == f"newest {MAX_ROWS} of {count} matching"
     assert len(session.earlier) == count and len(session.agent_history) == count

@@ -13,12 +13,12 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
 from engine.escalation.model import ResolvedBy
 from tui.format import decision_summary, one_line
-from tui.metrics import ago, metrics_text
+from tui.metrics import HumanTally, ago, metrics_text
 from tui.session import ConsoleSession, EscalationRecord
 
 STATES = ("pending", "decided", "withdrawn")
 SESSIONS = (("this session", "this"), ("earlier sessions", "earlier"))
-MAX_ROWS = 500  # newest matching rows drawn; a store may hold tens of thousands
+MAX_ROWS = 200  # newest matching rows drawn; a store may hold tens of thousands
 LOAD_POLL = 0.25  # seconds between checks while a big store loads
 
 
@@ -44,6 +44,7 @@ class HistoryScreen(Screen):
     def __init__(self, session: ConsoleSession) -> None:
         super().__init__()
         self.session = session
+        self._tally, self._tally_of = HumanTally(), None  # the earlier sessions' tally, and of which list
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -94,7 +95,8 @@ class HistoryScreen(Screen):
         table = self.query_one("#history-table", DataTable)
         table.clear()
         # One snapshot: the runs' thread adds records while we draw.
-        everything = list(self.session.earlier) + list(self.session.records.values())
+        earlier = self.session.earlier  # the loader may replace it meanwhile: read once
+        everything = earlier + list(self.session.records.values())
         records = [r for r in everything if record_matches(r, text, *filters)]
         for number, record in enumerate(reversed(records[-MAX_ROWS:])):  # newest first
             esc = record.pending.escalation
@@ -109,9 +111,16 @@ class HistoryScreen(Screen):
                 key=f"earlier-{number}:{esc.id}" if record.earlier else esc.id,  # ids repeat across sessions
             )
         table.border_subtitle = self._subtitle(len(records), len(everything))
+        tally = self._earlier_tally(earlier) + HumanTally.of(everything[len(earlier):])
         self.query_one("#history-metrics", Static).update(metrics_text(
-            self.session.agent_history, everything, now, self.session.runs, self.session.earlier_runs,
+            self.session.agent_history, tally, now, self.session.runs, self.session.earlier_runs,
         ))
+
+    def _earlier_tally(self, earlier: list[EscalationRecord]) -> HumanTally:
+        """Earlier sessions never change: tallied once (again only when the store's list is replaced)."""
+        if self._tally_of is not earlier:
+            self._tally, self._tally_of = HumanTally.of(earlier), earlier
+        return self._tally
 
     def _subtitle(self, matching: int, total: int) -> str:
         shown = f"newest {MAX_ROWS} of {matching} matching" if matching > MAX_ROWS else f"{matching} of {total}"
