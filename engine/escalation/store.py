@@ -18,6 +18,7 @@ store converts with the offset between wall time and that clock taken when it op
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -511,8 +512,6 @@ class StoreRecorder:
 
 
 def _later(callback: Callable[[], None]) -> None:
-    import asyncio
-
     try:
         asyncio.get_running_loop().call_soon(callback)
     except RuntimeError:  # not on a loop: nothing is left to wait for

@@ -174,11 +174,16 @@ async def test_a_big_store_loads_after_the_first_frame(tmp_path: Path) -> None:
     path.write_text((raised + withdrawn + one) * count)
     session = make_session(store=path)
     assert not session.store_loaded.is_set() and session.earlier == []
+    size = path.stat().st_size
+    asked = ask(session, pending(session.clock, question="Asked before the store was read"))
     app = make_app(session)
     async with app.run_test(size=SIZE) as pilot:
+        assert path.stat().st_size == size  # held: nothing is written before the store is read
         await pilot.press("h")
         await wait_until(pilot, session.store_loaded.is_set, 10, "the store")
+        assert json.loads(path.read_text().splitlines()[-1])["question"] == "Asked before the store was read"
         await wait_until(pilot, lambda: len(app.screen.query_one("#history-table", DataTable).rows) == MAX_ROWS, 5, "rows")
         table = app.screen.query_one("#history-table", DataTable)
-        assert table.border_subtitle == f"newest {MAX_ROWS} of {count} matching"
+        assert table.border_subtitle == f"newest {MAX_ROWS} of {count + 1} matching"  # + the one asked now
     assert len(session.earlier) == count and len(session.agent_history) == count
+    asked.cancel()
