@@ -108,6 +108,7 @@ class Engine:
         workspace: Path | None = None,
         store: Path | None = None,
         events_file: Path | None = None,
+        pacer: Any = None,
     ) -> None:
         from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
@@ -121,6 +122,7 @@ class Engine:
         self.workspace = (workspace or Path.cwd()).resolve()
         self.store = store
         self.events_file = events_file  # `escalate run --events`: every run's events appended
+        self.pacer = pacer  # engine.runtime.pacing.Pacer when a console shares the loop with the runs
         self.runs: list[RunHandle] = []
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
         self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run)
