@@ -11,7 +11,7 @@ import asyncio
 import contextvars
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.actions import SkipAction
 from textual.binding import Binding
@@ -29,6 +29,7 @@ from tui.widgets.decision_pane import DecisionPane
 
 APP_TITLE = "escalate"
 RUN_EVENT_BATCH = 0.05  # seconds: run events are drawn at most 20 times a second
+QUIT_GRACE = 2.0  # seconds cancelled runs get to unwind when the user quits
 
 
 def _escalate_commands() -> type:
@@ -152,6 +153,7 @@ class EscalateApp(App[int]):
         self.main.sync_decisions()
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
         if raised:
+            self.session.hold_runs()  # the pane is drawn before more agent work
             self.bell()  # attention: a human is needed
             if not self.main.is_current:
                 esc = raised[-1]
@@ -161,6 +163,11 @@ class EscalateApp(App[int]):
             refresh = getattr(screen, "refresh_history", None)
             if refresh is not None and screen.is_mounted:
                 refresh()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.session.hold_runs()  # the key's effect is drawn before more agent work
+        await super().on_event(event)
 
     def answer(self, escalation_id: str, response: Response) -> None:
         """The pane's answer, straight to the broker (no message queue between key and agent)."""
@@ -238,10 +245,13 @@ class EscalateApp(App[int]):
             self.push_screen(HelpScreen())
 
     async def action_quit(self) -> None:
-        for handle in self.session.runs:
-            if handle.finished_at is None:
-                handle.cancel()
+        unfinished = [handle for handle in self.session.runs if handle.finished_at is None]
+        for handle in unfinished:
+            handle.cancel()
+        if unfinished:  # they unwind first, so their withdrawn escalations are recorded
+            await asyncio.wait([asyncio.ensure_future(h.wait()) for h in unfinished], timeout=QUIT_GRACE)
         self._unsubscribe()
+        self.session.close()
         self.exit(0)
 
 

@@ -92,11 +92,6 @@ class ConsoleSession:
             if self.history_store.size <= EAGER_LOAD_BYTES:
                 self.load_store()  # small: at once, so a bad line stops the console before it opens
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
-        if name == "engine" and value is not None and self.store is not None:
-            self._follow_engine(value)  # open_engine() just made it: record and seed it
-
     # ---- the store ---------------------------------------------------------------------------
 
     def load_store(self) -> None:
@@ -168,14 +163,30 @@ class ConsoleSession:
             from rules import load_rules  # load_rules(None) gives the shipped defaults
 
             self.rules = load_rules(self.rules)
+        from engine.runtime.pacing import Pacer
+
         self.engine = module.Engine(
-            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store
+            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store,
+            pacer=Pacer(),  # runs share the UI's loop: they leave it room when they saturate it
         )
+        if self.history_store is not None:
+            self._follow_engine(self.engine)  # record its runs and hand-offs, seed its agent history
         for entry in self.workflows:
             try:
                 entry.compiled = self.engine.load(entry.path)
             except Exception as exc:  # CompileFailed and unreadable files: shown, not fatal
                 entry.error = _first_line(exc)
+
+    def close(self) -> None:
+        """The console is quitting: the store's file is closed (its lines are already written)."""
+        if self.history_store is not None:
+            self.history_store.close()
+
+    def hold_runs(self) -> None:
+        """The user is acting (a key, a decision to draw): runs wait a moment before their next
+        agent call, so the screen answers first."""
+        if self.engine is not None and self.engine.pacer is not None:
+            self.engine.pacer.hold()
 
     def subscribe_runs(self, callback: Callable[[Any], None]) -> Callable[[], None]:
         return self.engine.subscribe(callback)

@@ -171,3 +171,19 @@ async def test_resolver_returns_the_value_before_drifting(tmp_path: Path) -> Non
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.result == "escalate pauses agents that need you; you answer in one console, with one key."
         await wait_for_log(pilot, app, "peer1 escalated (~ 'DRIFTING')")
+
+
+async def test_keys_and_raised_decisions_hold_the_runs_back(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_demo(pilot, app)
+        holds: list[str] = []
+        session.engine.pacer.hold = lambda *_: holds.append("hold")
+        await pilot.press("down")
+        assert holds  # the key's frame comes before more agent work
+        by_keys = len(holds)
+        app.start(entry(session, "auth-refactor"), RunRequest(None, "plan"))
+        await wait_until(pilot, lambda: session.pending(), what="the escalation")
+        await settle(pilot)
+        assert len(holds) == by_keys + 1  # so does drawing a decision
