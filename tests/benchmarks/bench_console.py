@@ -152,12 +152,32 @@ def press(app: EscalateApp, key: str) -> float:
     return t
 
 
+async def settled(future: asyncio.Future[float], what: str, timeout: float = 30.0) -> float:
+    """The future's time; a benchmark that never sees it fails loudly instead of hanging."""
+    try:
+        return await asyncio.wait_for(future, timeout)
+    except asyncio.TimeoutError:
+        raise TimeoutError(f"benchmark: {what} never came") from None
+
+
 async def until(predicate: Callable[[], object], timeout: float = 120.0) -> None:
     end = time.perf_counter() + timeout
     while not predicate():
         if time.perf_counter() > end:
             raise TimeoutError("benchmark state not reached")
         await asyncio.sleep(0.005)
+
+
+def decision_seen(run_id: str, future: asyncio.Future[float]) -> Callable[[object], None]:
+    """A run-event subscriber (called on the runs' thread) noting when `run_id` got its decision."""
+    loop = future.get_loop()
+
+    def seen(event) -> None:  # noqa: ANN001
+        if event.run_id == run_id and event.type == "decision":
+            at = time.perf_counter()
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(at))
+
+    return seen
 
 
 async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: int, asks: int) -> None:
@@ -177,17 +197,16 @@ async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: i
         shown, resumed = [], []
         for _ in range(asks):
             handle = app.start(ask, RunRequest(None, "ask"))
-            await until(lambda: session.pending())
-            esc_id = session.pending()[0].escalation.id
-            frame = probe.next_frame(lambda: pane.display and pane.pending is not None
-                                     and pane.pending.escalation.id == esc_id)
-            shown.append(await frame - raised_at[esc_id])
+            # Armed before this coroutine yields: the run (on its own thread) cannot be drawn before.
+            frame = probe.next_frame(lambda h=handle: pane.display and pane.pending is not None
+                                     and pane.pending.escalation.run_id == h.id)
+            drawn = await settled(frame, "the pane showing the new escalation")
+            shown.append(drawn - raised_at[pane.pending.escalation.id])
             decided = asyncio.get_running_loop().create_future()
-            unsubscribe = session.subscribe_runs(
-                lambda e, h=handle, f=decided: f.done() or e.run_id != h.id or e.type != "decision"
-                or f.set_result(time.perf_counter()))
+            unsubscribe = session.subscribe_runs(decision_seen(handle.id, decided))
+            await until(lambda: pane.has_focus_within)  # the pane takes the keyboard after its first frame
             t = press(app, "1")
-            resumed.append(await decided - t)
+            resumed.append(await settled(decided, "the decision event") - t)
             unsubscribe()
             await until(lambda: handle.finished_at is not None)
         still_busy = sum(1 for r in runs if r.finished_at is None)
@@ -216,7 +235,7 @@ async def many_pending(folder: Path, paths: dict[str, Path], runs_count: int) ->
             before = pane.pending.escalation.id
             frame = probe.next_frame(lambda b=before: pane.pending is not None and pane.pending.escalation.id != b)
             t = press(app, "right_square_bracket")
-            navigation.append(await frame - t)
+            navigation.append(await settled(frame, "the next decision after ]") - t)
         expected: dict[tuple[str, str], str] = {}
         answers = []
         for n in range(total):
@@ -225,7 +244,7 @@ async def many_pending(folder: Path, paths: dict[str, Path], runs_count: int) ->
             expected[(esc.run_id, esc.agent)] = f"opt{choice}"
             frame = probe.next_frame(lambda e=esc.id: pane.pending is None or pane.pending.escalation.id != e)
             t = press(app, str(choice))
-            answers.append(await frame - t)
+            answers.append(await settled(frame, "the pane after an answer") - t)
         await until(lambda: all(h.finished_at is not None for h in handles), timeout=300)
     wrong = 0
     for handle in handles:
