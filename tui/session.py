@@ -153,8 +153,9 @@ class ConsoleSession:
 
     @staticmethod
     def preload() -> None:
-        """Import the runtime (ADK, about a second): run it off the UI's critical path."""
-        importlib.import_module(ENGINE_MODULE)
+        """Import the runtime and warm it up with one scripted call (ADK: 2-4 s): run it off the
+        UI's loop, or the user's first run pays it while the screen is frozen."""
+        importlib.import_module(ENGINE_MODULE).warm_up()
 
     def open_engine(self) -> None:
         """Create the engine on the broker and compile every workflow (errors kept per entry)."""

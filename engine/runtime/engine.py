@@ -25,7 +25,11 @@ from engine.runtime.spec import WorkflowBase
 
 log = logging.getLogger("escalate.runtime")
 
-__all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle", "RunStatus"]
+__all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle", "RunStatus", "warm_up"]
+
+# One scripted agent call: enough to import and first-use everything a run touches in ADK.
+_WARM_UP_SOURCE = 'prompt p: """Warm up."""\nagent w:\n    instruction p\nflow main:\n    $x = run agent w $input\n    return $x\n'
+_WARM_UP_SCRIPT = "agents:\n  w: [ready]\n"
 
 
 class RunStatus(str, Enum):
@@ -194,3 +198,29 @@ class Engine:
         handle._task = asyncio.get_running_loop().create_task(main(), name=f"run {run_id}")
         return handle
 
+
+
+def warm_up() -> None:
+    """Run one scripted call on a private loop. ADK's imports and first-use costs (2-4 s) are
+    paid here, where the caller chooses (the console: on a thread after its first frame), and
+    not by the user's first run, which would freeze whatever shares its loop."""
+    import tempfile
+
+    from engine.escalation.broker import EscalationBroker
+    from engine.escalation.clock import RealClock
+    from engine.lang.compiler import compile_source, workflow_class
+    from engine.runtime.script import parse_script
+    from rules import default_rules
+
+    async def one_run() -> None:
+        clock = RealClock()
+        with tempfile.TemporaryDirectory(prefix="escalate-warm-") as folder:
+            engine = Engine(rules=default_rules(), broker=EscalationBroker(clock), clock=clock,
+                            script=parse_script(_WARM_UP_SCRIPT, "warm-up"), workspace=Path(folder))
+            cls = workflow_class(compile_source(_WARM_UP_SOURCE, Path("warm-up.sr")))
+            handle = engine.start_run(CompiledWorkflow(Path("warm-up.sr"), "warm-up", cls), input="go")
+            await handle.wait()
+            if handle.status is not RunStatus.DONE:
+                raise RuntimeError(f"the runtime's warm-up run ended {handle.status.value}: {handle.error}")
+
+    asyncio.run(one_run())
