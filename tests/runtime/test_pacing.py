@@ -94,7 +94,7 @@ async def test_every_model_step_of_a_run_takes_its_turn(harness, tmp_path: Path)
     await handle.wait()
     assert handle.status is RunStatus.DONE, handle.error
     assert handle.result == "hello back"
-    assert counting.turns == 1  # one agent, one model step
+    assert counting.turns == 2  # the agent call, then its one model step
 
 
 async def test_headless_runs_have_no_pacer(harness) -> None:

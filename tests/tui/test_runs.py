@@ -80,8 +80,12 @@ async def test_two_runs_escalating_at_once_get_their_own_answers(tmp_path: Path)
         tests = app.start(entry(session, "test-fix"), RunRequest(None, "b"))
         await wait_until(pilot, lambda: len(session.pending()) == 2, what="two escalations")
         pane = app.main.query_one(DecisionPane)
-        assert pane.pending.escalation.run_id == auth.id  # the first raised is shown first
+        first = session.pending()[0].escalation.run_id  # which run asks first is the runs' business
+        assert pane.pending.escalation.run_id == first  # the first raised is shown first
         await pilot.press("right_square_bracket")
+        assert pane.pending.escalation.run_id != first  # `]` moves to the other one
+        if first == tests.id:
+            await pilot.press("right_square_bracket")  # and around the queue, back to test-fix
         assert pane.pending.escalation.run_id == tests.id
         await pilot.press("2")  # test-fix: "Allow 5 s of skew"
         await wait_until(pilot, lambda: finished(tests), what="test-fix")
