@@ -15,6 +15,7 @@ from textual import events, work
 from textual.app import App
 from textual.actions import SkipAction
 from textual.binding import Binding
+from textual.reactive import Reactive
 from textual.css.query import NoMatches
 from textual.widgets import Input
 
@@ -43,6 +44,8 @@ def _escalate_commands() -> type:
 class EscalateApp(App[int]):
     CSS_PATH = "theme.tcss"
     TITLE = APP_TITLE
+    # The header watches the title; App's own reactive would repaint every widget on each change.
+    title: Reactive[str] = Reactive(APP_TITLE, compute=False, repaint=False)
     COMMANDS = App.COMMANDS | {_escalate_commands}
     BINDINGS = [
         Binding("s", "start_run", "Start run"),
