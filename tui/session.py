@@ -10,13 +10,15 @@ import importlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
 from engine.escalation.broker import CANCELLED, RAISED, BrokerEvent, EscalationBroker
 from engine.escalation.clock import Clock, RealClock
 from engine.escalation.model import Decision, PendingEscalation, Response
-from engine.escalation.store import HistoryStore, StoreError, StoredRun, StoreRecorder
+
+if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules and YAML (~40 ms before the first frame)
+    from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
+    from engine.escalation.store import HistoryStore, StoredRun, StoreRecorder
 
 ENGINE_MODULE = "engine.runtime.engine"
 EAGER_LOAD_BYTES = 256 * 1024  # a store up to this size is read before the first frame (~10 ms)
@@ -86,6 +88,8 @@ class ConsoleSession:
         self._loader: threading.Thread | None = None
         self._stored_history: EscalationHistory | None = None  # agent_history before the engine
         if self.store is not None:
+            from engine.escalation.store import HistoryStore, StoreRecorder
+
             self.history_store = HistoryStore.open(self.store, self.clock)  # StoreError: unusable path
             self._recorder = StoreRecorder(self.history_store)
             self.broker.subscribe(self._recorder.on_broker)
@@ -96,6 +100,8 @@ class ConsoleSession:
 
     def load_store(self) -> None:
         """Read what earlier sessions stored (once; blocking). StoreError on a bad line."""
+        from engine.escalation.store import StoreError
+
         with self._load_lock:  # one reader; `_store_lock` is only taken to publish (never held while parsing)
             if self.store_loaded.is_set() or self.history_store is None:
                 return
@@ -128,6 +134,8 @@ class ConsoleSession:
         self._loader.start()
 
     def _load_quietly(self, on_error: Callable[[str], None] | None) -> None:
+        from engine.escalation.store import StoreError
+
         try:
             self.load_store()
         except StoreError as exc:
@@ -237,6 +245,8 @@ class ConsoleSession:
             return self.engine.agent_policy.history
         with self._store_lock:
             if self._stored_history is None and self._earlier_agents:
+                from engine.escalation.agent_policy import EscalationHistory
+
                 self._stored_history = EscalationHistory()
                 self._stored_history.add_earlier(self._earlier_agents)
             return self._stored_history

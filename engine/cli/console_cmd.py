@@ -39,14 +39,16 @@ def main(args: argparse.Namespace) -> int:
     except UsageError as exc:
         sys.stderr.write(f"{exc}\n" if exc.positioned else f"escalate: error: {exc}\n")
         return EXIT_USAGE
-    from engine.escalation.store import StoreError
-
     with tempfile.TemporaryDirectory(prefix="escalate-demo-") as scratch:
         # The demo's tools write into a scratch workspace, never into the user's folder.
         workspace = Path(scratch) if not args.files else Path.cwd()
         try:  # opens the store (creating its folder); a small one is read and checked here
             session = _session(files, script, rules, workspace, Path(args.store) if args.store else None)
-        except StoreError as exc:
+        except Exception as exc:
+            from engine.escalation.store import StoreError  # only now: not on the first frame's path
+
+            if not isinstance(exc, StoreError):
+                raise
             sys.stderr.write(f"{exc}\n")
             return EXIT_USAGE
         _route_logs(Path(args.store).parent if args.store else Path(tempfile.gettempdir()))
