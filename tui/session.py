@@ -220,8 +220,13 @@ class ConsoleSession:
     # ---- decisions ---------------------------------------------------------------------------
 
     def answer(self, escalation_id: str, response: Response) -> Decision:
-        """A human's answer to exactly this escalation (the broker refuses stale ones)."""
-        return self.broker.answer(escalation_id, response)
+        """A human's answer to exactly this escalation (the broker refuses stale ones). Held
+        runs go on at once: the agent that asked resumes now."""
+        try:
+            return self.broker.answer(escalation_id, response)
+        finally:
+            if self.engine is not None and self.engine.pacer is not None:
+                self.engine.pacer.release()
 
     def pending(self) -> list[PendingEscalation]:
         return self.broker.pending()

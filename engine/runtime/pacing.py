@@ -42,6 +42,10 @@ class Pacer:
         """No model step starts in the next `seconds` (steps already going finish)."""
         self._resume_at = max(self._resume_at, self._now() + seconds)
 
+    def release(self) -> None:
+        """Runs go on now (an answer: the agent that asked must not wait)."""
+        self._resume_at = 0.0
+
     async def turn(self) -> None:
         """Called before each model step: returns at once, unless the runs must breathe."""
         now = self._now()

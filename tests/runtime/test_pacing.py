@@ -77,6 +77,15 @@ async def test_a_hold_keeps_model_steps_back(slept: list[float]) -> None:
     assert slept == [0.04]
 
 
+async def test_release_ends_a_hold(slept: list[float]) -> None:
+    times = Times()
+    p = pacer(times)
+    p.hold(0.05)
+    p.release()
+    await p.turn()
+    assert slept == []
+
+
 class CountingPacer(Pacer):
     def __init__(self) -> None:
         super().__init__()

@@ -177,17 +177,22 @@ async def test_resolver_returns_the_value_before_drifting(tmp_path: Path) -> Non
         await wait_for_log(pilot, app, "peer1 escalated (~ 'DRIFTING')")
 
 
-async def test_keys_and_raised_decisions_hold_the_runs_back(tmp_path: Path) -> None:
+async def test_keys_and_decisions_hold_the_runs_and_answers_release_them(tmp_path: Path) -> None:
     session = demo_session(tmp_path)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
         await open_demo(pilot, app)
-        holds: list[str] = []
-        session.engine.pacer.hold = lambda *_: holds.append("hold")
+        pacer = session.engine.pacer
+        calls: list[str] = []
+        pacer.hold = lambda *_: calls.append("hold")
+        pacer.release = lambda: calls.append("release")
         await pilot.press("down")
-        assert holds  # the key's frame comes before more agent work
-        by_keys = len(holds)
-        app.start(entry(session, "auth-refactor"), RunRequest(None, "plan"))
+        assert calls and set(calls) == {"hold"}  # the key's frame comes before more agent work
+        by_keys = len(calls)
+        run = app.start(entry(session, "auth-refactor"), RunRequest(None, "plan"))
         await wait_until(pilot, lambda: session.pending(), what="the escalation")
         await settle(pilot)
-        assert len(holds) == by_keys + 1  # so does drawing a decision
+        assert calls[by_keys:] == ["hold"]  # so does drawing a decision
+        await pilot.press("1")
+        await wait_until(pilot, lambda: finished(run), what="the run")
+        assert "release" in calls[by_keys:]  # the answer let them go at once
