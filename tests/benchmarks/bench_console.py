@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,8 @@ from typing import Callable
 
 import yaml
 from textual import events
+
+from first_frame import launches  # tests/benchmarks/, the script's own folder
 
 from engine.escalation.broker import RAISED
 from engine.escalation.clock import RealClock
@@ -36,41 +37,11 @@ from tui.widgets.decision_pane import DecisionPane
 
 QUICK = "--quick" in sys.argv
 
-# Runs `escalate` (no arguments: the bundled demo) with App.run made headless; the first frame
-# is the first screen update sent out once the main screen is composed (App._display is where a
-# frame leaves for the terminal). Prints the time since the parent's launch.
-FIRST_FRAME_CHILD = r"""
-import sys, time
-t0 = float(sys.argv[1])
-from textual.app import App
-import engine.cli.console_cmd as cmd
-from engine.cli.main import build_parser
-from tui.app import EscalateApp
-original = EscalateApp._display
-def display(self, screen, renderable):
-    original(self, screen, renderable)
-    if renderable is not None and self.main.ready and not getattr(self, "_seen", False):
-        self._seen = True
-        adk = "google.genai.types" in sys.modules or "google.adk.agents" in sys.modules
-        print(time.time() - t0, adk, flush=True)
-        self.exit(0)
-EscalateApp._display = display
-EscalateApp.run = lambda self: App.run(self, headless=True)
-sys.exit(cmd.main(build_parser().parse_args([])))
-"""
-
-
 def first_frame(runs: int) -> None:
-    times, adk = [], []
-    for _ in range(runs):
-        t0 = time.time()
-        out = subprocess.run([sys.executable, "-c", FIRST_FRAME_CHILD, repr(t0)],
-                             capture_output=True, text=True, timeout=60)
-        seconds, loaded = out.stdout.split()[:2]
-        times.append(float(seconds))
-        adk.append(loaded == "True")
+    results = launches([], runs)  # no arguments: the bundled demo
+    times = [seconds for seconds, _ in results]
     print(f"first frame (fresh process, bundled demo): median {statistics.median(times)*1000:.0f} ms, "
-          f"max {max(times)*1000:.0f} ms over {runs} launches; ADK imported before it: {any(adk)}")
+          f"max {max(times)*1000:.0f} ms over {runs} launches; ADK imported before it: {any(a for _, a in results)}")
 
 
 def p95(values: list[float]) -> float:

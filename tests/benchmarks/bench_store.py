@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from first_frame import launches
 
 from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
 from engine.escalation.clock import FakeClock
@@ -109,36 +110,8 @@ async def history_redraw(session: ConsoleSession) -> float:
     return statistics.median(times)
 
 
-FIRST_FRAME_CHILD = r"""
-import sys, time
-t0 = float(sys.argv[1])
-from textual.app import App
-import engine.cli.console_cmd as cmd
-from engine.cli.main import build_parser
-from tui.app import EscalateApp
-original = EscalateApp._display
-def display(self, screen, renderable):
-    original(self, screen, renderable)
-    if renderable is not None and self.main.ready and not getattr(self, "_seen", False):
-        self._seen = True
-        print(time.time() - t0, flush=True)
-        self.exit(0)
-EscalateApp._display = display
-EscalateApp.run = lambda self: App.run(self, headless=True)
-sys.exit(cmd.main(build_parser().parse_args(sys.argv[2:])))
-"""
-
-
 def first_frame(args: list[str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.time()
-        out = subprocess.run([sys.executable, "-c", FIRST_FRAME_CHILD, repr(t0), *args],
-                             capture_output=True, text=True, timeout=120)
-        if out.returncode != 0:
-            raise SystemExit(f"the console failed: {out.stderr.strip()}")
-        times.append(float(out.stdout.split()[0]))
-    return statistics.median(times)
+    return statistics.median(seconds for seconds, _ in launches(args, runs))
 
 
 def main() -> None:

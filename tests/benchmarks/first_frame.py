@@ -1,0 +1,45 @@
+"""Time from launching `escalate console ...` to its first frame, in fresh processes (shared by
+bench_console.py and bench_store.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+# Runs the console command with App.run made headless; the first frame is the first screen
+# update sent out once the main screen is composed (App._display is where a frame leaves for the
+# terminal). Prints the time since the parent's launch and whether ADK was imported by then.
+CHILD = r"""
+import sys, time
+t0 = float(sys.argv[1])
+from textual.app import App
+import engine.cli.console_cmd as cmd
+from engine.cli.main import build_parser
+from tui.app import EscalateApp
+original = EscalateApp._display
+def display(self, screen, renderable):
+    original(self, screen, renderable)
+    if renderable is not None and self.main.ready and not getattr(self, "_seen", False):
+        self._seen = True
+        adk = "google.genai.types" in sys.modules or "google.adk.agents" in sys.modules
+        print(time.time() - t0, adk, flush=True)
+        self.exit(0)
+EscalateApp._display = display
+EscalateApp.run = lambda self: App.run(self, headless=True)
+sys.exit(cmd.main(build_parser().parse_args(sys.argv[2:])))
+"""
+
+
+def launches(args: list[str], runs: int) -> list[tuple[float, bool]]:
+    """(seconds to the first frame, ADK imported before it) for each of `runs` launches."""
+    results = []
+    for _ in range(runs):
+        t0 = time.time()
+        out = subprocess.run([sys.executable, "-c", CHILD, repr(t0), *args],
+                             capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise SystemExit(f"the console failed: {out.stderr.strip()}")
+        seconds, adk = out.stdout.split()[:2]
+        results.append((float(seconds), adk == "True"))
+    return results
