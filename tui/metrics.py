@@ -10,10 +10,9 @@ from typing import Any, Iterable, Sequence
 
 from rich.text import Text
 
-from engine.escalation.model import ResolvedBy
+from engine.escalation.model import EscalationRecord, ResolvedBy
 from engine.escalation.store import StoredRun
 from tui.format import duration, one_line
-from tui.session import EscalationRecord
 
 RECENT_WINDOW = 3600.0  # seconds: "recent" in the metrics panel
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from engine.escalation.broker import CANCELLED, RAISED, BrokerEvent, EscalationBroker
 from engine.escalation.clock import Clock, RealClock
-from engine.escalation.model import Decision, PendingEscalation, Response
+from engine.escalation.model import Decision, EscalationRecord, PendingEscalation, Response
 
 if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules and YAML (~40 ms before the first frame)
     from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
@@ -40,24 +40,6 @@ class WorkflowEntry:
     @property
     def flows(self) -> list[str]:
         return list(self.compiled.flows) if self.compiled is not None else []
-
-
-@dataclass
-class EscalationRecord:
-    """One escalation as the history screen shows it: asked, then decided or withdrawn.
-    `earlier`: from the store, asked in an earlier session (one still open when its session
-    ended counts as withdrawn)."""
-
-    pending: PendingEscalation
-    decision: Decision | None = None
-    withdrawn: bool = False
-    earlier: bool = False
-
-    @property
-    def state(self) -> str:
-        if self.decision is not None:
-            return "decided"
-        return "withdrawn" if self.withdrawn else "pending"
 
 
 @dataclass
@@ -112,10 +94,9 @@ class ConsoleSession:
                 self.history_store.close()  # a broken file is left as it is
                 self.store_loaded.set()
                 raise
-            earlier = [
-                EscalationRecord(e.pending, e.decision, withdrawn=e.decision is None, earlier=True)
-                for e in contents.escalations
-            ]
+            earlier = contents.escalations
+            for record in earlier:  # one still open when its session ended was withdrawn with it
+                record.withdrawn = record.decision is None
             with self._store_lock:
                 self.earlier, self.earlier_runs = earlier, contents.runs
                 self._earlier_agents = contents.agent_entries

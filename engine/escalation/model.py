@@ -156,3 +156,20 @@ class PendingEscalation:
     escalation: Escalation
     policy: TimeoutPolicy
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. tool name/args for approvals
+
+
+@dataclass
+class EscalationRecord:
+    """One escalation as history shows it: asked, then decided or withdrawn. `earlier`: read
+    from a store, asked in an earlier session."""
+
+    pending: PendingEscalation
+    decision: Decision | None = None
+    withdrawn: bool = False
+    earlier: bool = False
+
+    @property
+    def state(self) -> str:
+        if self.decision is not None:
+            return "decided"
+        return "withdrawn" if self.withdrawn else "pending"

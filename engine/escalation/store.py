@@ -31,9 +31,11 @@ from typing import Any, Callable
 from engine.escalation.agent_policy import Denial, EscalationHistory, HistoryEntry
 from engine.escalation.broker import RAISED, RESOLVED, BrokerEvent
 from engine.escalation.clock import Clock
+from engine.runtime.events import jsonable
 from engine.escalation.model import (
     Decision,
     Escalation,
+    EscalationRecord,
     OnTimeout,
     Option,
     Origin,
@@ -54,15 +56,6 @@ class StoreError(Exception):
     """One line, ready for stderr: `FILE:LINE:COL: error: message` or `PATH: error: message`."""
 
 
-@dataclass
-class StoredEscalation:
-    """An escalation of an earlier session: what was asked and how it ended (if it did)."""
-
-    pending: PendingEscalation
-    decision: Decision | None = None
-    withdrawn: bool = False
-
-
 @dataclass(frozen=True)
 class StoredRun:
     id: str
@@ -79,7 +72,7 @@ class StoredRun:
 
 @dataclass
 class StoreContents:
-    escalations: list[StoredEscalation] = field(default_factory=list)
+    escalations: list[EscalationRecord] = field(default_factory=list)  # all `earlier`
     agent_entries: list[HistoryEntry] = field(default_factory=list)
     runs: list[StoredRun] = field(default_factory=list)
 
@@ -219,7 +212,7 @@ class HistoryStore:
                 "onTimeout": policy.on_timeout.value, "optionId": policy.option_id,
                 "timeoutSeconds": policy.timeout_seconds,
             },
-            extra=_jsonable(pending.extra),
+            extra=jsonable(pending.extra),
         )
         self._append(record)
 
@@ -254,22 +247,12 @@ def summary(value: Any) -> str | None:
     """A run's result as stored: text as it is, any other value as JSON, cut to SUMMARY_LIMIT."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else json.dumps(_jsonable(value), ensure_ascii=False)
+    text = value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False)
     return _cut(text, SUMMARY_LIMIT)
 
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return str(value)
 
 
 def _end_of_last_line(fd: int, size: int) -> int:
@@ -370,7 +353,7 @@ class _Parser:
     def __init__(self, to_clock: Callable[[float], float]) -> None:
         self.to_clock = to_clock
         self.contents = StoreContents()
-        self.open: dict[str, StoredEscalation] = {}
+        self.open: dict[str, EscalationRecord] = {}
         self.kinds = {"raised": self.raised, "resolved": self.resolved, "withdrawn": self.withdrawn,
                       "agent_escalation": self.agent, "run": self.run}
 
@@ -396,11 +379,11 @@ class _Parser:
             timeout=_get(obj, "timeout", _NUM, True), origin=_enum(obj, "origin", Origin), created_at=at,
         )
         extra = _get(obj, "extra", _OBJ, True) or {}
-        stored = StoredEscalation(PendingEscalation(esc, _policy(obj, self.to_clock), extra))
+        stored = EscalationRecord(PendingEscalation(esc, _policy(obj, self.to_clock), extra), earlier=True)
         self.contents.escalations.append(stored)
         self.open[esc.id] = stored
 
-    def _closing(self, obj: dict[str, Any]) -> StoredEscalation:
+    def _closing(self, obj: dict[str, Any]) -> EscalationRecord:
         esc_id = _get(obj, "id", _STR)
         stored = self.open.pop(esc_id, None)
         if stored is None:

@@ -11,10 +11,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
-from engine.escalation.model import ResolvedBy
+from engine.escalation.model import EscalationRecord, ResolvedBy
 from tui.format import decision_summary, one_line
 from tui.metrics import HumanTally, ago, metrics_text
-from tui.session import ConsoleSession, EscalationRecord
+from tui.session import ConsoleSession
 
 STATES = ("pending", "decided", "withdrawn")
 SESSIONS = (("this session", "this"), ("earlier sessions", "earlier"))
