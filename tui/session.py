@@ -175,7 +175,7 @@ class ConsoleSession:
     def hold_runs(self) -> None:
         """The user is acting (a key, a decision to draw): runs wait a moment before their next
         agent call, so the screen answers first."""
-        if self.engine is not None and self.engine.pacer is not None:
+        if self.engine is not None:
             self.engine.pacer.hold()
 
     def subscribe_runs(self, callback: Callable[[Any], None]) -> Callable[[], None]:
@@ -206,7 +206,7 @@ class ConsoleSession:
         try:
             return self.broker.answer(escalation_id, response)
         finally:
-            if self.engine is not None and self.engine.pacer is not None:
+            if self.engine is not None:
                 self.engine.pacer.release()
 
     def pending(self) -> list[PendingEscalation]:

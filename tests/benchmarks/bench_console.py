@@ -140,13 +140,11 @@ async def until(predicate: Callable[[], object], timeout: float = 120.0) -> None
 
 
 def decision_seen(run_id: str, future: asyncio.Future[float]) -> Callable[[object], None]:
-    """A run-event subscriber (called on the runs' thread) noting when `run_id` got its decision."""
-    loop = future.get_loop()
+    """A run-event subscriber noting when `run_id` got its decision (the agent resumed)."""
 
     def seen(event) -> None:  # noqa: ANN001
-        if event.run_id == run_id and event.type == "decision":
-            at = time.perf_counter()
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(at))
+        if event.run_id == run_id and event.type == "decision" and not future.done():
+            future.set_result(time.perf_counter())
 
     return seen
 
@@ -181,9 +179,11 @@ async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: i
             unsubscribe()
             await until(lambda: handle.finished_at is not None)
         still_busy = sum(1 for r in runs if r.finished_at is None)
+        breaths = session.engine.pacer.breaths
         for r in runs:
             r.cancel()
-    report(f"escalation raised -> pane on screen ({busy_runs} runs busy, {still_busy} still running at the end)", shown)
+    report(f"escalation raised -> pane on screen ({busy_runs} runs busy, {still_busy} still running at the end, "
+           f"paused {breaths} times for the UI)", shown)
     report(f"key -> agent resumed ({busy_runs} runs busy)", resumed)
 
 
