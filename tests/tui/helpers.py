@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import AsyncIterator
 
 from engine.escalation.clock import FakeClock
 from engine.escalation.model import (
@@ -94,6 +96,16 @@ def demo_session(workspace: Path, clock: FakeClock | None = None) -> ConsoleSess
     from rules import load_rules
 
     return make_session(demo_workflows(), clock=clock, rules=load_rules(demo_rules()), workspace=workspace)
+
+
+@asynccontextmanager
+async def demo_console(workspace: Path) -> AsyncIterator[tuple[ConsoleSession, EscalateApp, object]]:
+    """The demo console on the real engine, its runtime loaded: (session, app, pilot)."""
+    session = demo_session(workspace)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        yield session, app, pilot
 
 
 def entry(session: ConsoleSession, name: str) -> WorkflowEntry:

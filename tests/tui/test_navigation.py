@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.widgets import DataTable, Input
 
 from engine.escalation.model import Reason, Response, ResponseType
-from tests.tui.helpers import SIZE, ask, decided, demo_session, make_app, make_session, pending, settle, wait_until
+from tests.tui.helpers import SIZE, ask, decided, demo_console, make_app, make_session, pending, settle, wait_until
 from tui.screens.start_run import RunRequest, StartRunScreen
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
@@ -82,10 +82,7 @@ async def test_history_filters() -> None:
 
 
 async def test_palette_starts_a_workflow_and_log_has_no_duplicates(tmp_path: Path) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+    async with demo_console(tmp_path) as (session, app, pilot):
         await pilot.press("ctrl+p", *"start run: test-fix")
         await pilot.pause(0.5)
         await pilot.press("enter")
@@ -105,10 +102,7 @@ async def test_palette_starts_a_workflow_and_log_has_no_duplicates(tmp_path: Pat
 async def test_keyboard_returns_where_it_was_once_the_queue_is_empty(tmp_path: Path) -> None:
     """A decision takes the keyboard unasked; answered, the keys go back to the workflow list,
     so the user's next Down + Enter opens the start dialog of the next workflow."""
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+    async with demo_console(tmp_path) as (session, app, pilot):
         workflows = app.main.query_one("#workflows")
         workflows.focus()
         await settle(pilot)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.escalation.model import ResolvedBy
-from tests.tui.helpers import SIZE, demo_session, entry, make_app, settle, wait_until
+from tests.tui.helpers import demo_console, entry, settle, wait_until
 from tui.screens.start_run import RunRequest
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
@@ -27,15 +27,8 @@ async def wait_for_log(pilot, app, *lines: str) -> None:
     await wait_until(pilot, lambda: all(line in log_text(app) for line in lines), what=f"log lines {lines}")
 
 
-async def open_demo(pilot, app) -> None:
-    await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
-
-
 async def test_start_from_dialog_answer_reaches_the_agent(tmp_path: Path) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         assert [e.name for e in session.workflows][0] == "auth-refactor"
         await pilot.press("s", *"go", "enter")  # the dialog: default flow, input "go"
         await wait_until(pilot, lambda: session.pending(), what="the escalation")
@@ -60,10 +53,7 @@ async def test_start_from_dialog_answer_reaches_the_agent(tmp_path: Path) -> Non
     ],
 )
 async def test_each_choice_type_reaches_the_agent(tmp_path: Path, keys: list[str], reply: str) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         run = app.start(entry(session, "auth-refactor"), RunRequest(None, "plan"))
         await wait_until(pilot, lambda: session.pending(), what="the escalation")
         await pilot.press(*keys)
@@ -72,10 +62,7 @@ async def test_each_choice_type_reaches_the_agent(tmp_path: Path, keys: list[str
 
 
 async def test_two_runs_escalating_at_once_get_their_own_answers(tmp_path: Path) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         auth = app.start(entry(session, "auth-refactor"), RunRequest(None, "a"))
         tests = app.start(entry(session, "test-fix"), RunRequest(None, "b"))
         await wait_until(pilot, lambda: len(session.pending()) == 2, what="two escalations")
@@ -99,10 +86,7 @@ async def test_two_runs_escalating_at_once_get_their_own_answers(tmp_path: Path)
 
 
 async def test_countdown_default_reaches_the_agent(tmp_path: Path) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         run = app.start(entry(session, "test-fix"), RunRequest(None, "fix"))
         await wait_until(pilot, lambda: session.pending(), what="the escalation")
         countdown = app.main.query_one("#pane-countdown")
@@ -116,10 +100,7 @@ async def test_countdown_default_reaches_the_agent(tmp_path: Path) -> None:
 
 
 async def test_cancel_withdraws_the_decision(tmp_path: Path) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         run = app.start(entry(session, "auth-refactor"), RunRequest(None, "plan"))
         await wait_until(pilot, lambda: session.pending(), what="the escalation")
         await pilot.press("c")
@@ -133,10 +114,7 @@ async def test_cancel_withdraws_the_decision(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("key", "written"), [("1", True), ("2", False)])
 async def test_tool_approval_under_task_override(tmp_path: Path, key: str, written: bool) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         run = app.start(entry(session, "deploy-production"), RunRequest(None, "ship v1.4.2"))
         await wait_until(pilot, lambda: session.pending(), what="the approval")
         shown = app.main.query_one(DecisionPane).pending.escalation
@@ -149,10 +127,7 @@ async def test_tool_approval_under_task_override(tmp_path: Path, key: str, writt
 
 
 async def test_agent_loop_denied_and_history_metrics(tmp_path: Path) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         run = app.start(entry(session, "code-search"), RunRequest(None, "where are sessions validated?"))
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.status.value == "done"
@@ -167,10 +142,7 @@ async def test_agent_loop_denied_and_history_metrics(tmp_path: Path) -> None:
 
 
 async def test_resolver_returns_the_value_before_drifting(tmp_path: Path) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         run = app.start(entry(session, "resolver"), RunRequest(None, "escalate is a console"))
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.result == "escalate pauses agents that need you; you answer in one console, with one key."
@@ -178,10 +150,7 @@ async def test_resolver_returns_the_value_before_drifting(tmp_path: Path) -> Non
 
 
 async def test_keys_and_decisions_hold_the_runs_and_answers_release_them(tmp_path: Path) -> None:
-    session = demo_session(tmp_path)
-    app = make_app(session, open_engine=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_demo(pilot, app)
+    async with demo_console(tmp_path) as (session, app, pilot):
         pacer = session.engine.pacer
         calls: list[str] = []
         pacer.hold = lambda *_: calls.append("hold")
