@@ -11,7 +11,7 @@ import asyncio
 import contextvars
 from typing import Any
 
-from textual import events, work
+from textual import work
 from textual.app import App
 from textual.actions import SkipAction
 from textual.binding import Binding
@@ -21,6 +21,7 @@ from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
 from engine.escalation.model import Response
+from engine.runtime.priority_loop import PriorityLoop
 from tui.bridge import Batcher
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
@@ -77,6 +78,12 @@ class EscalateApp(App[int]):
         self._broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self._broker_news)
+
+    def run(self, **options: Any) -> Any:  # type: ignore[override]
+        """Run on a PriorityLoop: runs share the console's loop, and a key or a decision is drawn
+        before more of their work (`options`: App.run_async's)."""
+        with asyncio.Runner(loop_factory=PriorityLoop) as runner:
+            return runner.run(self.run_async(**options))
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -156,7 +163,6 @@ class EscalateApp(App[int]):
         self.main.sync_decisions()
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
         if raised:
-            self.session.hold_runs()  # the pane is drawn before more agent work
             self.bell()  # attention: a human is needed
             if not self.main.is_current:
                 esc = raised[-1]
@@ -166,11 +172,6 @@ class EscalateApp(App[int]):
             refresh = getattr(screen, "refresh_history", None)
             if refresh is not None and screen.is_mounted:
                 refresh()
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):
-            self.session.hold_runs()  # the key's effect is drawn before more agent work
-        await super().on_event(event)
 
     def answer(self, escalation_id: str, response: Response) -> None:
         """The pane's answer, straight to the broker (no message queue between key and agent)."""

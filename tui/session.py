@@ -153,11 +153,8 @@ class ConsoleSession:
             from rules import load_rules  # load_rules(None) gives the shipped defaults
 
             self.rules = load_rules(self.rules)
-        from engine.runtime.pacing import Pacer
-
         self.engine = module.Engine(
-            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store,
-            pacer=Pacer(),  # runs share the UI's loop: they leave it room when they saturate it
+            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store
         )
         if self.history_store is not None:
             self._follow_engine(self.engine)  # record its runs and hand-offs, seed its agent history
@@ -171,12 +168,6 @@ class ConsoleSession:
         """The console is quitting: the store's file is closed (its lines are already written)."""
         if self.history_store is not None:
             self.history_store.close()
-
-    def hold_runs(self) -> None:
-        """The user is acting (a key, a decision to draw): runs wait a moment before their next
-        agent call, so the screen answers first."""
-        if self.engine is not None:
-            self.engine.pacer.hold()
 
     def subscribe_runs(self, callback: Callable[[Any], None]) -> Callable[[], None]:
         return self.engine.subscribe(callback)
@@ -201,13 +192,8 @@ class ConsoleSession:
     # ---- decisions ---------------------------------------------------------------------------
 
     def answer(self, escalation_id: str, response: Response) -> Decision:
-        """A human's answer to exactly this escalation (the broker refuses stale ones). Held
-        runs go on at once: the agent that asked resumes now."""
-        try:
-            return self.broker.answer(escalation_id, response)
-        finally:
-            if self.engine is not None:
-                self.engine.pacer.release()
+        """A human's answer to exactly this escalation (the broker refuses stale ones)."""
+        return self.broker.answer(escalation_id, response)
 
     def pending(self) -> list[PendingEscalation]:
         return self.broker.pending()

@@ -80,8 +80,6 @@ async def call_agent(
     spec = run.agent_spec(agent)
     if spec is None:
         raise FlowError(f"no agent named {agent!r}")
-    if run.pacer is not None:  # before building the call's session and runner, not only its model steps
-        await run.pacer.turn()
     run.emit("agent_call", agent=spec.name, input=message)
     retry = run.workflow.RETRIES.get(spec.retry or "")
     attempts = 1 + (retry.times if retry else 0)

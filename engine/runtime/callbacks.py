@@ -129,15 +129,7 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
             return llm_response
         return None
 
-    callbacks = {"before_tool_callback": before_tool, "after_tool_callback": after_tool, "after_model_callback": after_model}
-    pacer = run.pacer
-    if pacer is not None:  # a console shares the loop: each model step waits its turn
-
-        async def before_model(callback_context: Any, llm_request: Any) -> None:
-            await pacer.turn()
-
-        callbacks["before_model_callback"] = before_model
-    return callbacks
+    return {"before_tool_callback": before_tool, "after_tool_callback": after_tool, "after_model_callback": after_model}
 
 
 async def gate_tool(run: "RunState", agent: str, tool: str, args: dict[str, Any]) -> Any:

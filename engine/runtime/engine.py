@@ -8,6 +8,7 @@ agent policy (all keyed by run); each has its own ADK sessions, script cursor an
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import logging
 import time
@@ -20,6 +21,7 @@ from typing import Any, Callable
 from engine.escalation.clock import Clock
 from engine.lang.compiler import CompileFailed, load_workflow
 from engine.runtime.events import EventSink, RunEvent
+from engine.runtime.priority_loop import BACKGROUND
 from engine.runtime.script import Script
 from engine.runtime.spec import WorkflowBase
 
@@ -112,7 +114,6 @@ class Engine:
         workspace: Path | None = None,
         store: Path | None = None,
         events_file: Path | None = None,
-        pacer: Any = None,
     ) -> None:
         from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
@@ -126,7 +127,6 @@ class Engine:
         self.workspace = (workspace or Path.cwd()).resolve()
         self.store = store
         self.events_file = events_file  # `escalate run --events`: every run's events appended
-        self.pacer = pacer  # engine.runtime.pacing.Pacer when a console shares the loop with the runs
         self.runs: list[RunHandle] = []
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
         self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run)
@@ -195,7 +195,9 @@ class Engine:
             finally:
                 self._sinks.pop(run_id, None)
 
-        handle._task = asyncio.get_running_loop().create_task(main(), name=f"run {run_id}")
+        context = contextvars.copy_context()
+        context.run(BACKGROUND.set, True)  # on a console's PriorityLoop, its work comes first
+        handle._task = asyncio.get_running_loop().create_task(main(), name=f"run {run_id}", context=context)
         return handle
 
 

@@ -13,6 +13,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, TypeVar
 
+from engine.runtime.priority_loop import BACKGROUND
+
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
 
@@ -51,9 +53,13 @@ async def wait_for_human(run: "RunState", awaitable: Awaitable[T]) -> T:
     loop = asyncio.get_running_loop()
     started = loop.time()
     run.on_waiting(True)
+    # The answer wakes this task ahead of other runs' work (on a console's PriorityLoop): the
+    # person who answered sees the agent go on at once.
+    foreground = BACKGROUND.set(False)
     try:
         return await awaitable
     finally:
+        BACKGROUND.reset(foreground)
         run.on_waiting(False)
         waited = loop.time() - started
         frame = current()

@@ -34,7 +34,6 @@ class RunState:
     agent_policy: Any  # engine.escalation.agent_policy handler, or None
     clock: Any
     on_waiting: Callable[[bool], None] = lambda waiting: None  # run status: waiting on a human
-    pacer: Any = None  # engine.runtime.pacing.Pacer: runs leave room for a console
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     context: "RunContext | None" = None
     _cursor: "ScriptCursor | None" = None

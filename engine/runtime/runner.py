@@ -39,7 +39,6 @@ async def execute_run(
         agent_policy=engine.agent_policy,
         clock=engine.clock,
         on_waiting=handle._set_waiting,
-        pacer=engine.pacer,
     )
     context = RunContext(run, handle.input)
     run.context = context

@@ -29,6 +29,7 @@ from first_frame import launches  # tests/benchmarks/, the script's own folder
 
 from engine.escalation.broker import RAISED
 from engine.escalation.clock import RealClock
+from engine.runtime.priority_loop import PriorityLoop
 from rules import default_rules
 from tui.app import EscalateApp
 from tui.screens.start_run import RunRequest
@@ -166,7 +167,7 @@ async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: i
         shown, resumed = [], []
         for _ in range(asks):
             handle = app.start(ask, RunRequest(None, "ask"))
-            # Armed before this coroutine yields: the run (on its own thread) cannot be drawn before.
+            # Armed before this coroutine yields: the run cannot be drawn before.
             frame = probe.next_frame(lambda h=handle: pane.display and pane.pending is not None
                                      and pane.pending.escalation.run_id == h.id)
             drawn = await settled(frame, "the pane showing the new escalation")
@@ -179,11 +180,11 @@ async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: i
             unsubscribe()
             await until(lambda: handle.finished_at is not None)
         still_busy = sum(1 for r in runs if r.finished_at is None)
-        breaths = session.engine.pacer.breaths
+        slices = asyncio.get_running_loop().slices
         for r in runs:
             r.cancel()
     report(f"escalation raised -> pane on screen ({busy_runs} runs busy, {still_busy} still running at the end, "
-           f"paused {breaths} times for the UI)", shown)
+           f"{slices} slices of run work)", shown)
     report(f"key -> agent resumed ({busy_runs} runs busy)", resumed)
 
 
@@ -233,8 +234,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         paths = write_workspace(folder, busy_calls=60 if QUICK else 200)
-        asyncio.run(busy_and_escalating(folder, paths, busy_runs=20, asks=10 if QUICK else 30))
-        asyncio.run(many_pending(folder, paths, runs_count=50))
+        # The loop `escalate` runs the console on (EscalateApp.run).
+        with asyncio.Runner(loop_factory=PriorityLoop) as runner:
+            runner.run(busy_and_escalating(folder, paths, busy_runs=20, asks=10 if QUICK else 30))
+        with asyncio.Runner(loop_factory=PriorityLoop) as runner:
+            runner.run(many_pending(folder, paths, runs_count=50))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import time
 CHILD = r"""
 import sys, time
 t0 = float(sys.argv[1])
-from textual.app import App
 import engine.cli.console_cmd as cmd
 from engine.cli.main import build_parser
 from tui.app import EscalateApp
@@ -26,7 +25,8 @@ def display(self, screen, renderable):
         print(time.time() - t0, adk, flush=True)
         self.exit(0)
 EscalateApp._display = display
-EscalateApp.run = lambda self: App.run(self, headless=True)
+run = EscalateApp.run
+EscalateApp.run = lambda self: run(self, headless=True)
 sys.exit(cmd.main(build_parser().parse_args(sys.argv[2:])))
 """
 

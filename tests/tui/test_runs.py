@@ -147,21 +147,3 @@ async def test_resolver_returns_the_value_before_drifting(tmp_path: Path) -> Non
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.result == "escalate pauses agents that need you; you answer in one console, with one key."
         await wait_for_log(pilot, app, "peer1 escalated (~ 'DRIFTING')")
-
-
-async def test_keys_and_decisions_hold_the_runs_and_answers_release_them(tmp_path: Path) -> None:
-    async with demo_console(tmp_path) as (session, app, pilot):
-        pacer = session.engine.pacer
-        calls: list[str] = []
-        pacer.hold = lambda *_: calls.append("hold")
-        pacer.release = lambda: calls.append("release")
-        await pilot.press("down")
-        assert calls and set(calls) == {"hold"}  # the key's frame comes before more agent work
-        by_keys = len(calls)
-        run = app.start(entry(session, "auth-refactor"), RunRequest(None, "plan"))
-        await wait_until(pilot, lambda: session.pending(), what="the escalation")
-        await settle(pilot)
-        assert calls[by_keys:] == ["hold"]  # so does drawing a decision
-        await pilot.press("1")
-        await wait_until(pilot, lambda: finished(run), what="the run")
-        assert "release" in calls[by_keys:]  # the answer let them go at once
