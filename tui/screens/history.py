@@ -9,12 +9,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Select, Static
+from textual.widgets import DataTable, Header, Input, Select, Static
 
 from engine.escalation.model import EscalationRecord, ResolvedBy
 from tui.format import decision_summary, one_line
 from tui.metrics import HumanTally, ago, metrics_text
 from tui.session import ConsoleSession
+from tui.widgets.key_bar import KeyBar
 
 STATES = ("pending", "decided", "withdrawn")
 SESSIONS = (("this session", "this"), ("earlier sessions", "earlier"))
@@ -55,7 +56,7 @@ class HistoryScreen(Screen):
             yield Select(SESSIONS, prompt="any session", id="history-filter-session")
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="history-metrics", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#history-table", DataTable)

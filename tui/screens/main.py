@@ -7,9 +7,10 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, OptionList
+from textual.widgets import Input, OptionList
 
 from engine.escalation.model import PendingEscalation
 from tui.session import ConsoleSession
@@ -17,12 +18,17 @@ from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
 from tui.widgets.header import ConsoleHeader
 from tui.widgets.inbox import Inbox
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.row_table import RowTable
 from tui.widgets.run_list import RunList
 from tui.widgets.workflow_list import WorkflowList
 
 
 class MainScreen(Screen):
+    # Textual repaints the whole screen when the focus moves; the widgets that gain or lose it
+    # repaint themselves, and the pane takes and gives back the keyboard with every decision.
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+
     def __init__(self, session: ConsoleSession) -> None:
         super().__init__()
         self.session = session
@@ -42,7 +48,7 @@ class MainScreen(Screen):
                 yield RunList(id="runs")
                 yield EventLog(id="events")
         yield DecisionPane(clock, on_answer=self.app.answer, id="pane")  # type: ignore[attr-defined]
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one(WorkflowList).border_title = "Workflows"

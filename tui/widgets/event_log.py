@@ -5,12 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widgets import RichLog
 
 from tui.format import event_line
 
 
 class EventLog(RichLog):
+    # RichLog's virtual size lays out the whole screen at every line written (20 times a second
+    # with runs going). The log's own size never depends on its lines: a new line only moves
+    # its scrollbar (which lays out by itself when it appears) and repaints the log.
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0))
+
+    def _watch_virtual_size(self, size: Size) -> None:
+        self._scroll_update(size)
+
     def __init__(self, *, id: str | None = None) -> None:
         # markup=False: agent output is written as Text, never parsed.
         super().__init__(id=id, wrap=True, markup=False, highlight=False, max_lines=2000, min_width=20)
