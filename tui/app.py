@@ -139,7 +139,10 @@ class EscalateApp(App[int]):
         if not self.main.ready:  # shutting down
             return
         self._run_news.flush()  # the log is complete when the run shows as ended
-        self.main.run_changed(handle)
+        try:
+            self.main.run_changed(handle)
+        except NoMatches:  # the app is closing and its widgets are gone: nothing to draw
+            return
         if handle.error:
             self.notify(handle.error, title=f"{handle.workflow} {_status(handle)}", severity="warning")
 

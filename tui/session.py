@@ -6,6 +6,7 @@ only reached through `open_engine()`, which the app calls after its first frame.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import threading
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ class ConsoleSession:
         self._load_lock = threading.Lock()
         self._loader: threading.Thread | None = None
         self._stored_history: EscalationHistory | None = None  # agent_history before the engine
+        self._scripts: dict[Path, tuple[tuple[int, int], Any]] = {}  # script file -> (its version, Script)
         if self.store is not None:
             from engine.escalation.store import HistoryStore, StoreRecorder
 
@@ -143,8 +145,13 @@ class ConsoleSession:
     @staticmethod
     def preload() -> None:
         """Import the runtime and warm it up with one scripted call (ADK: 2-4 s): run it off the
-        UI's loop, or the user's first run pays it while the screen is frozen."""
+        UI's loop, or the user's first run pays it while the screen is frozen.
+
+        Then everything start-up made (Textual, ADK, pydantic models: ~180k objects) leaves the
+        collector's care: its full passes otherwise walk all of it, 100-150 ms each with runs
+        going, and each is a frozen screen."""
         importlib.import_module(ENGINE_MODULE).warm_up()
+        gc.freeze()
 
     def open_engine(self) -> None:
         """Create the engine on the broker and compile every workflow (errors kept per entry)."""
@@ -176,8 +183,23 @@ class ConsoleSession:
         """Start `entry` on the engine; the run's task lives on the running asyncio loop."""
         if self.engine is None or entry.compiled is None:
             raise RuntimeError(entry.error or f"{entry.name} is not loaded yet")
-        script = _load_script(entry.script) if entry.script else None
+        script = self._script(entry.script) if entry.script else None
         return self.engine.start_run(entry.compiled, flow=flow, input=input, script=script)
+
+    def _script(self, path: Path) -> Any:
+        """The script as the file is now: read again only when it changed (a 300-reply script
+        takes 15 ms to read, on the UI's loop, at every run started)."""
+        from engine.runtime.script import load_script
+
+        try:
+            stat = path.stat()
+        except OSError:
+            return load_script(path)  # its own error, naming the file
+        version = (stat.st_mtime_ns, stat.st_size)
+        cached = self._scripts.get(path)
+        if cached is None or cached[0] != version:
+            cached = self._scripts[path] = (version, load_script(path))
+        return cached[1]
 
     @property
     def runs(self) -> list[Any]:
@@ -227,12 +249,6 @@ class ConsoleSession:
     def agent_policy(self) -> Any:
         """The seed 002 handler (history and metrics), once the engine exists."""
         return getattr(self.engine, "agent_policy", None)
-
-
-def _load_script(path: Path) -> Any:
-    from engine.runtime.script import load_script
-
-    return load_script(path)
 
 
 def _first_line(exc: BaseException) -> str:

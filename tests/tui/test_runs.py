@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.escalation.model import ResolvedBy
-from tests.tui.helpers import demo_console, entry, settle, wait_until
+from tests.tui.helpers import demo_console, demo_session, entry, settle, wait_until
 from tui.screens.start_run import RunRequest
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
@@ -147,3 +147,13 @@ async def test_resolver_returns_the_value_before_drifting(tmp_path: Path) -> Non
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.result == "escalate pauses agents that need you; you answer in one console, with one key."
         await wait_for_log(pilot, app, "peer1 escalated (~ 'DRIFTING')")
+
+
+def test_a_script_is_read_again_only_when_its_file_changes(tmp_path: Path) -> None:
+    session = demo_session(tmp_path)
+    script = tmp_path / "resolver.yaml"
+    script.write_text(entry(session, "resolver").script.read_text())
+    first = session._script(script)
+    assert session._script(script) is first  # unchanged: not read again for the next run
+    script.write_text(script.read_text() + "\n")
+    assert session._script(script) is not first  # edited: the next run gets the new file
