@@ -25,6 +25,7 @@ from tui.widgets.workflow_list import WorkflowList
 
 
 class MainScreen(Screen):
+    AUTO_FOCUS = "#workflows"  # where a run starts; the inbox above it is empty at first
     # Textual repaints the whole screen when the focus moves; the widgets that gain or lose it
     # repaint themselves, and the pane takes and gives back the keyboard with every decision.
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
@@ -42,10 +43,10 @@ class MainScreen(Screen):
         yield ConsoleHeader()
         with Horizontal(id="top"):
             with Vertical(id="left"):
-                yield WorkflowList(id="workflows")
                 yield Inbox(clock, id="inbox")
+                yield WorkflowList(id="workflows")
             with Vertical(id="right"):
-                yield RunList(id="runs")
+                yield RunList(clock, id="runs")
                 yield EventLog(id="events")
         yield DecisionPane(clock, on_answer=self.app.answer, id="pane")  # type: ignore[attr-defined]
         yield KeyBar()
