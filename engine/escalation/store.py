@@ -233,12 +233,12 @@ class HistoryStore:
         self._append(record)
 
     def write_run(self, run: Any) -> None:
-        """A finished RunHandle (its `started_at`/`finished_at` are already wall-clock times)."""
-        record = {"v": SCHEMA_VERSION, "kind": "run", "at": iso(run.finished_at)}
+        """A finished RunHandle (its times are on the session's clock, like the escalations')."""
+        record = {"v": SCHEMA_VERSION, "kind": "run", "at": iso(self.to_wall(run.finished_at))}
         record.update(
             id=run.id, task=run.task, workflow=run.workflow, flow=run.flow, input=_cut(str(run.input), INPUT_LIMIT),
             status=getattr(run.status, "value", str(run.status)), result=summary(run.result), error=run.error,
-            startedAt=iso(run.started_at),
+            startedAt=iso(self.to_wall(run.started_at)),
         )
         self._append(record)
 

@@ -11,7 +11,6 @@ import asyncio
 import contextvars
 import itertools
 import logging
-import time
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum
@@ -71,7 +70,7 @@ class RunHandle:
     flow: str | None
     input: str
     status: RunStatus = RunStatus.RUNNING
-    started_at: float = field(default_factory=time.time)
+    started_at: float = 0.0  # the engine's clock (Clock.now()), as every time of a run
     finished_at: float | None = None
     result: Any = None
     error: str | None = None
@@ -181,7 +180,7 @@ class Engine:
         from engine.runtime.runner import execute_run
 
         run_id = f"r{next(self._seq)}-{uuid.uuid4().hex[:6]}"
-        handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input)
+        handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input, started_at=self.clock.now())
         sink = EventSink(run_id, self.events_file)
         sink.subscribe(lambda event: self._fan_out(handle, event))
         self._sinks[run_id] = sink

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from engine.runtime.context import RunContext
@@ -66,7 +65,7 @@ async def execute_run(
     finally:
         handle.result = result
         handle.error = error
-        handle.finished_at = time.time()
+        handle.finished_at = engine.clock.now()
         if status is RunStatus.DONE:
             sink.emit("flow_result", result=result)
         elif error:

@@ -79,7 +79,7 @@ def write_big_store(path: Path, n: int) -> tuple[float, float, float]:
         t = time.perf_counter()
         store.write_agent_entry(entry)
         costs["agent"] += time.perf_counter() - t
-    run = RunHandle("r1", "t", "wf", None, "go", RunStatus.DONE, started_at=time.time() - 5, finished_at=time.time(),
+    run = RunHandle("r1", "t", "wf", None, "go", RunStatus.DONE, started_at=clock.now() - 5, finished_at=clock.now(),
                     result="done")
     t = time.perf_counter()
     for _ in range(1000):

@@ -59,7 +59,7 @@ def test_every_kind_round_trips_with_wall_clock_times(tmp_path: Path) -> None:
     store.write_agent_entry(HistoryEntry(1010.0, "codebase_locator", "codebase_analyzer", True, "analyze", "how", None))
     store.write_agent_entry(HistoryEntry(1011.0, "codebase_analyzer", "codebase_locator", False, "find", "store", "loop"))
     run = RunHandle("r1-abc", "deploy-production", "deploy-production", "main", "v1.4.2", RunStatus.DONE,
-                    started_at=WALL + 1.0, finished_at=WALL + 42.0, result={"shipped": True, "notes": "x" * 900})
+                    started_at=1001.0, finished_at=1042.0, result={"shipped": True, "notes": "x" * 900})  # clock times
     store.write_run(run)
     store.close()
 

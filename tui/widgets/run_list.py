@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from rich.text import Text
 
+from engine.escalation.clock import Clock
 from tui.format import duration, one_line, status_text
 from tui.widgets.row_table import Column, RowTable
 
@@ -20,8 +20,9 @@ _COLUMNS = (
 
 
 class RunList(RowTable):
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, clock: Clock, *, id: str | None = None) -> None:
         super().__init__(_COLUMNS, show_header=True, zebra_stripes=True, id=id)
+        self._clock = clock  # the engine's: a run's times are on it
         self._runs: dict[str, Any] = {}
         self._latest: dict[str, str] = {}
         self._drawn_status: dict[str, str] = {}
@@ -61,14 +62,12 @@ class RunList(RowTable):
 
     def _row_for(self, handle: Any, status: str) -> tuple[Text, ...]:
         label = handle.workflow + (f" · {handle.flow}" if handle.flow else "")
-        return (Text(handle.id), Text(label), status_text(status), Text(_elapsed(handle)),
+        return (Text(handle.id), Text(label), status_text(status), Text(self._elapsed(handle)),
                 Text(self._latest.get(handle.id, ""), style="dim"))
 
-
-def _elapsed(handle: Any) -> str:
-    # RunHandle times are wall-clock (time.time()), not the escalation clock.
-    end = handle.finished_at if handle.finished_at is not None else time.time()
-    return duration(end - handle.started_at)
+    def _elapsed(self, handle: Any) -> str:
+        end = handle.finished_at if handle.finished_at is not None else self._clock.now()
+        return duration(end - handle.started_at)
 
 
 def _status(handle: Any) -> str:
