@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
-from engine.runtime.engine import RunStatus
+from engine.escalation.clock import FakeClock
+from engine.runtime.engine import CompiledWorkflow, RunStatus
 from engine.runtime.spec import (
     AgentSpec,
     EscalationSpec,
@@ -46,6 +48,16 @@ async def test_flow_returns_agent_output_and_emits_events(harness) -> None:
     assert events(handle, "agent_result") == [{"agent": "worker", "result": "hello back"}]
     assert events(handle, "flow_result") == [{"result": "hello back"}]
     assert all(e.time.endswith("Z") for e in handle.events)
+
+
+async def test_run_times_are_on_the_engines_clock(harness) -> None:
+    clock = FakeClock(500.0)
+    engine = harness.engine("agents:\n  worker:\n    - 'done'\n", clock=clock)
+    handle = engine.start_run(CompiledWorkflow(Path("wf.sr"), "wf", OneAgent), input="hi")
+    assert handle.started_at == 500.0
+    clock.advance(7)
+    await handle.wait()
+    assert handle.finished_at == 507.0
 
 
 async def test_out_of_replies_fails_naming_the_agent(harness) -> None:
