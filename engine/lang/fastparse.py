@@ -85,29 +85,46 @@ def build_tables(lark: Any) -> dict[str, Any]:
     from lark.parsers.lalr_analysis import Shift
 
     table = lark.parser.parser._parse_table
+    number = _canonical_numbers(table.states, [table.start_states[name] for name in sorted(table.start_states)], Shift)
     plans: list[list[Any]] = []
     plan_index: dict[int, int] = {}
     rows: dict[int, dict[str, list[Any]]] = {}
-    for state, acts in table.states.items():
+    for state in sorted(table.states, key=number.__getitem__):
         row: dict[str, list[Any]] = {}
-        for sym, (action, arg) in acts.items():
+        for sym, (action, arg) in sorted(table.states[state].items()):
             if action is Shift:
-                row[sym] = [1, arg]
+                row[sym] = [1, number[arg]]
             else:
                 if id(arg) not in plan_index:
                     plan_index[id(arg)] = len(plans)
                     plans.append(_plan(arg))
                 row[sym] = [0, plan_index[id(arg)]]
-        rows[state] = row
+        rows[number[state]] = row
     gotos = _goto_maps(rows, plans)
     strings = {t.pattern.value: t.name for t in lark.terminals if t.pattern.type == "str"}
     specials = {t.name: t.pattern.to_regexp() for t in lark.terminals if t.name in _SPECIAL}
-    starts = {name: [table.start_states[name], table.end_states[name]] for name in table.start_states}
+    starts = {name: [number[table.start_states[name]], number[table.end_states[name]]] for name in table.start_states}
     # Terminals some rule keeps in its node; the others only ever give a node its position.
     kept = sorted({sym.name for rule in lark.rules for sym in rule.expansion
                    if sym.is_term and (rule.options.keep_all_tokens or not sym.filter_out)})
     return {"grammar_sha256": grammar_sha(), "starts": starts, "states": {str(k): v for k, v in rows.items()},
             "plans": plans, "gotos": gotos, "strings": strings, "specials": specials, "kept_terminals": kept}
+
+
+def _canonical_numbers(states: dict[int, dict[str, Any]], starts: list[int], shift: Any) -> dict[int, int]:
+    """New numbers for Lark's states, in breadth-first order from the start states, symbols in
+    name order. Lark numbers the same states in set-iteration order, which changes with the
+    interpreter's hash seed: the shipped table must not depend on the process that wrote it."""
+    number: dict[int, int] = {}
+    queue = list(starts)
+    for state in queue:  # the list grows while it is walked
+        if state in number:
+            continue
+        number[state] = len(number)
+        queue += [arg for _sym, (action, arg) in sorted(states[state].items()) if action is shift]
+    for state in sorted(set(states) - set(number)):  # none in a sound table; kept, never dropped
+        number[state] = len(number)
+    return number
 
 
 def _goto_maps(rows: dict[int, dict[str, list[Any]]], plans: list[list[Any]]) -> list[list[int]]:
