@@ -622,23 +622,24 @@ agents:
 
 
 async def test_prompt_escalation_appends_an_adk_escalate_event(harness, monkeypatch) -> None:
-    from engine.runtime.run_state import RunState
+    from google.adk.sessions import InMemorySessionService
 
     escalate_authors: list[str] = []
-    original = RunState.close
+    deleted: list[str] = []
+    original = InMemorySessionService.delete_session
 
-    async def close(self: RunState) -> None:
-        # What an ADK parent reading the sessions would see, before the run drops them.
-        for app in self.session_service.sessions.values():
-            for user in app.values():
-                for session in user.values():
-                    escalate_authors.extend(e.author for e in session.events if e.actions and e.actions.escalate)
-        await original(self)
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        # What an ADK parent reading the session would see, before its call drops it.
+        session = await self.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        escalate_authors.extend(e.author for e in session.events if e.actions and e.actions.escalate)
+        deleted.append(session_id)
+        await original(self, app_name=app_name, user_id=user_id, session_id=session_id)
 
-    monkeypatch.setattr(RunState, "close", close)
+    monkeypatch.setattr(InMemorySessionService, "delete_session", delete_session)
     handle = await harness.run(Resolver, "agents:\n  peer1: ['v1', 'DRIFTING']\n  peer2: ['v2']\n", input="v0")
     assert handle.result == "v2", handle.error
     assert escalate_authors == ["peer1"]
+    assert len(deleted) == 3  # every call's session is dropped when the call returns
 
 
 async def test_stop_inside_a_use_child_stops_the_run(harness) -> None:
