@@ -168,7 +168,7 @@ async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: i
         for _ in range(asks):
             handle = app.start(ask, RunRequest(None, "ask"))
             # Armed before this coroutine yields: the run cannot be drawn before.
-            frame = probe.next_frame(lambda h=handle: pane.display and pane.pending is not None
+            frame = probe.next_frame(lambda h=handle: pane.visible and pane.pending is not None
                                      and pane.pending.escalation.run_id == h.id)
             drawn = await settled(frame, "the pane showing the new escalation")
             shown.append(drawn - raised_at[pane.pending.escalation.id])

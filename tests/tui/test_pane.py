@@ -24,10 +24,10 @@ async def test_pane_appears_unasked_with_seed_layout() -> None:
     app = make_app(session)
     async with app.run_test(size=SIZE) as pilot:
         pane = app.main.query_one(DecisionPane)
-        assert not pane.display
+        assert not pane.visible
         task = ask(session, pending(session.clock, task="journalowl-api-fix", timeout=None))
         await settle(pilot)
-        assert pane.display
+        assert pane.visible
         text = pane_text(app)
         assert "DECISION REQUIRED [journalowl-api-fix]" in text
         assert "Reason: architecture_decision" in text
@@ -46,7 +46,7 @@ async def test_pane_appears_unasked_with_seed_layout() -> None:
         assert decision.response.selected_option == "opt1"
         assert decision.resolved_by is ResolvedBy.HUMAN
         await settle(pilot)
-        assert not pane.display
+        assert not pane.visible
 
 
 async def test_let_agent_decide_only_when_allowed() -> None:
@@ -146,7 +146,7 @@ async def test_countdown_names_the_default_and_fires_on_the_fake_clock() -> None
         assert decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT
         assert decision.stops_task
         await settle(pilot)
-        assert not app.main.query_one(DecisionPane).display
+        assert not app.main.query_one(DecisionPane).visible
         # pressing a number now answers nothing (the pane is gone, nothing is pending)
         await pilot.press("1")
         assert session.pending() == []

@@ -35,7 +35,7 @@ async def test_start_from_dialog_answer_reaches_the_agent(tmp_path: Path) -> Non
         run = session.runs[0]
         assert run.input == "go"
         assert run.status.value == "waiting"
-        assert app.main.query_one(DecisionPane).display
+        assert app.main.query_one(DecisionPane).visible
         await pilot.press("2")
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.status.value == "done"
@@ -108,7 +108,7 @@ async def test_cancel_withdraws_the_decision(tmp_path: Path) -> None:
         assert run.status.value == "cancelled"
         assert session.pending() == []
         await settle(pilot)
-        assert not app.main.query_one(DecisionPane).display
+        assert not app.main.query_one(DecisionPane).visible
         assert next(iter(session.records.values())).state == "withdrawn"
 
 

@@ -135,8 +135,23 @@ class MainScreen(Screen):
             self._give_focus_back()
         if was_hidden and self.current_id is not None:
             self._focus_before = self.focused
-            if not isinstance(self.focused, Input):
-                self.call_after_refresh(pane.focus_choices)  # unasked: the decision takes the keyboard, unless you type
+            if not isinstance(self.focused, Input):  # unasked: the decision takes the keyboard, unless you type
+                self._take_keyboard_after_frame()
+
+    def _take_keyboard_after_frame(self) -> None:
+        """Focus the choices right after the frame that shows the pane (making it visible lays
+        the screen out, and Textual signals each layout once drawn). Moved before that frame,
+        the focus change's restyles and repaints (the list it leaves, the key bar) delay it."""
+        pane = self.query_one(DecisionPane)
+        signal = self.screen_layout_refresh_signal
+
+        def take(_: Screen) -> None:
+            signal.unsubscribe(pane)
+            if self.current_id is not None and not isinstance(self.focused, Input):
+                pane.focus_choices()
+
+        signal.unsubscribe(pane)  # one pending move at most
+        signal.subscribe(pane, take)
 
     def _give_focus_back(self) -> None:
         """The queue is empty: the keyboard returns where it was before the decision took it
