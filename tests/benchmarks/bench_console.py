@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 import yaml
+
+import tui  # noqa: F401  before Textual, as `escalate` does: the console's frame rate (tui/__init__.py)
 from textual import events
 
 from first_frame import launches  # tests/benchmarks/, the script's own folder
