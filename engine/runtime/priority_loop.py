@@ -6,8 +6,8 @@ order, and each hop of a key or a frame (a message, a refresh, a timer) waits be
 every run. This loop keeps the runs' callbacks in a queue of their own and serves it in slices,
 one slice per loop turn, after everything else that is ready. A slice ends after `SLICE`
 seconds, or as soon as the console has something to do (a key from the terminal's thread, a
-message posted by a run): the console's hops wait for one run step at most, and runs get
-whatever time the console leaves.
+message posted by a run, a timer due such as the next frame): the console's hops wait for one
+run step at most, and runs get whatever time the console leaves.
 
 A callback belongs to the runs when its context says so (`BACKGROUND`, which the engine sets in
 every run's task, so the tasks and futures a run creates inherit it, and clears while a run
@@ -59,6 +59,13 @@ class PriorityLoop(asyncio.SelectorEventLoop):
         self._foreground_ready = True  # a key from the terminal's thread, a thread's result
         return super().call_soon_threadsafe(callback, *args, context=context)
 
+    def _console_due(self) -> bool:
+        """Console work waits in asyncio's own queue (runs' work is in ours), or a timer of its
+        (the next frame, a countdown) is due. Timers reach that queue when the loop turns,
+        without a call_soon to see."""
+        scheduled = self._scheduled  # asyncio's heap of TimerHandles, earliest first
+        return bool(self._ready) or (bool(scheduled) and scheduled[0].when() <= self.time())
+
     def _pump(self) -> None:
         """One slice of run work; the next slice goes behind whatever became ready meanwhile."""
         self.slices += 1
@@ -77,7 +84,7 @@ class PriorityLoop(asyncio.SelectorEventLoop):
                 raise
             except BaseException as exc:  # what asyncio's own handles do with a failing callback
                 self.call_exception_handler({"message": f"Exception in callback {callback!r}", "exception": exc, "handle": handle})
-            if console_waiting or self._foreground_ready or time.perf_counter() >= end:
+            if console_waiting or self._foreground_ready or time.perf_counter() >= end or self._console_due():
                 break
         if queue:
             super().call_soon(self._pump)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from typing import Any, Callable
 
 import pytest
@@ -59,6 +60,28 @@ def test_a_slice_yields_to_console_work_that_a_run_step_posts() -> None:
     run(main, slice_seconds=10.0)  # only the console's work may end this slice
     assert order[:2] == ["run0", "console"]
     assert order[2:] == ["run1", "run2", "run3"]
+
+
+def test_a_slice_yields_to_a_timer_that_falls_due() -> None:
+    """The console's next frame is a timer: it goes ahead of the run work still queued."""
+    order: list[str] = []
+
+    async def main(loop: PriorityLoop) -> None:
+        ctx = background()
+        loop.call_at(loop.time() + 0.005, order.append, "frame")
+
+        def step(n: int) -> None:
+            if n == 0:
+                time.sleep(0.01)  # a long run step: the frame's timer is due when it ends
+            order.append(f"run{n}")
+
+        for n in range(4):
+            loop.call_soon(step, n, context=ctx)
+        await asyncio.sleep(0.05)
+
+    run(main, slice_seconds=10.0)  # only a timer may end this slice
+    # The next slice runs its one step (runs always move on), then the frame comes before the rest.
+    assert order == ["run0", "run1", "frame", "run2", "run3"]
 
 
 def test_runs_move_on_while_the_console_is_busy() -> None:
