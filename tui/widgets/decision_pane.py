@@ -114,6 +114,7 @@ class DecisionPane(Vertical):
         self._drafts: dict[str, str] = {}  # escalation id -> instructions typed so far
         self._mounted = False
         self._queue = (0, 0)  # (position, total) of the shown escalation
+        self._countdown = ""  # the countdown line on screen
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pane-head"):
@@ -182,10 +183,12 @@ class DecisionPane(Vertical):
         self.refresh_countdown()
 
     def refresh_countdown(self) -> None:
-        if self.pending is not None and self._mounted:
-            self.query_one("#pane-countdown", Static).update(
-                Text(countdown(self.pending, self._clock.now()), style="bold"), layout=False
-            )
+        if self.pending is None or not self._mounted:
+            return
+        line = countdown(self.pending, self._clock.now())
+        if line != self._countdown:  # four checks a second; most change nothing on screen
+            self._countdown = line
+            self.query_one("#pane-countdown", Static).update(Text(line, style="bold"), layout=False)
 
     def focus_choices(self) -> None:
         self.query_one("#pane-choices", OptionList).focus()
