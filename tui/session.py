@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules an
     from engine.escalation.store import HistoryStore, StoredRun, StoreRecorder
 
 ENGINE_MODULE = "engine.runtime.engine"
-EAGER_LOAD_BYTES = 256 * 1024
-FULL_GC_EVERY = 100  # middle-generation passes per full pass (Python's default: 10)  # a store up to this size is read before the first frame (~10 ms)
+EAGER_LOAD_BYTES = 256 * 1024  # a store up to this size is read before the first frame (~10 ms)
+FULL_GC_EVERY = 100  # middle-generation passes per full pass (Python's default: 10)
 
 
 @dataclass

@@ -84,7 +84,7 @@ class PriorityLoop(asyncio.SelectorEventLoop):
                 raise
             except BaseException as exc:  # what asyncio's own handles do with a failing callback
                 self.call_exception_handler({"message": f"Exception in callback {callback!r}", "exception": exc, "handle": handle})
-            if console_waiting or self._foreground_ready or time.perf_counter() >= end or self._console_due():
+            if console_waiting or time.perf_counter() >= end or self._console_due():
                 break
         if queue:
             super().call_soon(self._pump)

@@ -144,8 +144,8 @@ class DecisionPane(Vertical):
     def show(self, pending: PendingEscalation | None, position: int = 0, total: int = 0) -> None:
         """Display `pending` (the `position`-th of `total` queued), or nothing."""
         # Visibility, not display: the pane keeps its place in the layout, so the other widgets'
-        # geometry stays the same and only the pane's lines are drawn (toggling display moved
-        # every widget's order and redrew the whole screen: ~40 ms per decision shown).
+        # geometry stays the same and only the pane's region is drawn again (toggling display
+        # changed every widget's layout order, and Textual redrew the whole screen).
         self.visible = pending is not None
         self._queue = (position, total)
         if not self._mounted:
