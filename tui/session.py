@@ -150,11 +150,16 @@ class ConsoleSession:
 
         Then everything start-up made (Textual, ADK, pydantic models: ~180k objects) leaves the
         collector's care: its full passes otherwise walk all of it, 100-150 ms each with runs
-        going, and each is a frozen screen."""
-        importlib.import_module(ENGINE_MODULE).warm_up()
-        gc.freeze()
-        young, middle, _full = gc.get_threshold()
-        gc.set_threshold(young, middle, FULL_GC_EVERY)
+        going, and each is a frozen screen. The console command holds the collector off until
+        here (start-up makes long-lived objects, and its passes cost ~80 ms of the first frame);
+        it collects again from now on."""
+        try:
+            importlib.import_module(ENGINE_MODULE).warm_up()
+        finally:
+            gc.freeze()
+            young, middle, _full = gc.get_threshold()
+            gc.set_threshold(young, middle, FULL_GC_EVERY)
+            gc.enable()
 
     def open_engine(self) -> None:
         """Create the engine on the broker and compile every workflow (errors kept per entry)."""

@@ -8,26 +8,31 @@ import subprocess
 import sys
 import time
 
-# Runs the console command with App.run made headless; the first frame is the first screen
-# update of the main screen that leaves for the terminal (App._display). Prints the time since
-# the parent's launch and whether ADK was imported by then.
+# Runs the console command with its app made headless (Textual is imported where the command
+# imports it); the first frame is the first screen update of the main screen that leaves for the
+# terminal (App._display). Prints the time since the parent's launch and whether ADK was
+# imported by then.
 CHILD = r"""
 import sys, time
 t0 = float(sys.argv[1])
 import engine.cli.console_cmd as cmd
 from engine.cli.main import build_parser
-from tui.app import EscalateApp
-original = EscalateApp._display
-def display(self, screen, renderable):
-    original(self, screen, renderable)
-    if renderable is not None and screen is self.main and not getattr(self, "_seen", False):
-        self._seen = True
-        adk = "google.genai.types" in sys.modules or "google.adk.agents" in sys.modules
-        print(time.time() - t0, adk, flush=True)
-        self.exit(0)
-EscalateApp._display = display
-run = EscalateApp.run
-EscalateApp.run = lambda self: run(self, headless=True)
+make_app = cmd._app
+def headless_app(session, args):  # patched on the instance: Textual is imported as the command does
+    app = make_app(session, args)
+    original = app._display
+    def display(screen, renderable):
+        original(screen, renderable)
+        if renderable is not None and screen is app.main and not getattr(app, "_seen", False):
+            app._seen = True
+            adk = "google.genai.types" in sys.modules or "google.adk.agents" in sys.modules
+            print(time.time() - t0, adk, flush=True)
+            app.exit(0)
+    app._display = display
+    run = app.run
+    app.run = lambda: run(headless=True)
+    return app
+cmd._app = headless_app
 sys.exit(cmd.main(build_parser().parse_args(sys.argv[2:])))
 """
 

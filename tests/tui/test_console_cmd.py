@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ def run(argv: list[str], capsys) -> tuple[int, str]:
     code = main(argv)
     err = capsys.readouterr().err
     assert "Traceback" not in err
+    assert gc.isenabled()  # the command holds the collector off for start-up only
     return code, err
 
 
@@ -82,3 +84,20 @@ def test_usage_error_from_argparse(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["console", "--bogus"])
     assert exc.value.code == 2
+
+
+def test_preload_gives_the_collector_back_even_when_the_runtime_cannot_load(monkeypatch) -> None:
+    from tui import session
+
+    monkeypatch.setattr(session, "ENGINE_MODULE", "engine.no_such_runtime")
+    threshold = gc.get_threshold()
+    gc.disable()  # as the console command leaves it for start-up
+    try:
+        with pytest.raises(ModuleNotFoundError):
+            session.ConsoleSession.preload()
+        assert gc.isenabled()
+        assert gc.get_threshold()[2] == session.FULL_GC_EVERY
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
