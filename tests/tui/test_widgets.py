@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from textual.screen import Screen
 
 from tests.tui.helpers import SIZE, ask, decided, make_app, make_session, pending, settle
-from tui.widgets.event_log import EventLog
+from tui.widgets.event_log import MAX_EVENTS, EventLog
 from tui.widgets.key_bar import KeyBar
 
 
@@ -82,3 +82,59 @@ async def test_event_log_grows_and_follows_its_end_without_laying_out_the_screen
         await settle(pilot)
         assert log.virtual_size.height == 105 and log.scroll_y == log.max_scroll_y
         assert layouts == []  # more lines: a repaint and a scrollbar update, no layout
+
+
+def _log_events(count: int, message: str = "line {n}") -> list[SimpleNamespace]:
+    return [SimpleNamespace(time=f"2026-11-22T10:00:{n % 60:02d}Z", type="log", fields={"message": message.format(n=n)})
+            for n in range(count)]
+
+
+def _visible(log: EventLog) -> str:
+    return "\n".join("".join(segment.text for segment in log.render_line(y)) for y in range(log.size.height))
+
+
+async def test_event_log_scrolled_up_stays_where_the_user_left_it() -> None:
+    app = make_app(make_session())
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.main.query_one(EventLog)
+        events = _log_events(100)
+        log.show_run("r1", events[:60])
+        await settle(pilot)
+        assert log.scroll_y == log.max_scroll_y > 0
+        log.scroll_to(y=0, animate=False, immediate=True)
+        log.catch_up(events)
+        await settle(pilot)
+        assert log.scroll_y == 0 and "line 0" in _visible(log)  # reading the top: not pulled down
+        log.scroll_end(animate=False, immediate=True)
+        log.catch_up(events + events[:3])
+        await settle(pilot)
+        assert log.scroll_y == log.max_scroll_y  # back at the end: follows again
+
+
+async def test_event_log_wraps_long_agent_text_again_when_its_width_changes() -> None:
+    app = make_app(make_session())
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.main.query_one(EventLog)
+        log.show_run("r1", _log_events(1, "word " * 12 + "[bold]end[/bold]"))
+        await settle(pilot)
+        wide = len(log.lines)
+        assert all(line.cell_length <= log.scrollable_content_region.width for line in log.lines)
+        assert "[bold]end[/bold]" in "".join(line.text for line in log.lines)  # text, never markup
+        await pilot.resize_terminal(60, 40)
+        await settle(pilot)
+        assert len(log.lines) > wide  # narrower: the same event on more lines
+        assert all(line.cell_length <= log.scrollable_content_region.width for line in log.lines)
+        assert log.virtual_size.height == len(log.lines)
+
+
+async def test_event_log_keeps_the_newest_events_only() -> None:
+    app = make_app(make_session())
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.main.query_one(EventLog)
+        events = _log_events(MAX_EVENTS + 50)
+        log.show_run("r1", events[:10])
+        log.catch_up(events)
+        await settle(pilot)
+        text = "\n".join(line.text for line in log.lines)
+        assert len(log.lines) == MAX_EVENTS and "line 49\n" not in text and text.startswith("10:00:50 ")
+        assert text.rstrip().endswith(f"line {MAX_EVENTS + 49}")

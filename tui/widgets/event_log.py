@@ -1,44 +1,127 @@
-"""The event log of one run: agent calls, outputs, escalations and who decided."""
+"""The event log of one run: agent calls, outputs, escalations and who decided.
+
+A line-API widget of its own rather than Textual's RichLog: RichLog imports rich.pretty, which
+imports attrs (~17 ms before the first frame), for pretty-printing we never use. Lines are Rich
+`Text` (agent output is never parsed as markup), wrapped to the log's width and wrapped again
+when that width changes.
+"""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
+from rich.segment import Segment
 from rich.text import Text
+from textual.events import Resize
 from textual.geometry import Size
 from textual.reactive import Reactive
-from textual.widgets import RichLog
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from tui.format import event_line
 
+MAX_EVENTS = 2000  # events kept per log; older ones leave from the top
+MIN_WIDTH = 20  # narrower than this, lines scroll sideways instead of wrapping to nothing
 
-class EventLog(RichLog):
-    # RichLog's virtual size lays out the whole screen at every line written (20 times a second
+
+class EventLog(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    EventLog {
+        background: $surface;
+        color: $foreground;
+        overflow-y: scroll;
+        &:focus {
+            background-tint: $foreground 5%;
+        }
+    }
+    """
+
+    # ScrollView's virtual size lays out the whole screen at every change (20 times a second
     # with runs going). The log's own size never depends on its lines: a new line only moves
-    # its scrollbar (which lays out by itself when it appears) and repaints the log.
+    # its scrollbar and repaints the log.
     virtual_size: Reactive[Size] = Reactive(Size(0, 0))
 
     def _watch_virtual_size(self, size: Size) -> None:
         self._scroll_update(size)
 
     def __init__(self, *, id: str | None = None) -> None:
-        # markup=False: agent output is written as Text, never parsed.
-        super().__init__(id=id, wrap=True, markup=False, highlight=False, max_lines=2000, min_width=20)
+        super().__init__(id=id)
         self.run_id: str | None = None
         self._shown = 0  # how many of the run's events are written
+        self._texts: deque[Text] = deque(maxlen=MAX_EVENTS)
+        self._heights: deque[int] = deque()  # screen lines of each text, to drop the oldest
+        self.lines: list[Strip] = []  # the texts wrapped to `_width`
+        self._width = 0  # 0 until the log has a size: texts written before wait for it
 
     def show_run(self, run_id: str | None, events: list[Any]) -> None:
         """Switch to another run: its whole log so far."""
         self.run_id = run_id
         self._shown = 0
-        self.clear()
+        self._texts.clear()
+        self._heights.clear()
+        self.lines = []
+        self._resized()  # empty: back to the top, so the new run's log follows its end
         self.border_title = f"Events · run {run_id}" if run_id else "Events"
         self.catch_up(events)
+        self.refresh()
 
     def catch_up(self, events: list[Any]) -> None:
         """Write the run's events not written yet. The run's own list is the source of truth, so
         a switch and a batch of news overlapping never write an event twice."""
+        if self._shown >= len(events):
+            return
+        following = self._at_end()
         for event in events[self._shown:]:
             stamp = Text(f"{str(getattr(event, 'time', ''))[11:19]} ", style="dim")
-            self.write(stamp + event_line(event.type, dict(event.fields)))
+            self._add(stamp + event_line(event.type, dict(event.fields)))
         self._shown = len(events)
+        self._resized(following)
+        self.refresh()
+
+    def _add(self, text: Text) -> None:
+        text.expand_tabs()
+        if len(self._texts) == MAX_EVENTS:
+            del self.lines[: self._heights.popleft()]
+        self._texts.append(text)
+        strips = self._wrap(text) if self._width else []
+        self._heights.append(len(strips))
+        self.lines.extend(strips)
+
+    def _wrap(self, text: Text) -> list[Strip]:
+        console = self.app.console
+        options = console.options.update_width(self._width)
+        return Strip.from_lines(list(Segment.split_lines(console.render(text, options))))
+
+    def _at_end(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y
+
+    def _resized(self, following: bool = False) -> None:
+        """The virtual size after the lines changed; a log that was at its end stays there (one
+        the user scrolled up stays where it is)."""
+        self.virtual_size = Size(self._width, len(self.lines))
+        if following:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_resize(self, _: Resize) -> None:
+        width = max(self.scrollable_content_region.width, MIN_WIDTH)
+        if width == self._width:
+            return
+        following = self._at_end()
+        self._width = width
+        wrapped = [self._wrap(text) for text in self._texts]
+        self._heights = deque(len(strips) for strips in wrapped)
+        self.lines = [strip for strips in wrapped for strip in strips]
+        self._resized(following)
+        self.refresh()
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return container.width  # lines wrap to whatever width the log is given
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        index = scroll_y + y
+        if index >= len(self.lines):
+            return Strip.blank(width, self.rich_style)
+        return self.lines[index].crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(self.rich_style)
