@@ -25,8 +25,7 @@ from engine.runtime.priority_loop import PriorityLoop
 from tui.bridge import Batcher
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
-from tui.screens.start_run import RunRequest, StartRunScreen
-from tui.session import ConsoleSession
+from tui.session import ConsoleSession, RunRequest
 from tui.widgets.decision_pane import DecisionPane
 
 APP_TITLE = "escalate"
@@ -215,6 +214,8 @@ class EscalateApp(App[int]):
         def started(request: RunRequest | None) -> None:
             if request is not None:
                 self.start(entry, request)
+
+        from tui.screens.start_run import StartRunScreen  # not needed for the first frame
 
         self.push_screen(StartRunScreen(entry), started)
 

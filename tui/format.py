@@ -6,7 +6,6 @@ as a markup string: `[prod vs staging]` must show as written.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.text import Text
@@ -46,7 +45,12 @@ def status_text(status: str) -> Text:
 
 def one_line(value: Any, limit: int = 80) -> str:
     """A value squeezed onto one line for lists and logs."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    if isinstance(value, str):
+        text = value
+    else:
+        import json  # only for structured values: not on the first frame's path
+
+        text = json.dumps(value, default=str, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

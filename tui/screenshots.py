@@ -18,8 +18,7 @@ from engine.demo import demo_rules, demo_workflows
 from engine.escalation.clock import FakeClock
 from rules import load_rules
 from tui.app import EscalateApp
-from tui.screens.start_run import RunRequest
-from tui.session import ConsoleSession, WorkflowEntry
+from tui.session import ConsoleSession, RunRequest, WorkflowEntry
 
 SIZE = (130, 42)
 

@@ -26,6 +26,14 @@ EAGER_LOAD_BYTES = 256 * 1024  # a store up to this size is read before the firs
 FULL_GC_EVERY = 100  # middle-generation passes per full pass (Python's default: 10)
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What the user asked to start: a flow of a workflow, with its input."""
+
+    flow: str | None  # None: the workflow's default entry (contract: main, default, ...)
+    input: str
+
+
 @dataclass
 class WorkflowEntry:
     """One `.sr` file of the workspace and the script that answers its agents."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,15 +9,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select
 
-from tui.session import WorkflowEntry
+from tui.session import RunRequest, WorkflowEntry
 
 DEFAULT_ENTRY = "(default entry)"
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    flow: str | None  # None: the workflow's default entry (contract: main, default, ...)
-    input: str
 
 
 class StartRunScreen(ModalScreen[RunRequest | None]):
