@@ -185,3 +185,26 @@ async def test_attention_bell_and_title() -> None:
         await pilot.press("1")
         await settle(pilot)
         assert app.title == "escalate · 1 decision waiting"
+
+
+async def test_pane_widgets_come_after_the_first_frame_and_an_early_decision_still_takes_the_keyboard() -> None:
+    session = make_session()
+    app = make_app(session)
+    children_at_first_frame: list[int] = []
+    original = app._display
+
+    def display(screen, renderable) -> None:
+        if renderable is not None and screen is app.main and not children_at_first_frame:
+            children_at_first_frame.append(len(app.main.query_one(DecisionPane).children))
+        original(screen, renderable)
+
+    app._display = display  # type: ignore[method-assign]
+    task = ask(session, pending(session.clock, timeout=None))  # raised before the pane has widgets
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert children_at_first_frame == [0]
+        pane = app.main.query_one(DecisionPane)
+        assert pane.visible and "Should I refactor the auth module" in pane_text(app)
+        assert app.focused is pane.query_one("#pane-choices", OptionList)
+        await pilot.press("2")
+        assert (await decided(task)).response.selected_option == "opt2"

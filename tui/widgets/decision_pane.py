@@ -13,11 +13,11 @@ from typing import Callable
 
 from rich.text import Text
 from textual import on
-from textual.app import ComposeResult
 from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.geometry import Size
+from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -113,24 +113,18 @@ class DecisionPane(Vertical):
         self._choices: list[Choice] = []
         self._drafts: dict[str, str] = {}  # escalation id -> instructions typed so far
         self._mounted = False
+        self._focus_asked = False  # the keyboard was asked for before the children were there
         self._queue = (0, 0)  # (position, total) of the shown escalation
         self._countdown = ""  # the countdown line on screen
 
-    def compose(self) -> ComposeResult:
-        with Horizontal(id="pane-head"):
-            yield Static("", id="pane-title", markup=False)
-            yield Static("", id="pane-queue", markup=False)
-        with VerticalScroll(id="pane-body"):
-            # One widget for reason, question and context: fewer widgets to lay out and paint
-            # when the pane switches to another decision.
-            yield Static("", id="pane-text", markup=False)
-        yield OptionList(id="pane-choices", markup=False)
-        yield Input(placeholder="your answer, then Enter (Escape: back)", id="pane-custom", compact=True)
-        yield Static("Additional instructions (optional, i):", id="pane-instructions-label")
-        yield Input(placeholder="> type here, Enter or Escape to go back", id="pane-instructions", compact=True)
-        yield Static("", id="pane-countdown", markup=False)
-
     def on_mount(self) -> None:
+        # The pane's widgets are mounted right after the console's first frame, which they would
+        # cost ~25 ms (its inputs and choices are a third of the screen's styling); no decision
+        # can be pending before the runtime loads, after that frame too.
+        self.call_after_refresh(self._mount_children)
+
+    async def _mount_children(self) -> None:
+        await self.mount_all(self._children())
         self.query_one("#pane-custom", Input).display = False
         # The countdown is redrawn from the injected clock: a frozen clock gives a frozen pane.
         self.set_interval(0.25, self.refresh_countdown)
@@ -138,6 +132,22 @@ class DecisionPane(Vertical):
         if self.pending is not None:  # a decision arrived before the pane had its children
             pending, self.pending = self.pending, None
             self.show(pending, *self._queue)
+            if self._focus_asked:
+                self.focus_choices()
+
+    @staticmethod
+    def _children() -> list[Widget]:
+        return [
+            Horizontal(Static("", id="pane-title", markup=False), Static("", id="pane-queue", markup=False), id="pane-head"),
+            # One widget for reason, question and context: fewer widgets to lay out and paint
+            # when the pane switches to another decision.
+            VerticalScroll(Static("", id="pane-text", markup=False), id="pane-body"),
+            OptionList(id="pane-choices", markup=False),
+            Input(placeholder="your answer, then Enter (Escape: back)", id="pane-custom", compact=True),
+            Static("Additional instructions (optional, i):", id="pane-instructions-label"),
+            Input(placeholder="> type here, Enter or Escape to go back", id="pane-instructions", compact=True),
+            Static("", id="pane-countdown", markup=False),
+        ]
 
     # ---- what is shown -------------------------------------------------------------------
 
@@ -191,7 +201,10 @@ class DecisionPane(Vertical):
             self.query_one("#pane-countdown", Static).update(Text(line, style="bold"), layout=False)
 
     def focus_choices(self) -> None:
-        self.query_one("#pane-choices", OptionList).focus()
+        if self._mounted:
+            self.query_one("#pane-choices", OptionList).focus()
+        else:
+            self._focus_asked = True
 
     def forget(self, escalation_id: str) -> None:
         """A resolved escalation's draft instructions are dropped."""
