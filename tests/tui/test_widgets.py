@@ -138,3 +138,29 @@ async def test_event_log_keeps_the_newest_events_only() -> None:
         text = "\n".join(line.text for line in log.lines)
         assert len(log.lines) == MAX_EVENTS and "line 49\n" not in text and text.startswith("10:00:50 ")
         assert text.rstrip().endswith(f"line {MAX_EVENTS + 49}")
+
+
+async def test_header_shows_the_title_without_laying_out_and_its_icon_opens_the_palette() -> None:
+    from textual.command import CommandPalette
+
+    from tui.widgets.header import ConsoleHeader
+
+    app = make_app(make_session())
+    async with app.run_test(size=SIZE) as pilot:
+        header = app.main.query_one(ConsoleHeader)
+        await settle(pilot)
+        layouts = []
+        original = Screen._refresh_layout
+        app.main._refresh_layout = lambda *a, **k: (layouts.append(1), original(app.main, *a, **k))[1]  # type: ignore[method-assign]
+        ask(app.session, pending(app.session.clock, timeout=None))
+        await settle(pilot)
+        line = "".join(segment.text for segment in header.render_line(0))
+        assert line.index("escalate · 1 decision waiting") > 8  # after the icon, centred
+        layouts.clear()
+        ask(app.session, pending(app.session.clock, run_id="r2", timeout=None))
+        await settle(pilot)
+        assert "escalate · 2 decisions waiting" in "".join(segment.text for segment in header.render_line(0))
+        assert layouts == []  # a new title: one line repainted
+        await pilot.click(ConsoleHeader, offset=(1, 0))
+        await settle(pilot)
+        assert isinstance(app.screen, CommandPalette)
