@@ -111,7 +111,7 @@ async def history_redraw(session: ConsoleSession) -> float:
 
 
 def first_frame(args: list[str], runs: int) -> float:
-    return statistics.median(seconds for seconds, _ in launches(args, runs))
+    return statistics.median(launches(args, runs))
 
 
 def main() -> None:
