@@ -1,18 +1,37 @@
-"""The key bar and the event log: what they show, and that they draw without laying out the screen."""
+"""The key bar, the event log and the header: what they show, and that they draw without laying out the screen."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+from textual.command import CommandPalette
 from textual.screen import Screen
 
 from tests.tui.helpers import SIZE, ask, decided, make_app, make_session, pending, settle
 from tui.widgets.event_log import MAX_EVENTS, EventLog
+from tui.widgets.header import ConsoleHeader
 from tui.widgets.key_bar import KeyBar
 
 
 def shown(bar: KeyBar) -> list[str]:
     return [f"{item.display} {item.description}" for item in bar.items]
+
+
+def count_layouts(app) -> list[int]:
+    """A list that grows by one at each layout of the main screen."""
+    layouts: list[int] = []
+    original = Screen._refresh_layout
+    app.main._refresh_layout = lambda *a, **k: (layouts.append(1), original(app.main, *a, **k))[1]  # type: ignore[method-assign]
+    return layouts
+
+
+def _log_events(count: int, message: str = "line {n}") -> list[SimpleNamespace]:
+    return [SimpleNamespace(time=f"2026-11-22T10:00:{n % 60:02d}Z", type="log", fields={"message": message.format(n=n)})
+            for n in range(count)]
+
+
+def _visible(log: EventLog) -> str:
+    return "\n".join("".join(segment.text for segment in log.render_line(y)) for y in range(log.size.height))
 
 
 async def test_key_bar_shows_the_focused_widgets_keys_and_clicks_press_them() -> None:
@@ -60,11 +79,8 @@ async def test_event_log_grows_and_follows_its_end_without_laying_out_the_screen
     async with app.run_test(size=SIZE) as pilot:
         log = app.main.query_one(EventLog)
         await settle(pilot)
-        layouts = []
-        original = Screen._refresh_layout
-        app.main._refresh_layout = lambda *a, **k: (layouts.append(1), original(app.main, *a, **k))[1]  # type: ignore[method-assign]
-        events = [SimpleNamespace(time=f"2026-11-22T10:00:{n % 60:02d}Z", type="log", fields={"message": f"line {n}"})
-                  for n in range(100)]
+        layouts = count_layouts(app)
+        events = _log_events(100)
         log.show_run("r1", events[:2])
         await settle(pilot)
         layouts.clear()
@@ -82,15 +98,6 @@ async def test_event_log_grows_and_follows_its_end_without_laying_out_the_screen
         await settle(pilot)
         assert log.virtual_size.height == 105 and log.scroll_y == log.max_scroll_y
         assert layouts == []  # more lines: a repaint and a scrollbar update, no layout
-
-
-def _log_events(count: int, message: str = "line {n}") -> list[SimpleNamespace]:
-    return [SimpleNamespace(time=f"2026-11-22T10:00:{n % 60:02d}Z", type="log", fields={"message": message.format(n=n)})
-            for n in range(count)]
-
-
-def _visible(log: EventLog) -> str:
-    return "\n".join("".join(segment.text for segment in log.render_line(y)) for y in range(log.size.height))
 
 
 async def test_event_log_scrolled_up_stays_where_the_user_left_it() -> None:
@@ -141,17 +148,11 @@ async def test_event_log_keeps_the_newest_events_only() -> None:
 
 
 async def test_header_shows_the_title_without_laying_out_and_its_icon_opens_the_palette() -> None:
-    from textual.command import CommandPalette
-
-    from tui.widgets.header import ConsoleHeader
-
     app = make_app(make_session())
     async with app.run_test(size=SIZE) as pilot:
         header = app.main.query_one(ConsoleHeader)
         await settle(pilot)
-        layouts = []
-        original = Screen._refresh_layout
-        app.main._refresh_layout = lambda *a, **k: (layouts.append(1), original(app.main, *a, **k))[1]  # type: ignore[method-assign]
+        layouts = count_layouts(app)
         ask(app.session, pending(app.session.clock, timeout=None))
         await settle(pilot)
         line = "".join(segment.text for segment in header.render_line(0))
