@@ -208,3 +208,18 @@ async def test_pane_widgets_come_after_the_first_frame_and_an_early_decision_sti
         assert app.focused is pane.query_one("#pane-choices", OptionList)
         await pilot.press("2")
         assert (await decided(task)).response.selected_option == "opt2"
+
+
+async def test_quitting_at_the_first_frame_before_the_pane_has_widgets_is_clean() -> None:
+    app = make_app(make_session())
+    original = app._display
+
+    def display(screen, renderable) -> None:
+        original(screen, renderable)
+        if renderable is not None and screen is app.main:
+            app.exit(0)  # a `q` as fast as a key can come
+
+    app._display = display  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+    assert app.return_value == 0 and app._exception is None

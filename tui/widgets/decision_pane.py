@@ -125,7 +125,8 @@ class DecisionPane(Vertical):
 
     async def _mount_children(self) -> None:
         await self.mount_all(self._children())
-        self.query_one("#pane-custom", Input).display = False
+        if not self.is_attached:  # the console quit before the pane got its widgets
+            return
         # The countdown is redrawn from the injected clock: a frozen clock gives a frozen pane.
         self.set_interval(0.25, self.refresh_countdown)
         self._mounted = True
@@ -137,13 +138,15 @@ class DecisionPane(Vertical):
 
     @staticmethod
     def _children() -> list[Widget]:
+        custom = Input(placeholder="your answer, then Enter (Escape: back)", id="pane-custom", compact=True)
+        custom.display = False  # until a choice asks for text
         return [
             Horizontal(Static("", id="pane-title", markup=False), Static("", id="pane-queue", markup=False), id="pane-head"),
             # One widget for reason, question and context: fewer widgets to lay out and paint
             # when the pane switches to another decision.
             VerticalScroll(Static("", id="pane-text", markup=False), id="pane-body"),
             OptionList(id="pane-choices", markup=False),
-            Input(placeholder="your answer, then Enter (Escape: back)", id="pane-custom", compact=True),
+            custom,
             Static("Additional instructions (optional, i):", id="pane-instructions-label"),
             Input(placeholder="> type here, Enter or Escape to go back", id="pane-instructions", compact=True),
             Static("", id="pane-countdown", markup=False),
