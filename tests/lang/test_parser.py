@@ -78,3 +78,15 @@ def test_syntax_error_lists_expected_tokens_readably():
     r = compile_text("agent a:\n    instruction p\nflow main:\n    for $x [1] do\n        log 1\n    end\n")
     d = r.diagnostics[0]
     assert d.code == "E0007" and d.line == 4 and "'in'" in d.help
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_windows_and_old_mac_line_ends_parse_like_newlines(newline):
+    src = ("\ufeffprompt q:\n    hello\n" + BASE + 'prompt t: """a\nb"""\n'
+           "flow main:\n\tif true:\n\t\treturn 1\n    return $nope\n").replace("\n", newline)
+    r = compile_text(src)
+    assert [(d.code, d.line, d.column) for d in r.diagnostics] == [("E0001", 12, 12)]
+    r = compile_text(src.replace("$nope", "2"))
+    assert r.ok, r.diagnostics
+    prompts = workflow_class(r).PROMPTS
+    assert prompts["q"].body(None) == "hello" and prompts["t"].body(None) == "a\nb"
