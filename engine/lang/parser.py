@@ -164,8 +164,8 @@ def parse_source(text: str, file: str) -> ParseResult:
     """Parse one file. On a syntax error the tree is None and one diagnostic explains it."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    if "\r" in text:  # Windows (and old Mac) line ends: one newline, as Python's own reader does
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # Windows line ends are newlines (a lone CR stays what it is, e.g. inside a string).
+    text = text.replace("\r\n", "\n")
     if not text.endswith("\n"):
         text += "\n"
     prepared = extract_plain_bodies(text)

@@ -80,10 +80,9 @@ def test_syntax_error_lists_expected_tokens_readably():
     assert d.code == "E0007" and d.line == 4 and "'in'" in d.help
 
 
-@pytest.mark.parametrize("newline", ["\r\n", "\r"])
-def test_windows_and_old_mac_line_ends_parse_like_newlines(newline):
+def test_windows_line_ends_parse_like_newlines():
     src = ("\ufeffprompt q:\n    hello\n" + BASE + 'prompt t: """a\nb"""\n'
-           "flow main:\n\tif true:\n\t\treturn 1\n    return $nope\n").replace("\n", newline)
+           "flow main:\n\tif true:\n\t\treturn 1\n    return $nope\n").replace("\n", "\r\n")
     r = compile_text(src)
     assert [(d.code, d.line, d.column) for d in r.diagnostics] == [("E0001", 12, 12)]
     r = compile_text(src.replace("$nope", "2"))
