@@ -168,9 +168,11 @@ class RunContext:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        for task in tasks:
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        # Every failure is collected (several branches can fail in one turn), the first raised.
+        errors = [t.exception() for t in tasks if t.done() and not t.cancelled()]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
 
     async def tick(self, line: int) -> None:
         # A point where a cancelled run stops, even inside `loop do` without agent calls.

@@ -376,6 +376,23 @@ agents:
     assert [e["input"] for e in events(handle, "agent_call")] == ["input a", "input b"]
 
 
+async def test_parallel_branches_failing_together_fail_the_run_once(harness) -> None:
+    import gc
+
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    try:
+        handle = await harness.run(Parallel, "agents: {a: [], b: []}\n")
+        status, error = handle.status, handle.error
+        del handle  # its error holds the branches' frames
+        gc.collect()  # an exception nobody retrieved is reported when its task is collected
+    finally:
+        loop.set_exception_handler(None)
+    assert status is RunStatus.FAILED and "no scripted reply" in error
+    assert [c["message"] for c in unretrieved] == []
+
+
 class Guarded(WorkflowBase):
     AGENTS = {"worker": AgentSpec("worker")}
     FLOWS = {"main": "flow_main"}
