@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
-from engine.lang.semantics import BUILTIN_VARS, ProgramInfo
+from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, walk_statements
 from engine.runtime.flowlib import PURE_FUNCTIONS, guardrail_names
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
@@ -283,6 +283,11 @@ class Analyzer:
 
     def handler(self, file: str, h: ast.Handler) -> None:
         self.block(h.body, Ctx(file, in_handler=True, check_vars=False), set())
+        if h.event == "start":
+            for s in walk_statements(h.body):
+                if isinstance(s, ast.RetryStep):
+                    self.err(file, s, "E0009", f"'retry step' has no step to retry in an '{h.timing} start' handler",
+                             "use it in 'on failure' blocks or in input/output/tool-call/tool-result handlers")
 
     def block(self, stmts: list[ast.Stmt], ctx: Ctx, defined: set[str]) -> set[str]:
         """Checks statements; returns the variables definitely assigned after them."""

@@ -135,10 +135,11 @@ async def _call_once(
     gate = await run_handlers(run, spec, "input", {"input": message}, subject=message)
     if gate.blocked:
         raise GuardrailBlocked(f"input of agent {spec.name!r} blocked: {gate.blocked}")
+    text = gate.retry_step if gate.retry_step is not None else str(gate.subject)
     runner = run.runner_for(key)
     session = await run.session_service.create_session(app_name=runner.app_name, user_id=run.run_id)
     try:
-        return await _converse(run, runner, session, spec, str(gate.subject), frame, history)
+        return await _converse(run, runner, session, spec, text, frame, history)
     finally:
         # The session is this call's alone: kept, every call of a long run would stay in memory
         # (and in every full GC pass: 20-110 ms freezes with twenty busy runs) until the run ends.

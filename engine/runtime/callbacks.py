@@ -93,6 +93,8 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
         outcome = await run_handlers(run, spec, "tool-call", {"tool": tool.name, "args": dict(args)}, subject=args)
         if outcome.blocked:
             return {"error": f"refused: {outcome.blocked}"}
+        if outcome.retry_step is not None:
+            return {"error": outcome.retry_step}
         if isinstance(outcome.subject, dict) and outcome.subject is not args:
             args.clear()
             args.update(outcome.subject)
@@ -106,6 +108,8 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
         )
         if outcome.blocked:
             return {"error": f"blocked: {outcome.blocked}"}
+        if outcome.retry_step is not None:
+            return {"error": outcome.retry_step}
         if outcome.subject is not tool_response:
             return outcome.subject if isinstance(outcome.subject, dict) else {"result": outcome.subject}
         return None

@@ -187,6 +187,8 @@ class RunContext:
         frame_token, scope_token = _FRAME.set(frame), _SCOPE.set(scope)
         try:
             await handler.fn(self)
+        except RetryStep as exc:  # the step in flight is done again with this text (handlers.py)
+            scope.retry_step = as_text(exc.value)
         finally:
             _FRAME.reset(frame_token)
             _SCOPE.reset(scope_token)

@@ -2,12 +2,18 @@
 
 A handler runs with the message in flight as `$input`, `$output`, `$tool`/`$args` or `$result`
 (and `$message` for any of them); in it `mask NAME` rewrites that message, `block if c` refuses
-it, `warn` logs, and `retry with e if c` (output) asks the agent again with `e`. Top-level
-handlers apply to every agent, an agent's own handlers to it; `on` handlers run before `after`.
+it, `warn` logs, and `retry with e if c` (output) asks the agent again with `e`. `retry step e`
+ends the handler and has the step done again with `e`: the agent gets `e` as its input (input),
+as the refused tool call's result (tool-call, the tool does not run), instead of the tool's
+result (tool-result), or as a new message asking it again (output). Top-level handlers apply to
+every agent, an agent's own handlers to it; `on` handlers run before `after`. Agent calls made
+inside a handler do not run the handlers again (an `after output` handler that runs an agent
+would otherwise handle that agent's output too, without end).
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +22,9 @@ from engine.runtime.spec import AgentSpec, HandlerSpec
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
+
+
+_HANDLING: ContextVar[bool] = ContextVar("escalate_handling", default=False)
 
 
 class GuardrailBlocked(FlowError):
@@ -32,6 +41,7 @@ class HandlerScope:
     blocked: str | None = None
     warnings: list[str] = field(default_factory=list)
     retry_with: Any = None
+    retry_step: str | None = None  # `retry step e`: the step is done again with this text
 
 
 def handlers_for(run: "RunState", spec: AgentSpec | None, event: str) -> list[HandlerSpec]:
@@ -47,16 +57,21 @@ async def run_handlers(
     """Run the matching handlers over one message; returns the (maybe rewritten) outcome."""
     scope = HandlerScope(event, spec.name if spec else None, subject)
     selected = handlers_for(run, spec, event)
-    if not selected or run.context is None:
+    if not selected or run.context is None or _HANDLING.get():
         return scope
-    for handler in selected:
-        await run.context.run_handler(handler, scope, values)
-        if scope.blocked:
-            break
-    if scope.retry_with is not None:
+    handling = _HANDLING.set(True)  # seen by the agent calls the handlers make (same task)
+    try:
+        for handler in selected:
+            await run.context.run_handler(handler, scope, values)
+            if scope.blocked or scope.retry_step is not None:
+                break
+    finally:
+        _HANDLING.reset(handling)
+    retry = scope.retry_step if event == "output" and scope.retry_step is not None else scope.retry_with
+    if retry is not None:
         from engine.runtime.frames import current
 
         frame = current()
         if frame is not None:
-            frame.retry_with = scope.retry_with
+            frame.retry_with = retry
     return scope

@@ -1,0 +1,90 @@
+"""Handlers from .sr source to a real run: `retry step` in each kind of handler, and agent calls
+made inside handlers (which do not run the handlers again)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.cli.main import main
+from tests.lang.helpers import codes
+
+
+def run_sr(capsys, tmp_path: Path, source: str, script: str) -> tuple[int, str, list[dict]]:
+    (tmp_path / "wf.sr").write_text(source)
+    (tmp_path / "s.yaml").write_text(script)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    events = tmp_path / "e.jsonl"
+    code = main(["run", str(tmp_path / "wf.sr"), "--script", str(tmp_path / "s.yaml"), "--events", str(events),
+                 "--workspace", str(workspace)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, [json.loads(line) for line in events.read_text().splitlines()]
+
+
+WRITER = '''tool fs = builtin streetrace.fs
+prompt p: """Do the work."""
+agent a:
+    instruction p
+    tools fs
+{handler}
+flow main:
+    $r = run agent a "go"
+    return $r
+'''
+
+
+def test_retry_step_in_tool_call_refuses_the_call_and_the_agent_sees_why(capsys, tmp_path) -> None:
+    handler = '    on tool-call do\n        if $tool == "write_file":\n            retry step "Denied: ${$tool} is not allowed"\n    end'
+    script = ('agents:\n  a:\n    - {tool: write_file, args: {path: o.txt, content: x}}\n'
+              '    - {text: "understood, no writing", when: "denied: write_file"}\n    - "fallback"\n')
+    code, out, events = run_sr(capsys, tmp_path, WRITER.format(handler=handler), script)
+    assert (code, out) == (0, "understood, no writing\n")
+    assert not (tmp_path / "ws" / "o.txt").exists()
+
+
+def test_retry_step_in_tool_result_replaces_the_result(capsys, tmp_path) -> None:
+    handler = '    after tool-result do\n        retry step "The listing is hidden; answer without it"\n    end'
+    script = ('agents:\n  a:\n    - {tool: list_directory, args: {path: "."}}\n'
+              '    - {text: "answered blind", when: "listing is hidden"}\n    - "fallback"\n')
+    code, out, _ = run_sr(capsys, tmp_path, WRITER.format(handler=handler), script)
+    assert (code, out) == (0, "answered blind\n")
+
+
+def test_retry_step_in_output_asks_the_agent_again(capsys, tmp_path) -> None:
+    handler = '    on output do\n        if $output contains "draft":\n            retry step "Not a draft: the final text"\n    end'
+    script = 'agents:\n  a:\n    - "a draft"\n    - {text: "the final text", when: "Not a draft"}\n'
+    code, out, events = run_sr(capsys, tmp_path, WRITER.format(handler=handler), script)
+    assert (code, out) == (0, "the final text\n")
+
+
+def test_retry_step_in_input_gives_the_agent_that_input(capsys, tmp_path) -> None:
+    handler = '    on input do\n        retry step "rephrased: ${$input}"\n    end'
+    script = 'agents:\n  a:\n    - {text: "saw it", when: "rephrased: go"}\n    - "fallback"\n'
+    code, out, events = run_sr(capsys, tmp_path, WRITER.format(handler=handler), script)
+    assert (code, out) == (0, "saw it\n")
+
+
+def test_an_agent_run_inside_a_handler_does_not_run_the_handlers_again(capsys, tmp_path) -> None:
+    source = '''prompt p: """x"""
+agent a:
+    instruction p
+agent checker:
+    instruction p
+after output do
+    $verdict = run agent checker "check this"
+    warn "checked: ${$verdict}"
+end
+flow main:
+    $r = run agent a "go"
+    return $r
+'''
+    script = 'agents:\n  a: ["the answer"]\n  checker: ["fine", "fine again", "and again"]\n'
+    code, out, events = run_sr(capsys, tmp_path, source, script)
+    assert (code, out) == (0, "the answer\n")
+    assert [e["agent"] for e in events if e["type"] == "agent_call"] == ["a", "checker"]
+
+
+def test_retry_step_in_a_start_handler_is_e0009() -> None:
+    assert codes('on start do\n    retry step "again"\nend\nflow main:\n    return 1\n') == ["E0009"]
