@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import importlib
 from typing import Any
 
 from textual import work
@@ -29,6 +30,7 @@ from tui.session import ConsoleSession, RunRequest
 from tui.widgets.decision_pane import DecisionPane
 
 APP_TITLE = "escalate"
+MAIN_SCREEN_ACTIONS = frozenset({"start_run", "cancel_run", "previous_decision", "next_decision"})
 RUN_EVENT_BATCH = 0.05  # seconds: run events are drawn at most 20 times a second
 QUIT_GRACE = 2.0  # seconds cancelled runs get to unwind when the user quits
 
@@ -48,7 +50,8 @@ class EscalateApp(App[int]):
     title: Reactive[str] = Reactive(APP_TITLE, compute=False, repaint=False)
     COMMANDS = App.COMMANDS | {_escalate_commands}
     BINDINGS = [
-        Binding("s", "start_run", "Start run"),
+        # Priority: the keys typed right after `s` go to the dialog it opens, not to the list.
+        Binding("s", "start_run", "Start run", priority=True),
         Binding("c", "cancel_run", "Cancel run"),
         Binding("d", "focus_decision", "Decision"),
         # Priority (handled on arrival, see DecisionPane); they step aside in text fields.
@@ -99,6 +102,8 @@ class EscalateApp(App[int]):
     async def _load_engine(self) -> None:
         try:
             await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
+            # The start dialog too: `s` and the keys typed right after it reach the dialog.
+            await asyncio.to_thread(importlib.import_module, "tui.screens.start_run")
             self.session.open_engine()
         except Exception as exc:  # a broken install must be seen, not a dead console
             self.post_message(EngineFailed(f"{type(exc).__name__}: {exc}"))
@@ -166,7 +171,7 @@ class EscalateApp(App[int]):
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
         if raised:
             self.bell()  # attention: a human is needed
-            if not self.main.is_current:
+            if not self._on_main:
                 esc = raised[-1]
                 self.notify(f"{esc.reason.value}: {esc.question}", title=f"DECISION REQUIRED [{esc.task_id}]",
                             severity="warning", markup=False)
@@ -196,7 +201,18 @@ class EscalateApp(App[int]):
 
     # ---- actions -----------------------------------------------------------------------------
 
+    @property
+    def _on_main(self) -> bool:
+        """The main screen is on top (Screen.is_current is also true under a see-through screen)."""
+        stack = self.screen_stack
+        return bool(stack) and stack[-1] is self.main
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The run and queue keys act on the main screen: elsewhere they are off (and not shown).
+        return action not in MAIN_SCREEN_ACTIONS or self._on_main
+
     def action_start_run(self) -> None:
+        self._skip_in_text_fields()
         index = self.main.selected_workflow
         if index is not None:
             self.start_workflow(index)
@@ -220,12 +236,25 @@ class EscalateApp(App[int]):
         self.push_screen(StartRunScreen(entry), started)
 
     def action_cancel_run(self) -> None:
-        handle = self.main.selected_run
-        if handle is not None and handle.finished_at is None:
+        """Cancel the run of the decision on screen when the pane has the keyboard, else the
+        run selected in the list."""
+        handle = self.main.decision_run if self.main.query_one(DecisionPane).has_focus_within else None
+        handle = handle or self.main.selected_run
+        if handle is None:
+            self.notify("no run selected", title="Nothing to cancel")
+        elif handle.finished_at is not None:
+            self.notify(f"{handle.workflow} {handle.id} has already ended", title="Nothing to cancel")
+        else:
             handle.cancel()
-            self.notify(f"run {handle.id} cancelled")
+            self.notify(f"{handle.workflow} {handle.id} cancelled", markup=False)
 
     def action_focus_decision(self) -> None:
+        """The decision pane, from anywhere: other screens are closed to get back to it."""
+        if not self.session.pending():
+            self.notify("no decision is waiting", title="Inbox empty")
+            return
+        while not self._on_main and len(self.screen_stack) > 1:
+            self.pop_screen()
         self.main.focus_decision()
 
     def action_previous_decision(self) -> None:
@@ -237,7 +266,7 @@ class EscalateApp(App[int]):
         self.main.move_decision(+1)
 
     def _skip_in_text_fields(self) -> None:
-        if isinstance(self.focused, Input) or not self.main.is_current:
+        if isinstance(self.focused, Input) or not self._on_main:
             raise SkipAction()
 
     def action_history(self) -> None:

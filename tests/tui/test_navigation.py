@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual import events
 from textual.widgets import DataTable, Input
 
 from engine.escalation.model import Reason, Response, ResponseType
@@ -116,3 +117,37 @@ async def test_keyboard_returns_where_it_was_once_the_queue_is_empty(tmp_path: P
         await pilot.press("down", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), what="the start dialog")
         assert app.screen.entry.name == session.workflows[first + 1].name
+
+
+async def test_start_dialog_takes_typing_at_once_and_a_second_enter_does_nothing(tmp_path: Path) -> None:
+    async with demo_console(tmp_path) as (session, app, pilot):
+        started: list[RunRequest] = []
+        original = app.start
+        app.start = lambda entry, request: (started.append(request), original(entry, request))[1]  # type: ignore[method-assign]
+        # One burst, as a fast typist's keys arrive: all queued before the dialog is mounted.
+        for key in ["s", *"hello", "enter", "enter"]:
+            app.post_message(events.Key(key, None if key == "enter" else key))
+        await settle(pilot)
+        assert [r.input for r in started] == ["hello"]
+        assert app.screen is app.main and app.return_value is None
+
+
+async def test_history_shows_only_keys_that_work_there_and_d_goes_back_to_the_decision() -> None:
+    from tui.widgets.key_bar import KeyBar
+
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(session.clock))
+        await settle(pilot)
+        await pilot.press("h")
+        await settle(pilot)
+        shown = {item.description for item in app.screen.query_one(KeyBar).items}
+        assert app.screen is not app.main and not shown & {"Start run", "Cancel run", "Prev", "Next"}
+        assert "Decision" in shown
+        await pilot.press("c", "right_square_bracket")  # off here: nothing happens
+        await pilot.press("d")
+        await settle(pilot)
+        assert app.screen is app.main and app.focused is app.main.query_one("#pane-choices")
+        await pilot.press("1")
+        assert (await decided(task)).response.selected_option == "opt1"

@@ -82,6 +82,12 @@ class MainScreen(Screen):
     def selected_run(self) -> Any:
         return self.session.run(self.query_one(RunList).selected_run_id)
 
+    @property
+    def decision_run(self) -> Any:
+        """The run of the decision the pane shows (None when it shows none)."""
+        pending = self.query_one(DecisionPane).pending
+        return self.session.run(pending.escalation.run_id) if pending is not None else None
+
     def add_run(self, handle: Any) -> None:
         runs = self.query_one(RunList)
         runs.add_run(handle)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -16,10 +16,13 @@ DEFAULT_ENTRY = "(default entry)"
 
 class StartRunScreen(ModalScreen[RunRequest | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    AUTO_FOCUS = "#start-input"  # what the user types right after `s` is the input
 
     def __init__(self, entry: WorkflowEntry) -> None:
         super().__init__()
         self.entry = entry
+        self._answered = False  # a second Enter (or Escape) before the dialog has gone does nothing
+        self._early: list[events.Key] = []  # keys of a burst that arrived before the input had focus
 
     def compose(self) -> ComposeResult:
         with Vertical(id="start-dialog") as dialog:
@@ -30,14 +33,40 @@ class StartRunScreen(ModalScreen[RunRequest | None]):
             yield Label("Input (Enter starts, Escape cancels)")
             yield Input(placeholder="what the run starts with", id="start-input")
 
+    def on_key(self, event: events.Key) -> None:
+        # `s` then typing in one burst: the keys after `s` reach this screen before its input
+        # exists or has focus. They are kept and typed into it once it has.
+        if self.focused is None:
+            event.stop()
+            event.prevent_default()
+            self._early.append(event)
+
     def on_mount(self) -> None:
-        self.query_one("#start-input", Input).focus()
+        self.call_after_refresh(self._type_early_keys)
+
+    def _type_early_keys(self) -> None:
+        field = self.query_one("#start-input", Input)
+        field.focus()
+        early, self._early = self._early, []
+        for key in early:
+            if key.key == "enter":
+                self._answer(RunRequest(flow=str(self.query_one("#start-flow", Select).value) or None, input=field.value))
+                return
+            if key.key == "backspace":
+                field.action_delete_left()
+            elif key.is_printable and key.character:
+                field.insert_text_at_cursor(key.character)
 
     @on(Input.Submitted, "#start-input")
     def _submit(self, event: Input.Submitted) -> None:
         event.stop()
         flow = self.query_one("#start-flow", Select).value
-        self.dismiss(RunRequest(flow=str(flow) or None, input=event.value))
+        self._answer(RunRequest(flow=str(flow) or None, input=event.value))
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self._answer(None)
+
+    def _answer(self, request: RunRequest | None) -> None:
+        if not self._answered:
+            self._answered = True
+            self.dismiss(request)
