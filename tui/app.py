@@ -24,6 +24,7 @@ from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
 from engine.escalation.model import Response
 from engine.runtime.priority_loop import PriorityLoop
 from tui.bridge import Batcher
+from tui.format import one_line
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.session import ConsoleSession, RunRequest
@@ -173,8 +174,8 @@ class EscalateApp(App[int]):
             self.bell()  # attention: a human is needed
             if not self._on_main:
                 esc = raised[-1]
-                self.notify(f"{esc.reason.value}: {esc.question}", title=f"DECISION REQUIRED [{esc.task_id}]",
-                            severity="warning", markup=False)
+                self.notify(f"{esc.reason.value}: {one_line(esc.question, 200)} (d: answer)",
+                            title=f"DECISION REQUIRED [{one_line(esc.task_id, 40)}]", severity="warning", markup=False)
         for screen in self.screen_stack:
             refresh = getattr(screen, "refresh_history", None)
             if refresh is not None and screen.is_mounted:

@@ -6,6 +6,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.markup import escape
 
 from tui.format import one_line
 
@@ -23,7 +25,7 @@ class EscalateCommands(Provider):
         for pending in session.pending():
             esc = pending.escalation
             commands.append((
-                f"Decide [{esc.task_id}]: {one_line(esc.question, 50)}",
+                f"Decide [{one_line(esc.task_id, 40)}]: {one_line(esc.question, 50)}",
                 partial(app.main.select_decision, esc.id),
                 f"{esc.reason.value} from {esc.agent}",
             ))
@@ -35,13 +37,19 @@ class EscalateCommands(Provider):
         ]
         return commands
 
+    # Entries carry agent text and task names: shown as plain Content, never parsed as markup
+    # (Textual's DiscoveryHit, Matcher.highlight and help strings all read markup).
     async def discover(self) -> Hits:
         for name, callback, help_text in self._commands():
-            yield DiscoveryHit(name, callback, text=name, help=help_text)
+            yield DiscoveryHit(Content(name), callback, text=name, help=escape(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, callback, help_text in self._commands():
-            score = matcher.match(name)
+            score, offsets = matcher.fuzzy_search.match(matcher.query, name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, text=name, help=help_text)
+                shown = Content(name)
+                for offset in offsets:
+                    if not name[offset].isspace():
+                        shown = shown.stylize(matcher.match_style, offset, offset + 1)
+                yield Hit(score, shown, callback, text=name, help=escape(help_text))

@@ -26,6 +26,18 @@ STATUS_STYLES: dict[str, tuple[str, str]] = {
 }
 
 
+# Control characters in agent text would reach the terminal as they are (an ESC starts an escape
+# sequence): each is shown as its Unicode control picture (␛, ␇, ...) instead. Tab and newline
+# stay: the widgets lay them out.
+_CONTROL_PICTURES = {c: 0x2400 + c for c in range(32) if c not in (9, 10)} | {0x7F: 0x2421}
+_CONTROL_PICTURES |= {c: 0xFFFD for c in range(0x80, 0xA0)}  # C1 controls (CSI is 0x9B)
+
+
+def visible(text: str) -> str:
+    """`text` with every control character replaced by a visible sign."""
+    return text.translate(_CONTROL_PICTURES)
+
+
 def duration(seconds: float) -> str:
     """`42s`, `3:07`, `1:02:03`: short enough for a table column."""
     seconds = max(0, int(seconds))
@@ -51,7 +63,7 @@ def one_line(value: Any, limit: int = 80) -> str:
         import json  # only for structured values: not on the first frame's path
 
         text = json.dumps(value, default=str, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = visible(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -151,3 +151,19 @@ async def test_history_shows_only_keys_that_work_there_and_d_goes_back_to_the_de
         assert app.screen is app.main and app.focused is app.main.query_one("#pane-choices")
         await pilot.press("1")
         assert (await decided(task)).response.selected_option == "opt1"
+
+
+async def test_palette_shows_agent_text_and_task_names_as_written() -> None:
+    from textual.command import CommandList
+
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        ask(session, pending(session.clock, task="[mk]", question="Deploy to [bold red]PROD[/bold red] or [staging]?"))
+        await settle(pilot)
+        await pilot.press("ctrl+p", *"dec")
+        await wait_until(pilot, lambda: app.screen.query(CommandList) and app.screen.query_one(CommandList).option_count,
+                         what="the palette's hits")
+        hits = app.screen.query_one(CommandList)
+        shown = [str(hits.get_option_at_index(i).prompt) for i in range(hits.option_count)]
+        assert any("Decide [[mk]]: Deploy to [bold red]PROD[/bold red] or [staging]?" in line for line in shown), shown

@@ -164,6 +164,18 @@ async def test_agent_text_is_never_markup() -> None:
         assert "[1] [red]yes[/red] (recommended)" in text
 
 
+async def test_control_characters_in_agent_text_never_reach_the_terminal() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        ask(session, pending(session.clock, task="t\x1b]2;pwned\x07", question="rm \x1b[31mred\x1b[0m\x9b2J",
+                             context="a\rb\x08", options=(Option("a", "\x1b[5myes", recommended=True),)))
+        await settle(pilot)
+        frame = "".join(segment.text for strip in app.screen._compositor.render_strips() for segment in strip)
+        assert "\x1b" not in frame and "\x9b" not in frame and "\x07" not in frame and "\r" not in frame
+        assert "rm ␛[31mred␛[0m" in pane_text(app) and "[1] ␛[5myes (recommended)" in pane_text(app)
+
+
 async def test_attention_bell_and_title() -> None:
     session = make_session()
     app = make_app(session)

@@ -23,7 +23,7 @@ from textual.widgets.option_list import Option
 
 from engine.escalation.clock import Clock
 from engine.escalation.model import Escalation, Origin, PendingEscalation, Response, ResponseType
-from tui.format import countdown
+from tui.format import countdown, visible
 
 
 @dataclass(frozen=True)
@@ -54,20 +54,20 @@ def pane_text(escalation: Escalation) -> Text:
     text = Text("Reason: ", style="bold")
     text.append(escalation.reason.value)
     text.append(f"    agent {escalation.agent} · run {escalation.run_id}\n", style="dim")
-    text.append(escalation.question)
+    text.append(visible(escalation.question))
     if escalation.context:
         text.append("\n")
-        text.append(escalation.context, style="italic dim")
+        text.append(visible(escalation.context), style="italic dim")
     return text
 
 
 def _choice_prompt(number: int, choice: Choice, description: str) -> Text:
     prompt = Text(f"[{number}] ", style="bold")
-    prompt.append(choice.label)
+    prompt.append(visible(choice.label))
     if choice.recommended:
         prompt.append(" (recommended)", style="bold green")
     if description:
-        prompt.append(f"\n    {description}", style="dim")
+        prompt.append(f"\n    {visible(description)}", style="dim")
     return prompt
 
 
@@ -177,7 +177,7 @@ class DecisionPane(Vertical):
         if esc.id == previous:
             return  # same escalation: keep the user's highlight and typing
         title = Text("⚠  DECISION REQUIRED ", style="bold")
-        title.append(f"[{esc.task_id}]", style="bold yellow")
+        title.append(f"[{visible(esc.task_id)}]", style="bold yellow")
         self.query_one("#pane-title", Static).update(title, layout=False)
         _update_in_place(self.query_one("#pane-text", Static), pane_text(esc))
         self._choices = choices_for(esc)
