@@ -235,3 +235,38 @@ async def test_quitting_at_the_first_frame_before_the_pane_has_widgets_is_clean(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
     assert app.return_value == 0 and app._exception is None
+
+
+def screen_lines(app) -> list[str]:
+    return ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 20), (100, 30)])
+async def test_every_part_of_the_pane_stays_on_small_terminals(size: tuple[int, int]) -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=size) as pilot:
+        ask(session, pending(session.clock, task="auth-refactor", timeout=90, on_timeout=OnTimeout.AGENT_DECIDE,
+                             context="Touches src/api/auth.ts, src/api/session.ts and 5 tests in tests/api"))
+        await settle(pilot)
+        text = "\n".join(screen_lines(app))
+        for part in ("DECISION REQUIRED [auth-refactor]", "Reason:", "[1] Yes, use JWT (recommended)", "Additional instructions",
+                     "No answer in 1:30"):
+            assert part in text, (part, text)
+        await pilot.press("down", "down", "down", "down")  # to the last line, Custom response...
+        await settle(pilot)
+        assert "[5] Custom response..." in "\n".join(screen_lines(app))
+        assert "No answer in" in "\n".join(screen_lines(app))
+
+
+async def test_lines_past_nine_show_no_number_they_are_chosen_with_the_arrows() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        options = tuple(Option(f"o{i}", f"choice {i}", recommended=i == 1) for i in range(1, 10))
+        task = ask(session, pending(session.clock, options=options))
+        await settle(pilot)
+        text = pane_text(app)
+        assert "[9] choice 9" in text and "[10]" not in text and "    Skip this task" in text
+        await pilot.press("end", "up", "enter")  # Skip this task, the line before the last
+        assert (await decided(task)).response.response_type is ResponseType.SKIP

@@ -56,6 +56,16 @@ async def test_key_bar_shows_the_focused_widgets_keys_and_clicks_press_them() ->
         assert shown(bar)[0] == "s Start run"
 
 
+async def test_key_bar_shows_every_key_on_a_narrow_terminal() -> None:
+    app = make_app(make_session())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        line = str(app.main.query_one(KeyBar).render())
+        keys = [item.display for item in app.main.query_one(KeyBar).items]
+        assert len(line) <= 80 and "…" not in line and "? Help" in line and "q Quit" in line
+        assert all(f" {key} " in line for key in keys)
+
+
 async def test_key_bar_repaints_only_when_its_keys_change() -> None:
     session = make_session()
     app = make_app(session)

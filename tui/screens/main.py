@@ -60,6 +60,9 @@ class MainScreen(Screen):
         self.sync_decisions()
         self.set_interval(1.0, self.refresh_clock)
 
+    def on_resize(self) -> None:
+        self.query_one(DecisionPane).fit()
+
     def on_unmount(self) -> None:
         self.ready = False  # runs may still report while the app shuts down
 

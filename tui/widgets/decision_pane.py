@@ -62,7 +62,9 @@ def pane_text(escalation: Escalation) -> Text:
 
 
 def _choice_prompt(number: int, choice: Choice, description: str) -> Text:
-    prompt = Text(f"[{number}] ", style="bold")
+    # Keys 1-9 choose: a tenth line and beyond is chosen with the arrows and Enter, so it shows
+    # no number that could not be typed.
+    prompt = Text(f"[{number}] " if number <= 9 else "    ", style="bold")
     prompt.append(visible(choice.label))
     if choice.recommended:
         prompt.append(" (recommended)", style="bold green")
@@ -90,6 +92,13 @@ def _set_prompts(options: OptionList, prompts: list[Text]) -> None:
     for index, prompt in enumerate(prompts):
         options.replace_option_prompt_at_index(index, prompt)
     options.scroll_to_highlight()  # measures the new prompts now, not during the next frame
+
+
+# Rows of the pane besides its text and its choices (theme.tcss): its border (2), the title (1),
+# the gap above the choices (1), the instructions' rule and label (2), field (1), countdown (1).
+PANE_FIXED_ROWS = 8
+MAX_BODY_ROWS = 10  # reason, question and context, with the rule above them
+MAX_CHOICE_ROWS = 12
 
 
 class DecisionPane(Vertical):
@@ -172,7 +181,7 @@ class DecisionPane(Vertical):
             return
         esc = pending.escalation
         self.query_one("#pane-queue", Static).update(  # fixed size: no relayout
-            Text(f"{position} of {total}  [ ] to move" if total > 1 else "", style="bold"), layout=False
+            Text(f"{position} of {total} · [ ]" if total > 1 else "", style="bold"), layout=False
         )
         if esc.id == previous:
             return  # same escalation: keep the user's highlight and typing
@@ -194,6 +203,27 @@ class DecisionPane(Vertical):
         custom.display = False
         self.query_one("#pane-instructions", Input).value = self._drafts.get(esc.id, "")
         self.refresh_countdown()
+        self.fit()
+
+    def fit(self) -> None:
+        """Size the pane to the terminal so that every part of it stays on screen: on a small
+        one it may cover the lists, and the text and the choices scroll inside it (the choices
+        keep at least three lines; the highlight scrolls them)."""
+        if not self._mounted or self.pending is None:
+            return
+        height = self.screen.size.height
+        # 70% of a tall screen; on a short one all but the header and key bar (and the gap).
+        limit = max(int(height * 0.7), min(height - 3, 22))
+        self.styles.max_height = limit
+        body, options = self.query_one("#pane-body"), self.query_one("#pane-choices", OptionList)
+        width = max(1, self.content_size.width)
+        body_needs = 1 + self.query_one("#pane-text", Static).get_content_height(Size(0, 0), Size(0, 0), width)
+        choices_need = options.get_content_height(Size(0, 0), Size(0, 0), width)
+        fixed = PANE_FIXED_ROWS + (1 if self.query_one("#pane-custom", Input).display else 0)
+        room = max(2, limit - fixed)
+        choices = min(choices_need, MAX_CHOICE_ROWS, max(min(3, choices_need), room - min(body_needs, 4)))
+        body.styles.max_height = max(2, min(MAX_BODY_ROWS, room - choices))
+        options.styles.max_height = max(1, min(choices, room - 2))
 
     def refresh_countdown(self) -> None:
         if self.pending is None or not self._mounted:
@@ -266,6 +296,7 @@ class DecisionPane(Vertical):
             custom = self.query_one("#pane-custom", Input)
             custom.display = True
             custom.focus()
+            self.fit()
             return
         instructions = self._instructions()
         if choice.option_id is not None:

@@ -70,18 +70,26 @@ class KeyBar(Widget, can_focus=False):
         key_style = self.get_component_rich_style("key-bar--key")
         description_style = self.get_component_rich_style("key-bar--description")
 
-        def label(item: KeyItem, lead: str = " ") -> Text:
-            text = Text.assemble((f"{lead}{item.display} ", key_style), (f"{item.description} ", description_style))
+        def label(item: KeyItem, lead: str = " ", words: int | None = None) -> Text:
+            description = item.description if words is None else " ".join(item.description.split()[:words])
+            if words == 0 and item.key in ("question_mark", "q"):
+                description = item.description  # Help explains the others; Quit is how to leave
+            text = Text.assemble((f"{lead}{item.display} ", key_style), (f"{description} " if description else "", description_style))
             if not item.enabled:
                 text.stylize("dim")
             return text
 
-        line = Text(no_wrap=True, overflow="ellipsis", end="")
-        spans = []
-        for item in self.items:
-            start = line.cell_len
-            line.append_text(label(item))
-            spans.append((start, line.cell_len, item))
+        # On a narrow terminal the descriptions shrink to their first word, then to nothing but
+        # Help's and Quit's, so that every key shows.
+        for words in (None, 1, 0):
+            line = Text(no_wrap=True, overflow="ellipsis", end="")
+            spans = []
+            for item in self.items:
+                start = line.cell_len
+                line.append_text(label(item, words=words))
+                spans.append((start, line.cell_len, item))
+            if line.cell_len <= self.size.width:
+                break
         if self.palette is not None:
             palette = Text("▏", description_style) + label(self.palette, lead="")
             gap = self.size.width - line.cell_len - palette.cell_len
