@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -61,6 +62,28 @@ async def test_run_command_in_workspace_with_time_limit(tmp_path: Path) -> None:
     assert result["exit_code"] == 3 and result["stdout"].strip() == str(tmp_path.resolve()) and result["stderr"] == "err\n"
     slow = await run_command("sleep 5")
     assert "timed out" in slow["error"]
+
+
+@pytest.mark.parametrize("cancel", [True, False])
+async def test_a_stopped_command_takes_the_commands_it_started_along(tmp_path: Path, cancel: bool) -> None:
+    """Cancelled (the run was cancelled, the console quit) or out of time, the command ends at
+    once with every process it started: one still holding the output would keep the run going."""
+    import asyncio
+    import subprocess
+    import time
+
+    marker = "sleep 7.3579"  # a child of the shell, not the shell itself
+    [run_command] = cli_functions(Workspace(tmp_path), time_limit=60 if cancel else 0.5)
+    started = time.monotonic()
+    call = asyncio.ensure_future(run_command(f"{marker}; echo done"))
+    if cancel:
+        await asyncio.sleep(0.5)
+        call.cancel()
+    with pytest.raises(asyncio.CancelledError) if cancel else contextlib.nullcontext():
+        result = await call
+        assert "timed out" in result["error"]
+    assert time.monotonic() - started < 5
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1  # none left
 
 
 async def test_fetch_url_refuses_other_schemes() -> None:

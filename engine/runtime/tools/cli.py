@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from typing import Any, Callable
 
 from engine.runtime.tools.workspace import Workspace
@@ -27,12 +29,10 @@ def cli_functions(workspace: Workspace, *, time_limit: float = 60.0) -> list[Cal
         try:
             out, err = await asyncio.wait_for(proc.communicate(), time_limit)
         except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
+            await _kill_group(proc)
             return {"error": f"command timed out after {time_limit:g} s", "exit_code": None}
-        except asyncio.CancelledError:
-            proc.kill()
-            await proc.wait()  # reap it, so no transport outlives the loop
+        except asyncio.CancelledError:  # the run was cancelled or the console quit
+            await _kill_group(proc)
             raise
         return {
             "exit_code": proc.returncode,
@@ -41,3 +41,14 @@ def cli_functions(workspace: Workspace, *, time_limit: float = 60.0) -> list[Cal
         }
 
     return [run_command]
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill the command and everything it started (its own process group: the shell's children
+    hold its output pipes, and waiting for the shell alone would wait for them), then reap it,
+    so no transport outlives the loop."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    await proc.wait()
