@@ -1,8 +1,8 @@
 """Semantic analysis: every error of a program in one run, with "did you mean" help.
 
 Runs on the gathered ProgramInfo (a file plus its imports). Variable checks follow the run-time
-rule that scoping is flat per flow invocation: a variable is fine where every path before it
-assigned it (language.md, meaning 6).
+rule that variables are flat per run: a variable is fine where every path before it assigned it,
+or where a flow that runs this one, or an `on start` handler, may have (language.md, meaning 6).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
-from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, walk_statements
+from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, flow_variables, walk_statements
 from engine.runtime.flowlib import PURE_FUNCTIONS, guardrail_names
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
@@ -46,6 +46,8 @@ class Analyzer:
         self.info = info
         self.diags: list[Diagnostic] = []
         self.instruction_users: dict[str, list[ast.Agent]] = {}  # prompt -> agents using it
+        # Per flow: the variables that may be set when it starts, and once it has run.
+        self.set_before, self.set_after = flow_variables(info)
         for a in info.agents.values():
             name = info.agent_fields(a).get("instruction")
             if name:
@@ -279,7 +281,7 @@ class Analyzer:
             if p in seen:
                 self.err(file, f, "E0003", f"parameter '${p}' appears twice in flow '{f.name}'")
             seen.add(p)
-        self.block(f.body, Ctx(file), set(BUILTIN_VARS) | set(f.params))
+        self.block(f.body, Ctx(file), set(BUILTIN_VARS) | set(f.params) | self.set_before[f.name])
 
     def handler(self, file: str, h: ast.Handler) -> None:
         self.block(h.body, Ctx(file, in_handler=True, check_vars=False), set())
@@ -411,9 +413,12 @@ class Analyzer:
         return defined
 
     def produced(self, e: ast.Expr) -> set[str]:
+        """Variables set once `e` has run: an agent's `produces`, what a flow run may set."""
         if isinstance(e, ast.RunAgent) and e.agent in self.info.agents:
             p = self.info.agent_fields(self.info.agents[e.agent]).get("produces")
             return {p} if p else set()
+        if isinstance(e, ast.RunFlow):
+            return self.set_after.get(e.flow, set())
         return set()
 
     def value(self, e: ast.Expr, ctx: Ctx, defined: set[str]) -> None:
@@ -464,7 +469,7 @@ class Analyzer:
         label = f"${v.name}" if v.dollar else v.name
         if v.name in self.info.assigned or v.name in BUILTIN_VARS:
             self.err(ctx.file, v, "E0002", f"variable '{label}' is used before it is assigned",
-                     "assign it on every path before this line (flows run in their own frame: pass values with `run FLOW with e`)")
+                     "assign it on every path before this line, in a flow that runs this one, or in an `on start` handler")
         else:
             self.err(ctx.file, v, "E0001", f"undefined variable '{label}'",
                      did_you_mean(v.name, defined | self.info.assigned))

@@ -203,17 +203,57 @@ def _mark_nodes(info: ProgramInfo, stmts: list[ast.Stmt], file: str) -> None:
     nested = walk_statements(stmts)
     if file != info.main_file:  # the main file is every node's default
         info.file_of.update((id(s), file) for s in nested)
-    for s in nested:
+    info.assigned.update(assigned_names(nested))
+
+
+def assigned_names(stmts: list[ast.Stmt]) -> set[str]:
+    """The variables these statements (not those nested in them) may assign."""
+    names: set[str] = set()
+    for s in stmts:
         if isinstance(s, ast.Assign):
             root = s.target
             while isinstance(root, ast.GetAttr):
                 root = root.target
             if isinstance(root, ast.Var):
-                info.assigned.add(root.name)
+                names.add(root.name)
         elif isinstance(s, ast.For):
-            info.assigned.add(s.var)
+            names.add(s.var)
         elif isinstance(s, ast.Push) and isinstance(s.target, ast.Var):
-            info.assigned.add(s.target.name)
+            names.add(s.target.name)
+    return names
+
+
+def flow_variables(info: ProgramInfo) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Variables are flat per run. Per flow: (what it may find set when it starts: what `on start`
+    handlers and every flow that runs it, directly or not, assign; what it and the flows it
+    runs may leave set). Assigned counts every assignment, parameter, `for` variable and the
+    `produces` of agents run."""
+    start = set().union(*(assigned_names(walk_statements(h.body)) for h in info.handlers if h.event == "start"))
+    callers: dict[str, set[str]] = {name: set() for name in info.flows}
+    callees: dict[str, set[str]] = {}
+    own: dict[str, set[str]] = {}
+    for name, flow in info.flows.items():
+        refs = _references(flow)
+        callees[name] = refs & callers.keys()
+        for callee in callees[name]:
+            callers[callee].add(name)
+        produced = {info.agent_fields(info.agents[a]).get("produces") for a in refs & info.agents.keys()}
+        own[name] = assigned_names(walk_statements(flow.body)) | set(flow.params) | {p for p in produced if isinstance(p, str)}
+    before = {name: start | _reach(name, callers, own) for name in info.flows}
+    after = {name: own[name] | _reach(name, callees, own) for name in info.flows}
+    return before, after
+
+
+def _reach(name: str, edges: dict[str, set[str]], own: dict[str, set[str]]) -> set[str]:
+    """The union of `own` over every flow reachable from `name` along `edges`."""
+    seen, todo, found = {name}, list(edges[name]), set()
+    while todo:
+        other = todo.pop()
+        if other not in seen:
+            seen.add(other)
+            found |= own[other]
+            todo += edges[other]
+    return found
 
 
 def walk_statements(stmts: list[ast.Stmt]) -> list[ast.Stmt]:

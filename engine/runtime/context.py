@@ -1,8 +1,9 @@
 """RunContext: the FlowContext generated flow code runs against (engine/runtime/flow_api.py).
 
-Variables are flat per flow invocation: each `run FLOW` gets a fresh frame holding its
-parameters; parallel branches share their flow's frame. The current frame lives in a context
-variable, so concurrent branches that call flows each see their own.
+Variables are flat per run (engine/runtime/variables.py): each `run FLOW` and each handler sees
+the run's one table, in front of which it keeps its own `$input`, parameters or message;
+parallel branches share their flow's. The current view lives in a context variable, so
+concurrent branches that call flows each see their own.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from engine.escalation.model import Escalation, Origin, Reason
 from engine.runtime.flow_api import AbortFlow, CallResult, FlowError, RetryStep, StopTask
 from engine.runtime.frames import CURRENT, CallFrame, current
 from engine.runtime.spec import HandlerSpec
+from engine.runtime.variables import Variables
 
 if TYPE_CHECKING:
     from engine.runtime.handlers import HandlerScope
     from engine.runtime.run_state import RunState
 
 
-_FRAME: ContextVar[dict[str, Any] | None] = ContextVar("escalate_flow_frame", default=None)
+_FRAME: ContextVar[Variables | None] = ContextVar("escalate_flow_frame", default=None)
 _SCOPE: ContextVar["HandlerScope | None"] = ContextVar("escalate_handler_scope", default=None)
 _CONTROL = (StopTask, AbortFlow, EscalationError, asyncio.CancelledError)
 
@@ -43,18 +45,19 @@ class RunContext:
     def __init__(self, run: "RunState", input_text: str) -> None:
         self.run = run
         self.input = input_text
-        self.root: dict[str, Any] = self._fresh_frame(input_text)
+        self.table: dict[str, Any] = {}  # the run's variables
+        self.root = Variables(self._own(input_text), self.table)
         _FRAME.set(self.root)
 
     @staticmethod
-    def _fresh_frame(input_value: Any) -> dict[str, Any]:
+    def _own(input_value: Any) -> dict[str, Any]:
         # `$input` and the seeds' `$input_prompt` both name the flow's input.
         return {"input": input_value, "input_prompt": input_value}
 
     # -- variables ---------------------------------------------------------------------------
 
     @property
-    def vars(self) -> dict[str, Any]:
+    def vars(self) -> Variables:
         frame = _FRAME.get()
         return frame if frame is not None else self.root
 
@@ -96,9 +99,10 @@ class RunContext:
         method = self.run.workflow.FLOWS.get(flow)
         if method is None:
             raise FlowError(f"no flow named {flow!r}", line)
-        frame = self._fresh_frame(args[0] if len(args) == 1 else (as_text_list(args) if args else self.input))
+        own = self._own(args[0] if len(args) == 1 else (as_text_list(args) if args else self.input))
         for name, value in zip(self.run.workflow.FLOW_PARAMS.get(flow, ()), args):
-            frame[name] = value
+            own[name] = value
+        frame = Variables(own, self.vars)
         call = CallFrame(f"flow {flow}", current())
         frame_token, call_token = _FRAME.set(frame), CURRENT.set(call)
         try:
@@ -181,9 +185,7 @@ class RunContext:
     # -- handlers ----------------------------------------------------------------------------
 
     async def run_handler(self, handler: HandlerSpec, scope: "HandlerScope", values: dict[str, Any]) -> None:
-        frame = dict(self.vars)
-        frame.update(values)
-        frame["message"] = scope.subject
+        frame = Variables({**values, "message": scope.subject}, self.vars)
         frame_token, scope_token = _FRAME.set(frame), _SCOPE.set(scope)
         try:
             await handler.fn(self)

@@ -8,6 +8,7 @@ engine.runtime.flowlib and have no side effects.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
@@ -25,10 +26,11 @@ class CallResult:
 
 
 class FlowContext(Protocol):
-    """One per run. Variables are flat per flow invocation (`vars` is the current frame)."""
+    """One per run. Variables are flat per run (`vars`: the run's table as the current flow or
+    handler sees it, behind its own `$input`, parameters or message)."""
 
     @property
-    def vars(self) -> dict[str, Any]: ...
+    def vars(self) -> MutableMapping[str, Any]: ...
 
     def get(self, name: str, line: int) -> Any:
         """Read `$name`; raises FlowError("variable $name is not set", line) when unset."""
@@ -37,7 +39,7 @@ class FlowContext(Protocol):
         """`run agent A [with e] [history $h]` and the seed form `run agent A e1 e2` (args joined)."""
 
     async def run_flow(self, flow: str, args: list[Any], *, line: int) -> CallResult:
-        """`run FLOW [with e]`: binds the flow's parameters, runs it in a fresh frame."""
+        """`run FLOW [with e]`: the flow runs with its own `$input` and parameters."""
 
     async def call_llm(self, prompt: str, args: list[Any], *, model: str | None, line: int) -> CallResult:
         """`call llm P [with e] [using model "m"]`."""

@@ -125,3 +125,15 @@ def test_origin_corpus_has_no_syntax_errors():
             assert codes and codes[0] in ("E0007", "E0008")
         else:
             assert "E0007" not in codes and "E0008" not in codes, (f, codes)
+
+
+def test_variables_are_flat_per_run_for_the_analyzer_too():
+    """A flow may read what a flow that runs it (directly or not) or an `on start` handler
+    assigns; a variable nobody assigns before is still E0002, one nobody assigns at all E0001."""
+    ok = (A + "on start do\n    $greeting = \"hi\"\nend\n"
+          "flow leaf:\n    return [$greeting, $shared, $deep, $p, $found]\n"
+          "flow middle:\n    $deep = 2\n    return run leaf\n"
+          "flow main $p:\n    $shared = 1\n    $found = run agent a\n    run middle\n    return $deep\n")
+    assert compile_text(ok).diagnostics == []
+    lonely = A + "flow other:\n    $x = 1\nflow main:\n    log $x\n"
+    assert [(d.code, d.line) for d in compile_text(lonely).diagnostics] == [("E0002", 7)]
