@@ -385,8 +385,11 @@ class Analyzer:
         if isinstance(s, ast.Loop):
             if s.max is not None:
                 self.expr(s.max, ctx, defined)
-                if isinstance(s.max, ast.Literal) and (not isinstance(s.max.value, int) or isinstance(s.max.value, bool)):
+                literal = isinstance(s.max, ast.Literal) and (not isinstance(s.max.value, int) or isinstance(s.max.value, bool))
+                if literal or isinstance(s.max, (ast.Text, ast.ListLit, ast.ObjectLit)):
                     self.err(file, s.max, "E0004", "'loop max' needs a whole number")
+                elif isinstance(s.max, ast.Neg) and isinstance(s.max.operand, ast.Literal):
+                    self.err(file, s.max, "E0004", "'loop max' cannot be negative")
             out = self.block(s.body, ctx.but(in_loop=True), defined)
             runs_once = s.max is None or (isinstance(s.max, ast.Literal) and isinstance(s.max.value, int) and s.max.value >= 1)
             return out if runs_once and not has_continue(s.body) else defined

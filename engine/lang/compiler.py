@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import re
 import threading
 import types
 from dataclasses import dataclass, field
@@ -139,15 +140,13 @@ def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> l
 
 # ------------------------------------------------------------------ pipeline
 
-def compile_source(source: str, path: Path, *, generate: bool = True) -> CompileResult:
-    """Compile `.sr` text. Imports are resolved relative to `path`'s folder.
-
-    `generate=False` stops after analysis (what `escalate check` needs): `python` stays None.
-    """
+def compile_source(source: str, path: Path) -> CompileResult:
+    """Compile `.sr` text. Imports are resolved relative to `path`'s folder. `escalate check`
+    runs all of it too: a file it calls clean is one that compiles."""
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the pipeline allocates many short-lived trees; cyclic GC passes only cost time
     try:
-        return _compile_source(source, Path(path), generate)
+        return _compile_source(source, Path(path))
     except RecursionError:
         return CompileResult(Path(path), [error(path, 1, 1, "E0007", "the program nests too deeply to compile")], None, False)
     except Exception as exc:  # a compiler bug must still be one clear line, never a traceback
@@ -158,7 +157,7 @@ def compile_source(source: str, path: Path, *, generate: bool = True) -> Compile
             gc.enable()
 
 
-def _compile_source(source: str, path: Path, generate: bool) -> CompileResult:
+def _compile_source(source: str, path: Path) -> CompileResult:
     file = str(path)
     parsed = _parse(source, file)
     sources = {file: source}
@@ -168,7 +167,7 @@ def _compile_source(source: str, path: Path, generate: bool) -> CompileResult:
     main = Unit(file, parsed.module, source)
     deps = _resolve_imports(main, path.parent, diagnostics) if _has_imports(parsed.module) else []
     units = deps + [main]
-    key = (file, _sha("\x00".join(u.source for u in units)) + ("+py" if generate else ""))
+    key = (file, _sha("\x00".join(u.source for u in units)))
     cached = _result_cache.get(key)
     if cached is not None:
         return cached
@@ -179,14 +178,14 @@ def _compile_source(source: str, path: Path, generate: bool) -> CompileResult:
     diagnostics = _dedupe(sorted(diagnostics, key=sort_key))
     ok = not any(d.is_error for d in diagnostics)
     python = code = None
-    if ok and generate:
-        from engine.lang.codegen import generate as generate_module  # not needed by `check`
+    if ok:
+        from engine.lang.codegen import generate
 
-        python = generate_module(info, path.name, _sha(source))
+        python = generate(info, path.name, _sha(source))
         try:
             code = compile(python, _module_file(path), "exec")
-        except SyntaxError as exc:  # a generator bug; never the user's fault, but never a traceback
-            diagnostics.append(error(file, 1, 1, "E0007", f"internal error: generated code does not compile ({exc.msg})"))
+        except SyntaxError as exc:
+            diagnostics.append(_python_limit(exc, python, file, source))
             ok, python = False, None
     result = CompileResult(path, diagnostics, python, ok, sources, code)
     with _lock:
@@ -194,6 +193,30 @@ def _compile_source(source: str, path: Path, generate: bool) -> CompileResult:
             _result_cache.clear()
         _result_cache[key] = result
     return result
+
+
+# Python's own limits on what one function may nest (CPython 3.11): the generated code inherits them.
+_PYTHON_LIMITS = {
+    "too many statically nested blocks": "more than 20 nested loops",
+    "too many levels of indentation": "blocks nested about 95 deep",
+    "too many nested parentheses": "an expression nested about 200 deep (a long chain of operators counts one level each)",
+}
+
+
+def _python_limit(exc: SyntaxError, python: str, file: str, source: str) -> Diagnostic:
+    """E0022 at the .sr statement whose generated code Python refused (its `# LINE:` comment)."""
+    line = 1
+    for text in reversed(python.splitlines()[: exc.lineno or 0]):
+        found = re.match(r"\s*# (\d+): ", text)
+        if found:
+            line = int(found.group(1))
+            break
+    text = (source.splitlines()[line - 1:line] or [""])[0]
+    column = len(text) - len(text.lstrip()) + 1
+    what = next((v for k, v in _PYTHON_LIMITS.items() if k in (exc.msg or "")), None)
+    if what is None:  # a generator bug: never the user's fault, but never a traceback either
+        return error(file, line, column, "E0007", f"internal error: generated code does not compile ({exc.msg})")
+    return error(file, line, column, "E0022", f"nests too deeply to run: {what}", "move the inner part into a flow of its own and `run` it")
 
 
 def _has_imports(module: ast.Module) -> bool:
@@ -215,7 +238,7 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def compile_file(path: Path, *, generate: bool = True) -> CompileResult:
+def compile_file(path: Path) -> CompileResult:
     """Read and compile a file; an unreadable file is an E0020 diagnostic."""
     path = Path(path)
     try:
@@ -228,7 +251,7 @@ def compile_file(path: Path, *, generate: bool = True) -> CompileResult:
         return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")], None, False)
     except OSError as exc:
         return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: {exc.strerror or exc}")], None, False)
-    return compile_source(text, path, generate=generate)
+    return compile_source(text, path)
 
 
 def is_unreadable(result: CompileResult) -> bool:

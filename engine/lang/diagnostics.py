@@ -35,6 +35,7 @@ CODES: dict[str, str] = {
     "E0019": "call not allowed in this context",
     "E0020": "cannot read file",
     "E0021": "prompts include each other",
+    "E0022": "nests too deeply to run",
     "W0002": "agent has both delegate and use",
 }
 

@@ -19,6 +19,8 @@ CASES = [
     ("E0002", A + "flow main:\n    if 1 == 1:\n        $x = 1\n    log $x\n", 7, None),
     ("E0003", A + "agent a:\n    instruction p\n", 4, None),
     ("E0004", A + 'flow main:\n    $x = "a" - 1\n', 5, None),
+    ("E0004", A + 'flow main:\n    loop max "x" do\n        log 1\n    end\n', 5, None),
+    ("E0004", A + 'flow main:\n    loop max -1 do\n        log 1\n    end\n', 5, None),
     ("E0007", "flow main:\n    $x = = 1\n", 2, "expected one of"),
     ("E0008", "flow main:\n    $x = 1\n      $y = 2\n", 3, None),
     ("E0008", "flow main:\n        $x = 1\n    $y = 2\n", 3, None),
@@ -35,6 +37,9 @@ CASES = [
     ("E0017", A.replace("instruction p", "instruction p\n    colour red"), 4, None),
     ("E0018", A + "flow main:\n    len(1) = 3\n", 5, None),
     ("E0019", 'prompt p: """${lib.secret()}"""\n', 1, None),
+    ("E0022", "flow main:\n" + "".join(f"{'    ' * (i + 1)}for $v{i} in [1] do\n" for i in range(21))
+     + "    " * 22 + "log 1\n" + "".join(f"{'    ' * (i + 1)}end\n" for i in reversed(range(21))), 22, "flow of its own"),
+    ("E0022", "flow main:\n    return " + " + ".join(["1"] * 250) + "\n", 2, None),
 ]
 
 

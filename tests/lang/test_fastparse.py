@@ -100,7 +100,7 @@ def test_valid_programs_parse_without_importing_lark(tmp_path):
 
     (tmp_path / "a.sr").write_text(SEEDS[0])
     code = ("import sys\nfrom engine.lang.compiler import compile_file\n"
-            f"r = compile_file({str(tmp_path / 'a.sr')!r}, generate=False)\n"
+            f"r = compile_file({str(tmp_path / 'a.sr')!r})\n"
             "print(r.ok, any(m == 'lark' or m.startswith('lark.') for m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert out.strip() == "True False"
