@@ -185,7 +185,8 @@ def syntax_diagnostic(exc: UnexpectedInput, file: str, text: str, line_offset: i
         if tok.type == "_INDENT":
             return error(file, line + line_offset, col, "E0008", "unexpected indentation",
                          "this line is indented more than the line before it, but no block starts there")
-        if expected == {"_INDENT"} or (tok.type in ("_DEDENT", "_NL", "$END") and expected <= {"_INDENT", "_NL"} and "_INDENT" in expected):
+        if (expected == {"_INDENT"} or (tok.type in ("_DEDENT", "_NL", "$END") and expected <= {"_INDENT", "_NL"} and "_INDENT" in expected)
+                or _opens_block_before(text, line, col)):
             return error(file, line + line_offset, col, "E0008", "expected an indented block",
                          "indent the lines of the block under the line ending with ':' or 'do'")
         if tok.type == "_DEDENT" and "_NL" not in expected and "END" in expected:
@@ -203,6 +204,24 @@ def syntax_diagnostic(exc: UnexpectedInput, file: str, text: str, line_offset: i
         line, col = _end_position(text)
         return error(file, line + line_offset, col, "E0007", "unexpected end of file", _expected_help(set(exc.expected or ())))
     return error(file, 1, 1, "E0007", f"syntax error: {exc}")
+
+
+def _opens_block_before(text: str, line: int, col: int) -> bool:
+    """The token starts its line and the line before it (comments and blank lines aside) ends
+    with ':' or 'do': a block was opened there and this line is not indented under it."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return False
+    here = lines[line - 1]
+    indent = len(here) - len(here.lstrip())
+    if col - 1 != indent or not here.strip():  # not the first thing on its line
+        return False
+    for before in reversed(lines[: line - 1]):
+        code = before.split("#", 1)[0].rstrip()
+        if code:
+            opens = code.endswith(":") or code.endswith(" do") or code.strip() == "do"
+            return opens and indent <= len(code) - len(code.lstrip())
+    return False
 
 
 def _end_position(text: str) -> tuple[int, int]:

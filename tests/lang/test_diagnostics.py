@@ -24,6 +24,8 @@ CASES = [
     ("E0007", "flow main:\n    $x = = 1\n", 2, "expected one of"),
     ("E0008", "flow main:\n    $x = 1\n      $y = 2\n", 3, None),
     ("E0008", "flow main:\n        $x = 1\n    $y = 2\n", 3, None),
+    ("E0008", "flow main:\nreturn 1\n", 2, "indent the lines"),
+    ("E0008", "flow main:\n    if true:\n    # nothing under it\n    return 1\n", 4, "indent the lines"),
     ("E0009", A + "flow main:\n    mask pii\n", 5, None),
     ("E0009", A + "on input do\n    return 1\nend\n", 5, None),
     ("E0010", P + "agent a:\n    description \"x\"\n", 2, None),
