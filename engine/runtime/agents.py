@@ -45,6 +45,7 @@ class AgentFactory:
         self.run = run
         self.created: list[Any] = []  # every LlmAgent and tool made, for close()
         self.names: dict[str, str] = {}  # ADK name -> .sr name
+        self.offline: set[str] = set()  # MCP tools said to be left out of this scripted run
 
     def spec(self, key: str) -> AgentSpec:
         spec = self.run.agent_spec(key)
@@ -52,14 +53,15 @@ class AgentFactory:
             raise ToolUnavailable(f"no agent named {key!r}")
         return spec
 
-    def model_for(self, key: str, spec: AgentSpec) -> Any:
+    def model_for(self, key: str, spec: AgentSpec) -> tuple[Any, bool]:
+        """The agent's model, and whether it is the offline scripted one."""
         workflow = self.run.workflow
         prompt_models = [self.run.model_overrides.get(key)]
         prompt_models += [workflow.PROMPTS[p].model for p in agent_prompt_names(spec) if p in workflow.PROMPTS]
         chosen = model_spec(workflow, agent_model_name(workflow, prompt_models))
         if self.run.script_given or not is_real(chosen):
-            return scripted_model(spec.name, self.run.cursor)
-        return real_model(chosen)
+            return scripted_model(spec.name, self.run.cursor), True
+        return real_model(chosen), False
 
     def instruction_for(self, spec: AgentSpec) -> Any:
         prompt = self.run.workflow.PROMPTS.get(spec.instruction or "")
@@ -74,7 +76,10 @@ class AgentFactory:
 
         return provide
 
-    def tools_for(self, spec: AgentSpec) -> list[Any]:
+    def tools_for(self, spec: AgentSpec, *, scripted: bool) -> list[Any]:
+        """The agent's tools. A scripted agent is offline: MCP servers are not connected (their
+        tools are not offered; a scripted call to one gets ADK's "tool not found" answer), so
+        the many real-world files that declare them run offline too."""
         from google.adk.tools import LongRunningFunctionTool
 
         tools: list[Any] = []
@@ -88,6 +93,10 @@ class AgentFactory:
                 from engine.runtime.spec import ToolSpec
 
                 tool_spec = ToolSpec(name=tool_name, kind="builtin", target=tool_name)
+            if scripted and tool_spec.kind == "mcp":
+                self._offline_once(tool_spec.name, f"tool {tool_spec.name!r} (MCP server {tool_spec.target}) is not "
+                                                   "connected in an offline scripted run: its tools are not offered")
+                continue
             tools.extend(build_tools(tool_spec, self.run.workspace))
         tools.append(LongRunningFunctionTool(callbacks.ask_human))
         if self.run.agent_policy is not None and self.run.agent_policy.policy.is_source(spec.name):
@@ -97,6 +106,11 @@ class AgentFactory:
         for child in spec.use:
             tools.append(callbacks.agent_tool(self.run, child, self._declaration_agent(child)))
         return tools
+
+    def _offline_once(self, tool: str, message: str) -> None:
+        if tool not in self.offline:
+            self.offline.add(tool)
+            self.run.emit("log", message=message, level="warning")
 
     def _declaration_agent(self, name: str) -> Any:
         """A bare agent that only gives a `use` tool its name and description; the child's
@@ -118,12 +132,13 @@ class AgentFactory:
         spec = self.spec(key)
         name = spec.name
         sub_agents = [self.build(child) for child in spec.delegate]
+        model, scripted = self.model_for(key, spec)
         agent = LlmAgent(
             name=adk_name(name),
             description=spec.description or f"Agent: {name}",
-            model=self.model_for(key, spec),
+            model=model,
             instruction=self.instruction_for(spec),
-            tools=self.tools_for(spec),
+            tools=self.tools_for(spec, scripted=scripted),
             sub_agents=sub_agents,
             **callbacks.agent_callbacks(self.run, spec),
         )

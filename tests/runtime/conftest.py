@@ -3,12 +3,14 @@ workflow classes written the way the code generator writes them (specs + async f
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engine.cli.main import main
 from engine.escalation.answers import parse_answers
 from engine.escalation.broker import EscalationBroker
 from engine.escalation.clock import RealClock
@@ -42,6 +44,19 @@ class Harness:
         handle = engine.start_run(CompiledWorkflow(Path("wf.sr"), "wf", cls), flow=flow, input=input, task=task)
         await handle.wait()
         return handle
+
+
+def run_sr(capsys, tmp_path: Path, source: str, script: str) -> tuple[int, str, list[dict]]:
+    (tmp_path / "wf.sr").write_text(source)
+    (tmp_path / "s.yaml").write_text(script)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    events = tmp_path / "e.jsonl"
+    code = main(["run", str(tmp_path / "wf.sr"), "--script", str(tmp_path / "s.yaml"), "--events", str(events),
+                 "--workspace", str(workspace)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, [json.loads(line) for line in events.read_text().splitlines()]
 
 
 def events(handle: RunHandle, type_: str) -> list[dict[str, Any]]:

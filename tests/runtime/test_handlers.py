@@ -3,25 +3,8 @@ made inside handlers (which do not run the handlers again)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from engine.cli.main import main
 from tests.lang.helpers import codes
-
-
-def run_sr(capsys, tmp_path: Path, source: str, script: str) -> tuple[int, str, list[dict]]:
-    (tmp_path / "wf.sr").write_text(source)
-    (tmp_path / "s.yaml").write_text(script)
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    events = tmp_path / "e.jsonl"
-    code = main(["run", str(tmp_path / "wf.sr"), "--script", str(tmp_path / "s.yaml"), "--events", str(events),
-                 "--workspace", str(workspace)])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, [json.loads(line) for line in events.read_text().splitlines()]
-
+from tests.runtime.conftest import run_sr
 
 WRITER = '''tool fs = builtin streetrace.fs
 prompt p: """Do the work."""

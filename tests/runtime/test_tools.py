@@ -143,3 +143,24 @@ def test_model_resolution(monkeypatch) -> None:
     except ImportError:
         with pytest.raises(ModelUnavailable, match="LiteLLM"):
             real_model(spec)
+
+
+def test_a_scripted_run_leaves_mcp_servers_unconnected_and_says_so(capsys, tmp_path: Path) -> None:
+    """Real-world files declare MCP servers; offline, the scripted agents run without them."""
+    from tests.runtime.conftest import run_sr
+
+    source = '''tool gh = mcp "https://api.example.com/mcp/" with auth bearer "x"
+tool fs = builtin streetrace.fs
+prompt p: """Review."""
+agent reviewer:
+    instruction p
+    tools gh, fs
+flow main:
+    $r = run agent reviewer "go"
+    return $r
+'''
+    script = ('agents:\n  reviewer:\n    - {tool: list_issues, args: {repo: x}}\n'
+              '    - {text: "no github here", when: "no tool with that name"}\n    - "fallback"\n')
+    code, out, events = run_sr(capsys, tmp_path, source, script)
+    assert (code, out) == (0, "no github here\n")
+    assert any("'gh'" in e.get("message", "") and "not connected" in e["message"] for e in events if e["type"] == "log")

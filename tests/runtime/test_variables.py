@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.runtime.test_handlers import run_sr
+from tests.runtime.conftest import run_sr
 
 SOURCE = '''prompt p: """x"""
 agent a:
