@@ -426,6 +426,9 @@ class CodeGen:
             value = h.value if h.value is not None else target
             if value is None:
                 lines.append(f"{keep} = None")
+            elif h.value is None and isinstance(value, ast.Var):
+                # A bare `on escalate return`: the target's previous value, null if it had none.
+                lines.append(f"{keep} = rt.snapshot(ctx.vars.get({value.name!r}))")
             else:
                 # Meaning 1: the value as it is BEFORE the run; a failure is deferred until used.
                 if isinstance(value, ast.Var) and value.name != "output":

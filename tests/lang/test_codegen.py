@@ -31,6 +31,13 @@ async def test_return_previous_value_of_mutable_list():
     assert await run_flow(src, ctx) == [1]
 
 
+async def test_bare_on_escalate_return_gives_the_previous_value_or_null():
+    src = HEAD + "flow default:\n    $x = run agent a 1, on escalate return\n    return 0\n"
+    assert await run_flow(src, FakeCtx({"a": lambda args: ("new", True)})) is None
+    src = HEAD + "flow default:\n    $x = 5\n    $x = run agent a 1, on escalate return\n    return 0\n"
+    assert await run_flow(src, FakeCtx({"a": lambda args: ("new", True)})) == 5
+
+
 async def test_on_escalate_continue_in_for_and_loop():
     src = HEAD + ("flow default:\n    $out = []\n    for $i in [1, 2, 3] do\n"
                   "        $r = run agent a $i, on escalate continue\n        $out = $out + [$r]\n    end\n    return $out\n")
