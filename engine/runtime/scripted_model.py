@@ -41,7 +41,9 @@ class ScriptCursor:
 
     def next_reply(self, agent: str, latest_input: str) -> Reply:
         used = self._used.setdefault(agent, set())
-        for index, reply in enumerate(self.script.agents.get(agent, ())):
+        # The unnamed `agent:` is scripted under "" or, as the origin project names it, "default".
+        replies = self.script.agents.get(agent) or (self.script.agents.get("default", ()) if agent == "" else ())
+        for index, reply in enumerate(replies):
             if index not in used and reply.matches(latest_input):
                 used.add(index)
                 return reply

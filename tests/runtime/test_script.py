@@ -77,3 +77,9 @@ agents:
         cursor.next_reply("a", "")
     # A second run keeps its own cursor.
     assert ScriptCursor(script).next_reply("a", "x").text == "first plain"
+
+
+def test_the_unnamed_agent_is_scripted_under_default() -> None:
+    cursor = ScriptCursor(parse_script('agents:\n  default: ["unnamed"]\n  "": []\n'))
+    assert cursor.next_reply("", "x").text == "unnamed"
+    assert ScriptCursor(parse_script('agents:\n  "": ["empty key"]\n')).next_reply("", "x").text == "empty key"
