@@ -101,7 +101,7 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:
     files = [Path(f) for f in args.files] if args.files else demo_workflows()
     for path in files:
         if not path.is_file():
-            raise UsageError(f"{path}: no such file")
+            raise UsageError(f"{path}: {'it is a directory' if path.is_dir() else 'no such file'}")
     script = Path(args.script) if args.script else None
     if args.files or script:  # the bundled demo is known good; the user's files are checked now
         for path in files:

@@ -46,7 +46,8 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
 
     source = Path(args.file)
     if not source.is_file():
-        raise UsageError(f"{args.file}:1:1: cannot read workflow file: no such file")
+        why = "it is a directory" if source.is_dir() else "no such file"
+        raise UsageError(f"{args.file}:1:1: cannot read workflow file: {why}")
     try:
         rules = load_rules(args.rules) if args.rules else load_rules()
         script = load_script(args.script) if args.script else None

@@ -248,7 +248,10 @@ def compile_file(path: Path) -> CompileResult:
     except IsADirectoryError:
         return CompileResult(path, [error(path, 1, 1, "E0020", "cannot read file: it is a directory")], None, False)
     except UnicodeDecodeError as exc:
-        return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")], None, False)
+        before = exc.object[: exc.start]
+        line, column = before.count(b"\n") + 1, exc.start - (before.rfind(b"\n") + 1) + 1
+        return CompileResult(path, [error(path, line, column, "E0020", f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")],
+                             None, False)
     except OSError as exc:
         return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: {exc.strerror or exc}")], None, False)
     return compile_source(text, path)

@@ -90,6 +90,10 @@ def test_unreadable_file_is_a_diagnostic(tmp_path: Path):
     assert compile_file(tmp_path / "nope.sr").diagnostics[0].code == "E0020"
     (tmp_path / "bin.sr").write_bytes(b"\xff\xfe\x00")
     assert compile_file(tmp_path / "bin.sr").diagnostics[0].code == "E0020"
+    (tmp_path / "latin.sr").write_bytes(b'flow main:\n    log "caf\xe9"\n')
+    [d] = compile_file(tmp_path / "latin.sr").diagnostics
+    assert (d.code, d.line, d.column) == ("E0020", 2, 13)
+    assert "directory" in compile_file(tmp_path).diagnostics[0].message
 
 
 def test_render_text_and_json():

@@ -112,6 +112,8 @@ def test_bad_input_files_exit_2_with_position(capsys, tmp_path, option, content,
 def test_missing_workflow_and_compile_error_exit_2(capsys, tmp_path) -> None:
     code, out, err = run(capsys, str(tmp_path / "nope.sr"))
     assert (code, out) == (2, "") and "nope.sr" in err
+    code, out, err = run(capsys, str(tmp_path))
+    assert (code, out) == (2, "") and "it is a directory" in err
     broken = tmp_path / "broken.sr"
     broken.write_text("flow main:\n    $x = run agent ghost\n")
     code, out, err = run(capsys, str(broken))
