@@ -14,6 +14,8 @@ from typing import Iterable
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from engine.positions import byte_position
+
 STR = "tag:yaml.org,2002:str"
 INT = "tag:yaml.org,2002:int"
 FLOAT = "tag:yaml.org,2002:float"
@@ -38,22 +40,25 @@ class YamlError(Exception):
 
 
 class YamlUnreadable(YamlError):
-    """The file could not be read at all (missing, a directory, not UTF-8): no position."""
+    """The file could not be read at all (missing, a directory: no position; not UTF-8: the
+    bad byte's)."""
 
-    def __init__(self, file: str, message: str) -> None:
-        super().__init__(file, 0, 0, message)
+    def __init__(self, file: str, message: str, line: int = 0, column: int = 0) -> None:
+        super().__init__(file, line, column, message)
 
 
 def read_text(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise YamlUnreadable(path, "cannot read file: no such file") from None
     except IsADirectoryError:
         raise YamlUnreadable(path, "cannot read file: it is a directory") from None
     except UnicodeDecodeError as exc:
-        raise YamlUnreadable(path, f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        line, column = byte_position(data, exc.start)
+        raise YamlUnreadable(path, f"cannot read file: not UTF-8 text ({exc.reason})", line, column) from None
     except OSError as exc:
         raise YamlUnreadable(path, f"cannot read file: {exc.strerror or exc}") from None
 

@@ -21,10 +21,10 @@ from textual.css.query import NoMatches
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
-from engine.escalation.model import Response
+from engine.escalation.model import ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
 from tui.bridge import Batcher
-from tui.format import one_line
+from tui.format import decision_summary, one_line
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.session import ConsoleSession, RunRequest
@@ -165,9 +165,11 @@ class EscalateApp(App[int]):
         self._update_title()
         if not self.main.ready:
             return  # the main screen syncs itself when it mounts
+        pane = self.main.query_one(DecisionPane)
         for event in events:
             if event.kind != RAISED:
-                self.main.query_one(DecisionPane).forget(event.pending.escalation.id)
+                pane.forget(event.pending.escalation.id)
+                self._say_if_decided_elsewhere(event, pane)
         self.main.sync_decisions()
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
         if raised:
@@ -180,6 +182,21 @@ class EscalateApp(App[int]):
             refresh = getattr(screen, "refresh_history", None)
             if refresh is not None and screen.is_mounted:
                 refresh()
+
+    def _say_if_decided_elsewhere(self, event: BrokerEvent, pane: DecisionPane) -> None:
+        """The decision on screen ended without the user (its timeout default, a cancelled run):
+        they may be typing into it, so say what happened, and keep their next keys harmless."""
+        shown = pane.pending
+        if shown is None or shown.escalation.id != event.pending.escalation.id:
+            return
+        decision = event.decision
+        if decision is not None and decision.resolved_by is ResolvedBy.HUMAN:
+            return
+        esc = event.pending.escalation
+        what = decision_summary(decision, esc) if decision is not None else "withdrawn (its run ended)"
+        self.notify(what, title=f"Decision [{one_line(esc.task_id, 40)}] ended without you", severity="warning", markup=False)
+        if pane.has_focus_within:
+            self.main.park_keyboard()
 
     def answer(self, escalation_id: str, response: Response) -> None:
         """The pane's answer, straight to the broker (no message queue between key and agent)."""

@@ -118,9 +118,16 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     if event_type == "human_escalation":
         return _line("?", f"{f.get('agent')} asks [{f.get('reason')}]: {one_line(f.get('question', ''), 90)}", "bold yellow")
     if event_type == "decision":
-        what = f.get("selectedOption") or f.get("textResponse") or f.get("responseType")
+        if f.get("selectedOption"):
+            label = f' "{one_line(f["selectedLabel"], 50)}"' if f.get("selectedLabel") else ""
+            what = f"{one_line(f['selectedOption'], 30)}{label}"
+        elif f.get("textResponse"):
+            what = f'text "{one_line(f["textResponse"], 60)}"'
+        else:
+            what = {"skip": "skip", "agent_decide": "let agent decide"}.get(f.get("responseType", ""), f.get("responseType", ""))
         extra = f' + "{one_line(f["additionalInstructions"], 40)}"' if f.get("additionalInstructions") else ""
-        return _line("✓", f"decided {one_line(what or '', 60)}{extra} by {f.get('resolvedBy')}", "bold green")
+        stops = " (task stops)" if f.get("stopsTask") else ""
+        return _line("✓", f"decided {what}{extra} by {f.get('resolvedBy')}{stops}", "bold green")
     if event_type == "tool_call":
         return _line("⚙", f"{f.get('agent')} {f.get('tool')}({one_line(f.get('args', {}), 60)}) {f.get('verdict')}", "blue")
     if event_type == "agent_escalation":

@@ -76,9 +76,21 @@ _COMMANDS = {
 }
 
 
+TEXT_ARGUMENTS = ("input", "task", "flow")  # free text, unlike paths (which must stay as given)
+
+
+def utf8_text(value: str) -> str:
+    """Command-line text as UTF-8: bytes that are not UTF-8 (the OS hands them over as lone
+    surrogates, which nothing can encode) become U+FFFD."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    for name in TEXT_ARGUMENTS:
+        if isinstance(getattr(args, name, None), str):
+            setattr(args, name, utf8_text(getattr(args, name)))
     module = importlib.import_module(_COMMANDS[args.command])
     try:
         return int(module.main(args))

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.cli.main import utf8_text
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STOPPED, EXIT_WAITING = 0, 1, 2, 3, 4
 
 
@@ -101,7 +103,7 @@ async def _run(
     responder = HeadlessResponder(broker, answers, on_waiting=on_waiting)
     engine.subscribe(_echo_log)
     try:
-        handle = engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or source.stem)
+        handle = engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or utf8_text(source.stem))
         status = await handle.wait()
     finally:
         responder.close()

@@ -86,7 +86,7 @@ class EscalationDesk:
         assert rule is not None  # only a matched rule can allow, deny or stop
         self._emit_raised(escalation, TimeoutPolicy(None))
         decision = _rule_decision(escalation, rule, self.clock.now())
-        self._emit(escalation.run_id, "decision", decision.to_event_fields())
+        self._emit(escalation.run_id, "decision", decision.to_event_fields(escalation))
         return decision
 
     # -- tool gating ------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ class EscalationDesk:
         policy = self.rules.timeout_policy(escalation, self.clock.now(), rule)
         self._emit_raised(escalation, policy)
         decision = await self.broker.ask(PendingEscalation(escalation, policy))
-        self._emit(escalation.run_id, "decision", decision.to_event_fields())
+        self._emit(escalation.run_id, "decision", decision.to_event_fields(escalation))
         return decision
 
     def _emit_raised(self, escalation: Escalation, policy: TimeoutPolicy) -> None:

@@ -109,10 +109,11 @@ class Decision:
     note: str = ""  # e.g. "nobody answered within 300 s" or the rule that decided
     stops_task: bool = False  # a `stop` default or rule: the task ends (run exits 3)
 
-    def to_event_fields(self) -> dict[str, Any]:
-        """The contract's `decision` event fields."""
+    def to_event_fields(self, escalation: Escalation | None = None) -> dict[str, Any]:
+        """The contract's `decision` event fields, plus the chosen option's label (from
+        `escalation`) and `stopsTask` when the decision stops the task."""
         r = self.response
-        return {
+        fields = {
             "id": self.escalation_id,
             "responseType": r.response_type.value,
             "selectedOption": r.selected_option,
@@ -120,6 +121,12 @@ class Decision:
             "additionalInstructions": r.additional_instructions,
             "resolvedBy": self.resolved_by.value,
         }
+        option = escalation.option(r.selected_option) if escalation is not None and r.selected_option else None
+        if option is not None:
+            fields["selectedLabel"] = option.label
+        if self.stops_task:
+            fields["stopsTask"] = True
+        return fields
 
 
 class OnTimeout(str, Enum):

@@ -31,6 +31,7 @@ from typing import Any, Callable
 from engine.escalation.agent_policy import Denial, EscalationHistory, HistoryEntry
 from engine.escalation.broker import RAISED, RESOLVED, BrokerEvent
 from engine.escalation.clock import Clock
+from engine.positions import byte_position
 from engine.runtime.events import jsonable
 from engine.escalation.model import (
     Decision,
@@ -162,8 +163,7 @@ class HistoryStore:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+            line, col = byte_position(data, exc.start)
             raise StoreError(f"{self.path}:{line}:{col}: error: not UTF-8 text") from None
 
     def load(self) -> StoreContents:

@@ -22,6 +22,7 @@ from engine.lang.diagnostics import Diagnostic, error, sort_key
 from engine.lang.parser import parse_source
 from engine.lang.semantics import Unit, gather
 from engine.lang.transformer import build_module
+from engine.positions import byte_position
 
 if TYPE_CHECKING:
     from engine.runtime.spec import WorkflowBase
@@ -248,8 +249,7 @@ def compile_file(path: Path) -> CompileResult:
     except IsADirectoryError:
         return CompileResult(path, [error(path, 1, 1, "E0020", "cannot read file: it is a directory")], None, False)
     except UnicodeDecodeError as exc:
-        before = exc.object[: exc.start]
-        line, column = before.count(b"\n") + 1, exc.start - (before.rfind(b"\n") + 1) + 1
+        line, column = byte_position(exc.object, exc.start)
         return CompileResult(path, [error(path, line, column, "E0020", f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")],
                              None, False)
     except OSError as exc:

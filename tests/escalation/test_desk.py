@@ -71,7 +71,7 @@ async def test_unmatched_escalation_asks_a_human_and_emits_events() -> None:
     h.broker.answer("e1", Response(ResponseType.TEXT, text_response="fix them"))
     decision = await task
     assert decision.response.text_response == "fix them"
-    assert h.events[-1] == ("run1", "decision", decision.to_event_fields())
+    assert h.events[-1] == ("run1", "decision", decision.to_event_fields(esc))
     assert h.events[-1][2]["resolvedBy"] == "human"
 
 
@@ -198,3 +198,13 @@ async def test_raised_is_visible_to_subscribers_before_decide_returns() -> None:
     await asyncio.sleep(0)
     assert seen == [RAISED]
     task.cancel()
+
+
+def test_decision_event_names_the_chosen_option_and_a_stop() -> None:
+    from engine.escalation.model import Decision, ResolvedBy, Response, ResponseType
+
+    esc = make_escalation(id="e1")
+    chosen = Decision("e1", Response(ResponseType.OPTION, selected_option="opt2"), ResolvedBy.HUMAN)
+    assert chosen.to_event_fields(esc)["selectedLabel"] == "No, keep sessions"
+    stop = Decision("e1", Response(ResponseType.SKIP), ResolvedBy.TIMEOUT_DEFAULT, stops_task=True)
+    assert stop.to_event_fields(esc)["stopsTask"] is True and "selectedLabel" not in stop.to_event_fields(esc)

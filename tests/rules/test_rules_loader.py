@@ -146,6 +146,10 @@ def test_unreadable_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(RulesUnreadable, match="UTF-8"):
         load_rules(binary)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b'escalationRules:\n  global:\n    - pattern: "caf\xe9"\n')
+    with pytest.raises(RulesUnreadable, match=rf"^{latin}:3:20: cannot read file: not UTF-8 text"):
+        load_rules(latin)
 
 
 def test_a_malformed_file_applies_nothing(tmp_path: Path) -> None:

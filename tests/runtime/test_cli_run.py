@@ -109,6 +109,17 @@ def test_bad_input_files_exit_2_with_position(capsys, tmp_path, option, content,
     assert len(err.strip().splitlines()) == 1
 
 
+def test_text_arguments_that_are_not_utf8_are_read_with_replacement_characters(capsys, tmp_path) -> None:
+    # What the OS gives Python for `--input $'ab\xffcd'`: a lone surrogate nothing can encode.
+    events, answers = tmp_path / "e.jsonl", tmp_path / "a.yaml"
+    answers.write_text("- {responseType: option, selectedOption: opt2}\n")
+    code, out, err = run(capsys, str(DATA / "decide.sr"), "--script", str(DATA / "decide.yaml"), "--input", "ab\udcffcd",
+                         "--task", "t\udcff", "--events", str(events), "--answers", str(answers))
+    assert "Traceback" not in err and code == 0, err
+    text = events.read_text(encoding="utf-8")
+    assert '"input": "ab\ufffdcd"' in text and '"taskId": "t\ufffd"' in text
+
+
 def test_missing_workflow_and_compile_error_exit_2(capsys, tmp_path) -> None:
     code, out, err = run(capsys, str(tmp_path / "nope.sr"))
     assert (code, out) == (2, "") and "nope.sr" in err

@@ -69,8 +69,9 @@ async def test_history_filters() -> None:
         await settle(pilot)
         table = app.screen.query_one("#history-table", DataTable)
         assert table.row_count == 2
-        assert "opt1" in str(table.get_row(a.escalation.id)[-1]) and "tonight" in str(table.get_row(a.escalation.id)[-1])
-        assert str(table.get_row(b.escalation.id)[-1]) == "pending"
+        outcome = str(table.get_cell(a.escalation.id, "outcome"))
+        assert "opt1" in outcome and "tonight" in outcome
+        assert str(table.get_cell(b.escalation.id, "outcome")) == "pending"
         await pilot.press("slash", *"readme")
         await settle(pilot)
         assert [k.value for k in table.rows] == [b.escalation.id]

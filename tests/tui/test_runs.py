@@ -40,7 +40,7 @@ async def test_start_from_dialog_answer_reaches_the_agent(tmp_path: Path) -> Non
         await wait_until(pilot, lambda: finished(run), what="the run")
         assert run.status.value == "done"
         assert run.result.startswith("Plan: keep server sessions")
-        await wait_for_log(pilot, app, "decided sessions by human", "planner asks [architecture_decision]")
+        await wait_for_log(pilot, app, 'decided sessions "No, keep sessions" by human', "planner asks [architecture_decision]")
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,8 @@ class HistoryScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#history-table", DataTable)
-        for name in ("asked", "session", "task", "agent", "reason", "question", "outcome"):
+        # The outcome before the question: on an 80-120 column terminal it stays in view.
+        for name in ("asked", "session", "task", "agent", "reason", "outcome", "question"):
             table.add_column(name, key=name)
         table.border_title = "Escalations"
         self.query_one("#history-metrics", Static).border_title = "Metrics"
@@ -107,8 +108,8 @@ class HistoryScreen(Screen):
                 outcome = Text(record.state, style="yellow" if record.state == "pending" else "dim")
             session = Text("earlier", style="dim italic") if record.earlier else Text("this")
             table.add_row(
-                Text(ago(now - esc.created_at)), session, Text(esc.task_id), Text(esc.agent),
-                Text(esc.reason.value), Text(one_line(esc.question, 40)), outcome,
+                Text(ago(now - esc.created_at)), session, Text(one_line(esc.task_id, 30)), Text(esc.agent),
+                Text(esc.reason.value), outcome, Text(one_line(esc.question, 60)),
                 key=f"earlier-{number}:{esc.id}" if record.earlier else esc.id,  # ids repeat across sessions
             )
         table.border_subtitle = self._subtitle(len(records), len(everything))

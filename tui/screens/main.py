@@ -162,6 +162,11 @@ class MainScreen(Screen):
         signal.unsubscribe(pane)  # one pending move at most
         signal.subscribe(pane, take)
 
+    def park_keyboard(self) -> None:
+        """After a decision the user was typing into ended without them: the runs list, where
+        a stray Enter or letter starts nothing (the workflow list would open a start dialog)."""
+        self._focus_before = self.query_one(RunList)
+
     def _give_focus_back(self) -> None:
         """The queue is empty: the keyboard returns where it was before the decision took it
         (else to the workflows), so the user's next keys do what they expect."""
