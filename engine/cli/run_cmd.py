@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,11 +103,27 @@ async def _run(
 
     responder = HeadlessResponder(broker, answers, on_waiting=on_waiting)
     engine.subscribe(_echo_log)
+    loop = asyncio.get_running_loop()
+    terminated: list[int] = []
+
+    def terminate(signum: int) -> None:
+        # SIGTERM (a CI timeout, `kill`): the run is cancelled, so its commands are killed with it.
+        terminated.append(signum)
+        if handle is not None:
+            handle.cancel()
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, terminate, signum)
     try:
         handle = engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or utf8_text(source.stem))
         status = await handle.wait()
     finally:
         responder.close()
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(signum)
+    if terminated:
+        _err(f"{source}: stopped by {signal.Signals(terminated[0]).name}")
+        return 128 + terminated[0]
     if stuck:
         _err(f"{source}: {stuck[0]}")
         return EXIT_WAITING

@@ -132,6 +132,26 @@ def test_missing_workflow_and_compile_error_exit_2(capsys, tmp_path) -> None:
     assert "broken.sr:2:" in err and "E0001" in err
 
 
+def test_sigterm_cancels_the_run_and_its_commands(tmp_path) -> None:
+    import signal
+    import time
+
+    (tmp_path / "w.sr").write_text('tool sh = builtin streetrace.cli\nprompt p: """x"""\nagent a:\n    instruction p\n'
+                                   '    tools sh\nflow main:\n    return run agent a "go"\n')
+    (tmp_path / "s.yaml").write_text('agents:\n  a:\n    - {tool: run_command, args: {command: "sleep 31.41; echo x"}}\n')
+    (tmp_path / "e.jsonl").touch()
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "run", str(tmp_path / "w.sr"), "--script", str(tmp_path / "s.yaml"),
+                             "--events", str(tmp_path / "e.jsonl")], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while "tool_call" not in (tmp_path / "e.jsonl").read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)  # the command is running
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, out) == (143, "") and "stopped by SIGTERM" in err and "Traceback" not in err
+    assert subprocess.run(["pgrep", "-f", "sleep 31.41"], capture_output=True).returncode == 1
+
+
 def test_task_defaults_to_file_stem_and_selects_overrides(capsys, tmp_path) -> None:
     rules = tmp_path / "r.yaml"
     rules.write_text("escalationRules:\n  taskOverrides:\n    decide:\n      rules: [{pattern: 'JWT', action: allow}]\n")
