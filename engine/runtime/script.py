@@ -100,8 +100,19 @@ def _reply(r: Reader, agent: str, node: Node) -> Reply:
             r.mapping(entries["args"][1], f"{what}: args")
             args = _value(entries["args"][1])
         return Reply("tool", tool=tool, args=args, when=when, line=line)
+    # The script is the user's own file: its escalations are checked as strictly as the rules
+    # (an agent's escalation text, untrusted, is read leniently by engine/escalation/protocol.py).
     fields = r.mapping(body, f"{what}: escalate")
-    r.require(fields, "question", body, f"{what}: escalate")
+    for key in ("question", "reason", "context"):
+        if key in fields or key == "question":
+            r.string(r.require(fields, key, body, f"{what}: escalate"), f"{what}: escalate.{key}", allow_empty=key != "question")
     if "options" in fields:
-        r.sequence(fields["options"][1], f"{what}: escalate.options")
+        for option in r.sequence(fields["options"][1], f"{what}: escalate.options"):
+            entries = r.mapping(option, f"{what}: escalate option")
+            for key in ("id", "label"):
+                r.string(r.require(entries, key, option, f"{what}: escalate option"), f"{what}: escalate option {key}")
+    if "timeout" in fields and not r.is_null(fields["timeout"][1]):
+        r.number(fields["timeout"][1], f"{what}: escalate.timeout")
+    if "allowAgentDecision" in fields:
+        r.boolean(fields["allowAgentDecision"][1], f"{what}: escalate.allowAgentDecision")
     return Reply("escalate", escalation=_value(body), when=when, line=line)

@@ -41,6 +41,11 @@ agents:
         ("agents:\n  a:\n    - {txt: x}\n", 3, 8, "unknown key 'txt' (did you mean 'text'?)"),
         ("agents:\n  a:\n    - {tool: t, args: [1]}\n", 3, 23, "args must be a mapping"),
         ("agents:\n  a:\n    - escalate: {reason: other}\n", 3, 17, "missing required key 'question'"),
+        ("agents:\n  a:\n    - escalate: {question: q, timeout: soon}\n", 3, 40, "timeout must be a number"),
+        ("agents:\n  a:\n    - escalate: {question: q, timeout: -5}\n", 3, 40, "at least 0"),
+        ("agents:\n  a:\n    - escalate: {question: q, allowAgentDecision: 'no'}\n", 3, 51, "true or false"),
+        ("agents:\n  a:\n    - escalate: {question: [1, 2]}\n", 3, 28, "question must be a string"),
+        ("agents:\n  a:\n    - escalate: {question: q, options: [{label: x}]}\n", 3, 41, "missing required key 'id'"),
         ("", 1, 1, "empty script"),
     ],
 )
