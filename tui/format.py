@@ -100,6 +100,10 @@ def decision_summary(decision: Decision, escalation: Escalation | None = None) -
     return summary
 
 
+# Agent replies and results in the log: it wraps them, so they can be read whole (to a limit).
+RESULT_LIMIT = 2000
+
+
 # RunEvent type -> how its fields read in the event log.
 def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     """One event of a run as one styled line of plain text."""
@@ -107,7 +111,7 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     if event_type == "agent_call":
         return _line("→", f"{f.get('agent')}: {one_line(f.get('input', ''), 100)}", "cyan")
     if event_type == "agent_result":
-        return _line("←", f"{f.get('agent')}: {one_line(f.get('result', ''), 100)}", "green")
+        return _line("←", f"{f.get('agent')}: {one_line(f.get('result', ''), RESULT_LIMIT)}", "green")
     if event_type == "escalation":
         return _line(
             "↑",
@@ -131,10 +135,11 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     if event_type == "tool_call":
         return _line("⚙", f"{f.get('agent')} {f.get('tool')}({one_line(f.get('args', {}), 60)}) {f.get('verdict')}", "blue")
     if event_type == "agent_escalation":
-        verdict = "approved" if f.get("approved") else "denied"
-        return _line("⇢", f"{f.get('source')} → {f.get('target')} {verdict}: {one_line(f.get('reason', ''), 70)}", "magenta")
+        if f.get("approved"):  # its reason only repeats the path
+            return _line("⇢", f"{f.get('source')} → {f.get('target')} approved", "magenta")
+        return _line("⇢", f"{f.get('source')} → {f.get('target')} denied: {one_line(f.get('reason', ''), 70)}", "magenta")
     if event_type == "flow_result":
-        return _line("■", f"result: {one_line(f.get('result', ''), 100)}", "bold green")
+        return _line("■", f"result: {one_line(f.get('result', ''), RESULT_LIMIT)}", "bold green")
     if event_type == "log":
         return _line("·", one_line(f.get("message", ""), 110), "")
     return _line("·", f"{event_type} {one_line(f, 100)}", "dim")

@@ -69,7 +69,7 @@ async def execute_run(
         if status is RunStatus.DONE:
             sink.emit("flow_result", result=result)
         elif error:
-            sink.emit("log", message=f"run {status.value}: {error}", level="error")
+            sink.emit("log", message=f"run {status.value}" + ("" if error == status.value else f": {error}"), level="error")
         handle.status = status
         try:
             await asyncio.shield(run.close())

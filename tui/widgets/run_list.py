@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 
 from engine.escalation.clock import Clock
-from tui.format import duration, one_line, status_text
+from tui.format import duration, event_line, one_line, status_text
 from tui.widgets.row_table import Column, RowTable
 
 _COLUMNS = (
@@ -43,7 +43,7 @@ class RunList(RowTable):
         `tick()`, once a second."""
         if run_id not in self._runs:
             return
-        self._latest[run_id] = one_line(f"{event_type} {fields.get('agent') or fields.get('agent_name') or ''}", 40)
+        self._latest[run_id] = one_line(event_line(event_type, fields).plain, 40)  # as the event log words it
         if _status(self._runs[run_id]) != self._drawn_status.get(run_id):
             self.refresh_run(run_id)
 
