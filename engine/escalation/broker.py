@@ -87,7 +87,7 @@ def timeout_decision(pending: PendingEscalation, now: float) -> Decision:
         return make(Response(ResponseType.AGENT_DECIDE), "the agent decides")
     kind = policy.on_timeout
     if kind is OnTimeout.CONTINUE:
-        return make(Response(ResponseType.AGENT_DECIDE), "continue by your own judgement")
+        return make(Response(ResponseType.AGENT_DECIDE), "the agent continues on its own judgement")
     if kind is OnTimeout.STOP:
         return make(Response(ResponseType.SKIP), "the task stops", stops=True)
     if kind is OnTimeout.AGENT_DECIDE:
