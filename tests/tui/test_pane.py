@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input, OptionList, Static
 
-from engine.escalation.model import OnTimeout, Option, Reason, ResolvedBy, ResponseType
+from engine.escalation.model import OnTimeout, Option, Origin, Reason, ResolvedBy, ResponseType
 from tests.tui.helpers import SIZE, ask, decided, make_app, make_session, pending, settle
 from tui.widgets.decision_pane import DecisionPane
 
@@ -270,3 +270,14 @@ async def test_lines_past_nine_show_no_number_they_are_chosen_with_the_arrows() 
         assert "[9] choice 9" in text and "[10]" not in text and "    Skip this task" in text
         await pilot.press("end", "up", "enter")  # Skip this task, the line before the last
         assert (await decided(task)).response.response_type is ResponseType.SKIP
+
+
+async def test_a_tool_approval_starts_on_deny_so_enter_fails_closed() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(session.clock, origin=Origin.TOOL_APPROVAL, allow_agent_decision=False,
+                                    options=(Option("approve", "Approve: run write_file"), Option("deny", "Deny"))))
+        await settle(pilot)
+        await pilot.press("enter")
+        assert (await decided(task)).response.selected_option == "deny"

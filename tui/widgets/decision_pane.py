@@ -21,6 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from engine.escalation.broker import DENY
 from engine.escalation.clock import Clock
 from engine.escalation.model import Escalation, Origin, PendingEscalation, Response, ResponseType
 from tui.format import countdown, visible
@@ -195,7 +196,10 @@ class DecisionPane(Vertical):
             _choice_prompt(n, c, descriptions.get(c.option_id or "", ""))
             for n, c in enumerate(self._choices, start=1)
         ])
-        recommended = next((i for i, c in enumerate(self._choices) if c.recommended), 0)
+        # Enter takes the recommended option; with none, a tool approval starts on deny (a tool
+        # runs only when someone means it: fail closed, as its timeout is).
+        fallback = next((i for i, c in enumerate(self._choices) if c.option_id == DENY), 0) if esc.origin is Origin.TOOL_APPROVAL else 0
+        recommended = next((i for i, c in enumerate(self._choices) if c.recommended), fallback)
         options = self.query_one("#pane-choices", OptionList)
         options.highlighted = recommended  # Enter takes the recommended option
         custom = self.query_one("#pane-custom", Input)
