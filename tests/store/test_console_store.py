@@ -60,17 +60,17 @@ async def test_the_next_console_shows_the_earlier_escalations(tmp_path: Path) ->
         screen = app.screen
         rows = table_texts(screen)
         assert [row[1] for row in rows] == ["this", "earlier", "earlier"]  # newest first
-        assert rows[1][3:] == ["planner", "architecture_decision", "Ship v1.4.2 to prod?", "withdrawn"]
-        assert rows[2][5] == "Use JWT instead of sessions?"
-        assert rows[2][6] == 'opt1 "Yes, use JWT" by human + "keep the cookie"'
+        assert rows[1][3:] == ["planner", "architecture_decision", "withdrawn", "Ship v1.4.2 to prod?"]  # outcome, question
+        assert rows[2][6] == "Use JWT instead of sessions?"
+        assert rows[2][5] == 'opt1 "Yes, use JWT" by human + "keep the cookie"'
         assert rows[2][0].endswith("ago")
 
         screen.query_one("#history-filter-session", Select).value = "earlier"
         await pilot.pause()
-        assert [row[5] for row in table_texts(screen)] == ["Ship v1.4.2 to prod?", "Use JWT instead of sessions?"]
+        assert [row[6] for row in table_texts(screen)] == ["Ship v1.4.2 to prod?", "Use JWT instead of sessions?"]
         screen.query_one("#history-filter-state", Select).value = "decided"
         await pilot.pause()
-        assert [row[5] for row in table_texts(screen)] == ["Use JWT instead of sessions?"]
+        assert [row[6] for row in table_texts(screen)] == ["Use JWT instead of sessions?"]
         screen.query_one("#history-filter-session", Select).value = "this"
         await pilot.pause()
         assert table_texts(screen) == []
