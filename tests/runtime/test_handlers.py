@@ -3,6 +3,8 @@ made inside handlers (which do not run the handlers again)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.lang.helpers import codes
 from tests.runtime.conftest import run_sr
 
@@ -18,35 +20,35 @@ flow main:
 '''
 
 
-def test_retry_step_in_tool_call_refuses_the_call_and_the_agent_sees_why(capsys, tmp_path) -> None:
-    handler = '    on tool-call do\n        if $tool == "write_file":\n            retry step "Denied: ${$tool} is not allowed"\n    end'
-    script = ('agents:\n  a:\n    - {tool: write_file, args: {path: o.txt, content: x}}\n'
-              '    - {text: "understood, no writing", when: "denied: write_file"}\n    - "fallback"\n')
-    code, out, events = run_sr(capsys, tmp_path, WRITER.format(handler=handler), script)
-    assert (code, out) == (0, "understood, no writing\n")
-    assert not (tmp_path / "ws" / "o.txt").exists()
+# (handler, script, what the run returns): `retry step` in each kind of agent handler.
+RETRY_STEP = {
+    "tool-call: the call is refused, the agent sees why": (
+        '    on tool-call do\n        if $tool == "write_file":\n            retry step "Denied: ${$tool} is not allowed"\n    end',
+        'agents:\n  a:\n    - {tool: write_file, args: {path: o.txt, content: x}}\n'
+        '    - {text: "understood, no writing", when: "denied: write_file"}\n    - "fallback"\n',
+        "understood, no writing"),
+    "tool-result: the result is replaced": (
+        '    after tool-result do\n        retry step "The listing is hidden; answer without it"\n    end',
+        'agents:\n  a:\n    - {tool: list_directory, args: {path: "."}}\n'
+        '    - {text: "answered blind", when: "listing is hidden"}\n    - "fallback"\n',
+        "answered blind"),
+    "output: the agent is asked again": (
+        '    on output do\n        if $output contains "draft":\n            retry step "Not a draft: the final text"\n    end',
+        'agents:\n  a:\n    - "a draft"\n    - {text: "the final text", when: "Not a draft"}\n',
+        "the final text"),
+    "input: the agent gets that input": (
+        '    on input do\n        retry step "rephrased: ${$input}"\n    end',
+        'agents:\n  a:\n    - {text: "saw it", when: "rephrased: go"}\n    - "fallback"\n',
+        "saw it"),
+}
 
 
-def test_retry_step_in_tool_result_replaces_the_result(capsys, tmp_path) -> None:
-    handler = '    after tool-result do\n        retry step "The listing is hidden; answer without it"\n    end'
-    script = ('agents:\n  a:\n    - {tool: list_directory, args: {path: "."}}\n'
-              '    - {text: "answered blind", when: "listing is hidden"}\n    - "fallback"\n')
+@pytest.mark.parametrize("case", list(RETRY_STEP))
+def test_retry_step_in_a_handler_does_the_step_again(capsys, tmp_path, case: str) -> None:
+    handler, script, expected = RETRY_STEP[case]
     code, out, _ = run_sr(capsys, tmp_path, WRITER.format(handler=handler), script)
-    assert (code, out) == (0, "answered blind\n")
-
-
-def test_retry_step_in_output_asks_the_agent_again(capsys, tmp_path) -> None:
-    handler = '    on output do\n        if $output contains "draft":\n            retry step "Not a draft: the final text"\n    end'
-    script = 'agents:\n  a:\n    - "a draft"\n    - {text: "the final text", when: "Not a draft"}\n'
-    code, out, events = run_sr(capsys, tmp_path, WRITER.format(handler=handler), script)
-    assert (code, out) == (0, "the final text\n")
-
-
-def test_retry_step_in_input_gives_the_agent_that_input(capsys, tmp_path) -> None:
-    handler = '    on input do\n        retry step "rephrased: ${$input}"\n    end'
-    script = 'agents:\n  a:\n    - {text: "saw it", when: "rephrased: go"}\n    - "fallback"\n'
-    code, out, events = run_sr(capsys, tmp_path, WRITER.format(handler=handler), script)
-    assert (code, out) == (0, "saw it\n")
+    assert (code, out) == (0, expected + "\n")
+    assert not (tmp_path / "ws" / "o.txt").exists()  # a refused write never ran
 
 
 def test_an_agent_run_inside_a_handler_does_not_run_the_handlers_again(capsys, tmp_path) -> None:
