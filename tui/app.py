@@ -148,8 +148,8 @@ class EscalateApp(App[int]):
             self.main.run_changed(handle)
         except NoMatches:  # the app is closing and its widgets are gone: nothing to draw
             return
-        if handle.error:
-            self.notify(handle.error, title=f"{handle.workflow} {_status(handle)}", severity="warning")
+        if handle.error and _status(handle) != "cancelled":  # a cancel was the user's own: told already
+            self.notify(handle.error, title=f"{handle.workflow} {_status(handle)}", severity="warning", markup=False)
 
     def _apply_run_events(self, events: list[Any]) -> None:
         if self.main.ready:

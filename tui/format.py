@@ -85,7 +85,7 @@ def decision_summary(decision: Decision, escalation: Escalation | None = None) -
     r = decision.response
     if r.response_type is ResponseType.OPTION:
         option = escalation.option(r.selected_option or "") if escalation else None
-        what = f"{r.selected_option}" + (f' "{option.label}"' if option else "")
+        what = one_line(r.selected_option or "", 30) + (f' "{one_line(option.label, 60)}"' if option else "")
     elif r.response_type is ResponseType.TEXT:
         what = f'text "{one_line(r.text_response or "", 60)}"'
     elif r.response_type is ResponseType.SKIP:

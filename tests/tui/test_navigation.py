@@ -168,3 +168,25 @@ async def test_palette_shows_agent_text_and_task_names_as_written() -> None:
         hits = app.screen.query_one(CommandList)
         shown = [str(hits.get_option_at_index(i).prompt) for i in range(hits.option_count)]
         assert any("Decide [[mk]]: Deploy to [bold red]PROD[/bold red] or [staging]?" in line for line in shown), shown
+
+
+async def test_history_filter_takes_what_is_typed_right_after_slash_and_outcomes_are_plain() -> None:
+    from tests.tui.test_pane import burst
+
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        from engine.escalation.model import Option
+
+        esc = pending(session.clock, options=(Option("o1", "Yes \x1b[41mbg\x1b[0m [b]x[/b]", recommended=True),))
+        ask(session, esc)
+        await settle(pilot)
+        session.answer(esc.escalation.id, Response(ResponseType.OPTION, "o1"))
+        await pilot.press("h")
+        await settle(pilot)
+        table = app.screen.query_one("#history-table", DataTable)
+        assert str(table.get_cell(esc.escalation.id, "outcome")) == 'o1 "Yes ␛[41mbg␛[0m [b]x[/b]" by human'
+        burst(app, "/", *"[b] dh")
+        await settle(pilot)
+        assert app.screen.query_one("#history-filter-text", Input).value == "[b] dh"
+        assert app.screen is not app.main  # the `d` and `h` were typed, not pressed

@@ -281,3 +281,28 @@ async def test_a_tool_approval_starts_on_deny_so_enter_fails_closed() -> None:
         await settle(pilot)
         await pilot.press("enter")
         assert (await decided(task)).response.selected_option == "deny"
+
+
+def burst(app, *keys: str) -> None:
+    """Keys as a fast typist's arrive: all queued before any of them is handled."""
+    from textual import events
+
+    names = {" ": "space", "[": "left_square_bracket", "]": "right_square_bracket", "/": "slash"}
+    for key in keys:
+        app.post_message(events.Key(names.get(key, key), None if key in ("enter", "escape") else key))
+
+
+@pytest.mark.parametrize(("keys", "expected"), [
+    (["i", *"keep cookie 123", "enter", "1"], ("opt1", None, "keep cookie 123")),
+    (["5", *"custom answer, see [2]", "enter"], (None, "custom answer, see [2]", None)),
+])
+async def test_what_is_typed_right_after_i_or_custom_lands_in_the_field(keys, expected) -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        task = ask(session, pending(session.clock))
+        await settle(pilot)
+        burst(app, *keys)
+        response = (await decided(task)).response
+        assert (response.selected_option, response.text_response, response.additional_instructions) == expected
+        assert app.screen is app.main  # no `s` or `h` slipped through

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual import on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -40,7 +41,8 @@ def record_matches(record: EscalationRecord, text: str, state: str, resolved_by:
 
 
 class HistoryScreen(Screen):
-    BINDINGS = [Binding("escape,h", "app.pop_screen", "Back"), Binding("slash", "focus_filter", "Filter")]
+    # `/` is handled on arrival and focuses at once: what is typed right after it is the filter.
+    BINDINGS = [Binding("escape,h", "app.pop_screen", "Back"), Binding("slash", "focus_filter", "Filter", priority=True)]
 
     def __init__(self, session: ConsoleSession) -> None:
         super().__init__()
@@ -77,7 +79,9 @@ class HistoryScreen(Screen):
             self.refresh_history()
 
     def action_focus_filter(self) -> None:
-        self.query_one("#history-filter-text", Input).focus()
+        if isinstance(self.focused, Input):
+            raise SkipAction()  # typing: `/` is a character
+        self.set_focus(self.query_one("#history-filter-text", Input))
 
     @on(Input.Changed, "#history-filter-text")
     @on(Select.Changed)

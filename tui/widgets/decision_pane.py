@@ -111,8 +111,10 @@ class DecisionPane(Vertical):
     BINDINGS = [
         *[Binding(str(n), f"choose({n})", f"choice {n}", show=False, priority=True) for n in range(1, 10)],
         Binding("enter", "take_highlighted", "Choose", show=False, priority=True),
-        Binding("i", "focus_instructions", "Instructions"),
-        Binding("escape", "focus_choices", "Back to choices", show=False),
+        # Priority too, and the field takes the keyboard at once (Widget.focus waits its turn):
+        # what is typed right after `i` lands in the field, not on the choices.
+        Binding("i", "focus_instructions", "Instructions", priority=True),
+        Binding("escape", "focus_choices", "Back to choices", show=False, priority=True),
     ]
 
     def __init__(self, clock: Clock, *, on_answer: Callable[[str, Response], None], id: str | None = None) -> None:
@@ -238,8 +240,8 @@ class DecisionPane(Vertical):
             self.query_one("#pane-countdown", Static).update(Text(line, style="bold"), layout=False)
 
     def focus_choices(self) -> None:
-        if self._mounted:
-            self.query_one("#pane-choices", OptionList).focus()
+        if self._mounted:  # at once, like the fields: the next key of a burst is a choice again
+            self.screen.set_focus(self.query_one("#pane-choices", OptionList))
         else:
             self._focus_asked = True
 
@@ -260,7 +262,12 @@ class DecisionPane(Vertical):
             self._take(self._choices[number - 1])
 
     def action_take_highlighted(self) -> None:
-        """Enter: the highlighted line (the recommended option until the user moves)."""
+        """Enter: the highlighted line (the recommended option until the user moves). In the
+        instructions field it goes back to the choices, at once (the next key of a burst is a
+        choice again); in the custom-answer field it sends the answer."""
+        if self.app.focused is self.query_one("#pane-instructions", Input):
+            self.focus_choices()
+            return
         self._skip_while_typing()
         index = self.query_one("#pane-choices", OptionList).highlighted
         if index is None or index >= len(self._choices):
@@ -272,9 +279,13 @@ class DecisionPane(Vertical):
             raise SkipAction()  # the key belongs to the text field
 
     def action_focus_instructions(self) -> None:
-        self.query_one("#pane-instructions", Input).focus()
+        self._skip_while_typing()
+        self.screen.set_focus(self.query_one("#pane-instructions", Input))
 
     def action_focus_choices(self) -> None:
+        """Escape: back to the choices from a field (elsewhere Escape is not the pane's)."""
+        if not self.query_one("#pane-instructions", Input).has_focus and not self.query_one("#pane-custom", Input).has_focus:
+            raise SkipAction()
         self.query_one("#pane-custom", Input).display = False
         self.focus_choices()
 
@@ -282,11 +293,6 @@ class DecisionPane(Vertical):
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self._take(self._choices[event.option_index])
-
-    @on(Input.Submitted, "#pane-instructions")
-    def _instructions_done(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.focus_choices()
 
     @on(Input.Submitted, "#pane-custom")
     def _custom_done(self, event: Input.Submitted) -> None:
@@ -299,9 +305,17 @@ class DecisionPane(Vertical):
         if choice.key == "custom":
             custom = self.query_one("#pane-custom", Input)
             custom.display = True
-            custom.focus()
+            self.screen.set_focus(custom)  # at once: the answer typed right after the key lands here
             self.fit()
             return
+        if self.pending is None:
+            return
+        # Instructions typed just before (a burst: `i`, text, Enter, `1`) may still wait in the
+        # field's own message queue: the answer is made after them, in that queue, for the
+        # escalation on screen now.
+        self.query_one("#pane-instructions", Input).call_later(self._send, self.pending.escalation.id, choice)
+
+    def _send(self, escalation_id: str, choice: Choice) -> None:
         instructions = self._instructions()
         if choice.option_id is not None:
             response = Response(ResponseType.OPTION, selected_option=choice.option_id,
@@ -310,7 +324,7 @@ class DecisionPane(Vertical):
             response = Response(ResponseType.AGENT_DECIDE, additional_instructions=instructions)
         else:
             response = Response(ResponseType.SKIP, additional_instructions=instructions)
-        self._answer(response)
+        self._on_answer(escalation_id, response)
 
     def _instructions(self) -> str | None:
         return self.query_one("#pane-instructions", Input).value.strip() or None
