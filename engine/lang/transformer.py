@@ -361,7 +361,10 @@ class Builder:
         if d == "inline_if":
             return ast.If(line, col, [(self.expr(k[0]), [self.stmt(k[1])])])
         if d == "if_block":
-            branches = [(self.expr(k[0]), self.block([s for s in k[1:] if s.data not in ("elif_clause", "else_clause")]))]
+            if isinstance(k[0], Tree) and k[0].data == "inline_if":  # `if c: stmt` then elif/else lines
+                branches = [(self.expr(k[0].children[0]), [self.stmt(k[0].children[1])])]
+            else:
+                branches = [(self.expr(k[0]), self.block([s for s in k[1:] if s.data not in ("elif_clause", "else_clause")]))]
             orelse = None
             for c in k[1:]:
                 if c.data == "elif_clause":

@@ -100,6 +100,13 @@ async def test_if_elif_else_match_and_normalized():
     assert await run_flow(src, FakeCtx(input="maybe")) == [3, "else"]
 
 
+async def test_inline_if_elif_else_lines_mix_with_blocks():
+    src = HEAD + ('flow default:\n    $v = $input_prompt\n    if $v == "a": $r = 1\n    elif $v == "b": $r = 2\n'
+                  '    elif $v == "c":\n        $r = 3\n    else: $r = 4\n    if $v == "a": $r = $r + 10\n'
+                  '    match $v\n        when "b" -> if $r == 2: $r = 20\n        else -> log "x"\n    end\n    return $r\n')
+    assert [await run_flow(src, FakeCtx(input=v)) for v in "abcd"] == [11, 20, 3, 4]
+
+
 async def test_parallel_runs_each_statement_as_a_branch():
     src = HEAD + "flow default:\n    parallel do\n        $x = run agent a 1\n        $y = run agent b 2\n    end\n    return [$x, $y]\n"
     ctx = FakeCtx({"a": lambda a: ("A", False), "b": lambda a: ("B", False)})
