@@ -11,7 +11,7 @@ from typing import Any
 from rich.text import Text
 
 from engine.escalation.broker import NoTimeoutDefault, timeout_decision
-from engine.escalation.model import Decision, Escalation, PendingEscalation, ResponseType
+from engine.escalation.model import Decision, Escalation, PendingEscalation
 
 # Run status -> (label shown, style). "waiting" is the one the user acts on.
 STATUS_STYLES: dict[str, tuple[str, str]] = {
@@ -82,22 +82,27 @@ def countdown(pending: PendingEscalation, now: float) -> str:
 
 def decision_summary(decision: Decision, escalation: Escalation | None = None) -> str:
     """`opt1 "Yes, use JWT" by human (+ instructions)`: a decision in one line of words."""
-    r = decision.response
-    if r.response_type is ResponseType.OPTION:
-        option = escalation.option(r.selected_option or "") if escalation else None
-        what = one_line(r.selected_option or "", 30) + (f' "{one_line(option.label, 60)}"' if option else "")
-    elif r.response_type is ResponseType.TEXT:
-        what = f'text "{one_line(r.text_response or "", 60)}"'
-    elif r.response_type is ResponseType.SKIP:
-        what = "skip"
-    else:
-        what = "let agent decide"
-    summary = f"{what} by {decision.resolved_by.value}"
-    if r.additional_instructions:
-        summary += f' + "{one_line(r.additional_instructions, 40)}"'
-    if decision.stops_task:
-        summary += " (task stops)"
-    return summary
+    fields = decision.to_event_fields(escalation)
+    return f"{decision_words(fields)} by {decision.resolved_by.value}{_instructions(fields)}{_stops(fields)}"
+
+
+def decision_words(fields: dict[str, Any]) -> str:
+    """What was decided, from a `decision` event's fields: `opt1 "label"`, `text "..."`, ..."""
+    if fields.get("selectedOption"):
+        label = f' "{one_line(fields["selectedLabel"], 60)}"' if fields.get("selectedLabel") else ""
+        return one_line(fields["selectedOption"], 30) + label
+    if fields.get("textResponse"):
+        return f'text "{one_line(fields["textResponse"], 60)}"'
+    kind = fields.get("responseType") or ""
+    return {"skip": "skip", "agent_decide": "let agent decide"}.get(kind, kind)
+
+
+def _instructions(fields: dict[str, Any]) -> str:
+    return f' + "{one_line(fields["additionalInstructions"], 40)}"' if fields.get("additionalInstructions") else ""
+
+
+def _stops(fields: dict[str, Any]) -> str:
+    return " (task stops)" if fields.get("stopsTask") else ""
 
 
 # Agent replies and results in the log: it wraps them, so they can be read whole (to a limit).
@@ -122,16 +127,7 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     if event_type == "human_escalation":
         return _line("?", f"{f.get('agent')} asks [{f.get('reason')}]: {one_line(f.get('question', ''), 90)}", "bold yellow")
     if event_type == "decision":
-        if f.get("selectedOption"):
-            label = f' "{one_line(f["selectedLabel"], 50)}"' if f.get("selectedLabel") else ""
-            what = f"{one_line(f['selectedOption'], 30)}{label}"
-        elif f.get("textResponse"):
-            what = f'text "{one_line(f["textResponse"], 60)}"'
-        else:
-            what = {"skip": "skip", "agent_decide": "let agent decide"}.get(f.get("responseType", ""), f.get("responseType", ""))
-        extra = f' + "{one_line(f["additionalInstructions"], 40)}"' if f.get("additionalInstructions") else ""
-        stops = " (task stops)" if f.get("stopsTask") else ""
-        return _line("✓", f"decided {what}{extra} by {f.get('resolvedBy')}{stops}", "bold green")
+        return _line("✓", f"decided {decision_words(f)}{_instructions(f)} by {f.get('resolvedBy')}{_stops(f)}", "bold green")
     if event_type == "tool_call":
         return _line("⚙", f"{f.get('agent')} {f.get('tool')}({one_line(f.get('args', {}), 60)}) {f.get('verdict')}", "blue")
     if event_type == "agent_escalation":

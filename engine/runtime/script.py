@@ -103,9 +103,10 @@ def _reply(r: Reader, agent: str, node: Node) -> Reply:
     # The script is the user's own file: its escalations are checked as strictly as the rules
     # (an agent's escalation text, untrusted, is read leniently by engine/escalation/protocol.py).
     fields = r.mapping(body, f"{what}: escalate")
-    for key in ("question", "reason", "context"):
-        if key in fields or key == "question":
-            r.string(r.require(fields, key, body, f"{what}: escalate"), f"{what}: escalate.{key}", allow_empty=key != "question")
+    r.string(r.require(fields, "question", body, f"{what}: escalate"), f"{what}: escalate.question")
+    for key in ("reason", "context"):
+        if key in fields:
+            r.string(fields[key][1], f"{what}: escalate.{key}", allow_empty=True)
     if "options" in fields:
         for option in r.sequence(fields["options"][1], f"{what}: escalate.options"):
             entries = r.mapping(option, f"{what}: escalate option")
