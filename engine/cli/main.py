@@ -57,6 +57,32 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--events", metavar="E.jsonl")
     run.add_argument("--task", metavar="NAME")
     run.add_argument("--workspace", metavar="DIR")
+    run.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db)")
+    run.add_argument("--wait", action="store_true", help="wait for an answer instead of exiting 4")
+
+    runs = sub.add_parser("runs", help="list runs and their pending escalations")
+    runs.add_argument("--db", metavar="URL")
+    runs.add_argument("--all", action="store_true", help="finished runs too")
+    runs.add_argument("--format", choices=("text", "json"), default="text")
+
+    answer = sub.add_parser("answer", help="decide a pending escalation")
+    answer.add_argument("escalation", metavar="ESC_ID")
+    how = answer.add_mutually_exclusive_group(required=True)
+    how.add_argument("--option", metavar="ID")
+    how.add_argument("--text", metavar="T")
+    how.add_argument("--skip", action="store_true")
+    how.add_argument("--agent-decide", action="store_true")
+    how.add_argument("--approve", action="store_true")
+    how.add_argument("--deny", action="store_true")
+    answer.add_argument("--instructions", metavar="T")
+    answer.add_argument("--db", metavar="URL")
+
+    resume = sub.add_parser("resume", help="continue an interrupted or waiting run, headless")
+    resume.add_argument("run_id", metavar="RUN_ID")
+    resume.add_argument("--answers", metavar="A.yaml")
+    resume.add_argument("--wait", action="store_true")
+    resume.add_argument("--events", metavar="E.jsonl")
+    resume.add_argument("--db", metavar="URL")
 
     rules = sub.add_parser("rules", help="work with rules files")
     rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
@@ -73,10 +99,13 @@ _COMMANDS = {
     "compile": "engine.cli.compile_cmd",
     "run": "engine.cli.run_cmd",
     "rules": "engine.cli.rules_cmd",
+    "runs": "engine.cli.runs_cmd",
+    "answer": "engine.cli.answer_cmd",
+    "resume": "engine.cli.resume_cmd",
 }
 
 
-TEXT_ARGUMENTS = ("input", "task", "flow")  # free text, unlike paths (which must stay as given)
+TEXT_ARGUMENTS = ("input", "task", "flow", "text", "instructions")  # free text, unlike paths (which must stay as given)
 
 
 def utf8_text(value: str) -> str:

@@ -72,36 +72,91 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
 async def _run(
     args: argparse.Namespace, *, source: Path, rules: Any, script: Any, answers: list[Any], workspace: Path, events: Path | None
 ) -> int:
+    from engine.runtime.engine import CompileFailed
+
+    try:
+        engine = await open_engine(args, rules=rules, script=script, workspace=workspace, events=events)
+    except UsageError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    try:
+        try:
+            workflow = engine.load(source)
+        except CompileFailed as exc:
+            from engine.lang.diagnostics import render_text
+
+            _err(render_text(exc.diagnostics) or str(exc))
+            return EXIT_USAGE
+        try:
+            workflow.cls().entry(args.flow)  # a missing --flow or entry point is a usage error
+        except LookupError as exc:
+            _err(f"{source}: {exc.args[0] if exc.args else exc}")
+            return EXIT_USAGE
+
+        async def start() -> Any:
+            return engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or utf8_text(source.stem))
+
+        return await drive(engine, start, answers=answers, wait=args.wait, label=str(source))
+    finally:
+        close_engine(engine)
+
+
+def open_database(args: argparse.Namespace) -> Any:
+    from engine.durable.database import Database, DatabaseError, resolve_url
+
+    try:
+        return Database(resolve_url(getattr(args, "db", None)))
+    except DatabaseError as exc:
+        raise UsageError(f"--db {exc}") from None
+
+
+async def open_engine(args: argparse.Namespace, *, rules: Any, script: Any = None, workspace: Path | None = None,
+                      events: Path | None = None, db: Any = None) -> Any:
+    """A durable engine on `--db` (or $ESCALATE_DB, or .escalate/escalate.db): its runs are
+    recorded, its escalations wait in the database. Raises UsageError for a bad database."""
+    from engine.durable.database import DatabaseError
+    from engine.durable.decisions import DecisionStore
+    from engine.durable.host import DurableHost
     from engine.escalation.broker import EscalationBroker
     from engine.escalation.clock import RealClock
-    from engine.escalation.headless import HeadlessResponder, waiting_message
-    from engine.runtime.engine import CompileFailed, Engine, RunStatus
+    from engine.runtime.engine import Engine
 
+    db = db if db is not None else open_database(args)
+    try:
+        host = await DurableHost.open(db)
+    except DatabaseError as exc:
+        raise UsageError(f"--db {exc}") from None
     clock = RealClock()
-    broker = EscalationBroker(clock)
-    engine = Engine(rules=rules, broker=broker, clock=clock, script=script, workspace=workspace, events_file=events)
-    try:
-        workflow = engine.load(source)
-    except CompileFailed as exc:
-        from engine.lang.diagnostics import render_text
+    broker = EscalationBroker(clock, store=DecisionStore(db))
+    return Engine(rules=rules, broker=broker, clock=clock, script=script, workspace=workspace,
+                  events_file=events, db=db, host=host)
 
-        _err(render_text(exc.diagnostics) or str(exc))
-        return EXIT_USAGE
-    try:
-        workflow.cls().entry(args.flow)  # a missing --flow or entry point is a usage error
-    except LookupError as exc:
-        _err(f"{source}: {exc.args[0] if exc.args else exc}")
-        return EXIT_USAGE
+
+def close_engine(engine: Any) -> None:
+    engine.detach()
+    if engine.host is not None:
+        engine.host.close()
+
+
+async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str) -> int:
+    """Run (or continue) one run headless to its end and give the contract's exit code."""
+    from engine.escalation.headless import HeadlessResponder, waiting_message
+    from engine.runtime.engine import RunStatus
+
     stuck: list[str] = []
     handle: Any = None
 
     def on_waiting(pending: Any) -> None:
-        # Headless and nobody can answer: the run would wait forever, so it ends here (exit 4).
+        if wait:  # --wait: a console or `escalate answer` will decide; the run waits for it
+            esc = pending.escalation
+            _err(f"{waiting_message(pending)} (answer it with: escalate answer {esc.id} ...)")
+            return
+        # Headless and nobody can answer: the run stops here (exit 4) and stays in the database,
+        # waiting; `escalate answer` then `escalate resume` continue it.
         stuck.append(waiting_message(pending))
-        if handle is not None:
-            handle.cancel()
+        engine.detach()
 
-    responder = HeadlessResponder(broker, answers, on_waiting=on_waiting)
+    responder = HeadlessResponder(engine.broker, answers, on_waiting=on_waiting)
     engine.subscribe(_echo_log)
     loop = asyncio.get_running_loop()
     terminated: list[int] = []
@@ -115,18 +170,34 @@ async def _run(
     for signum in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, terminate, signum)
     try:
-        handle = engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or utf8_text(source.stem))
-        status = await handle.wait()
+        handle = await start()
+        if handle is None:
+            return EXIT_ERROR
+        _err(f"run {handle.id}")
+        if stuck:
+            status = handle.status
+        else:
+            waiter = asyncio.ensure_future(handle.wait())
+            while not waiter.done() and not stuck:
+                await asyncio.wait([waiter], timeout=0.05)
+            status = handle.status
+            waiter.cancel()
     finally:
         responder.close()
         for signum in (signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(signum)
     if terminated:
-        _err(f"{source}: stopped by {signal.Signals(terminated[0]).name}")
+        _err(f"{label}: stopped by {signal.Signals(terminated[0]).name}")
         return 128 + terminated[0]
     if stuck:
-        _err(f"{source}: {stuck[0]}")
+        _err(f"{label}: {stuck[0]}")
         return EXIT_WAITING
+    return outcome_code(handle, status, label)
+
+
+def outcome_code(handle: Any, status: Any, label: str) -> int:
+    from engine.runtime.engine import RunStatus
+
     if status is RunStatus.DONE:
         sys.stdout.write(_result_text(handle.result) + "\n")
         return EXIT_OK
@@ -134,7 +205,7 @@ async def _run(
     if mismatch is not None:  # a bad answers file: its own FILE:LINE:COL line, a usage error
         _err(str(mismatch))
         return EXIT_USAGE
-    _err(f"{source}: {status.value}: {handle.error}")
+    _err(f"{label}: {status.value}: {handle.error}")
     if status in (RunStatus.STOPPED, RunStatus.ABORTED):
         return EXIT_STOPPED
     return EXIT_ERROR

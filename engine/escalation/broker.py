@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from engine.escalation.clock import Cancellable, Clock
 from engine.escalation.model import (
@@ -27,7 +27,12 @@ from engine.escalation.model import (
     ResponseType,
 )
 
+if TYPE_CHECKING:
+    from engine.durable.decisions import DecisionStore
+
 log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.1  # how soon a decision written by another process reaches a waiting run
 
 RAISED = "raised"
 RESOLVED = "resolved"
@@ -132,8 +137,15 @@ class _Entry:
 
 
 class EscalationBroker:
-    def __init__(self, clock: Clock) -> None:
+    """`store`: the database behind the futures (durable runs). With it, a raised escalation is
+    recorded, a decision is applied only if nobody decided first (any process), a decision made
+    elsewhere (`escalate answer`, another console) resolves the local future, and an escalation
+    asked again after a restart keeps its original deadline or its decision."""
+
+    def __init__(self, clock: Clock, store: "DecisionStore | None" = None) -> None:
         self.clock = clock
+        self.store = store
+        self._poller: asyncio.Task[None] | None = None
         self._entries: dict[str, _Entry] = {}  # pending only, in raise order
         self._done: dict[str, Decision | None] = {}  # resolved (Decision) or withdrawn (None)
         self._subscribers: list[Callable[[BrokerEvent], None]] = []
@@ -148,12 +160,23 @@ class EscalationBroker:
         esc_id = pending.escalation.id
         if esc_id in self._entries or esc_id in self._done:
             raise EscalationError(f"escalation id {esc_id!r} is already in use")
+        if self.store is not None:
+            known = self.store.lookup(esc_id)
+            if known is not None and known[0] != "pending":  # decided while this run was not running
+                if known[1] is None:
+                    raise asyncio.CancelledError(f"escalation {esc_id} was withdrawn")
+                self._done[esc_id] = known[1]
+                return known[1]
+            if known is None:
+                self.store.raised(pending)
         entry = _Entry(pending, asyncio.get_running_loop().create_future())
         self._entries[esc_id] = entry
         self._notify(BrokerEvent(RAISED, pending))
         deadline = pending.policy.deadline
         if deadline is not None and esc_id in self._entries:  # a subscriber may have answered
             entry.timer = self.clock.call_at(deadline, lambda: self._on_deadline(esc_id))
+        if self.store is not None and (self._poller is None or self._poller.done()):
+            self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
         try:
             return await entry.future
         except asyncio.CancelledError:
@@ -170,7 +193,10 @@ class EscalationBroker:
         entry = self._entry(escalation_id)
         validate_response(entry.pending, response)
         decision = Decision(escalation_id, response, resolved_by, self.clock.now())
-        self._resolve(entry, decision)
+        held = self._resolve(entry, decision)
+        if held is not decision:
+            who = held.resolved_by.value if held is not None else "nobody: it was withdrawn"
+            raise AlreadyResolved(f"escalation {escalation_id} was already decided by {who}")
         return decision
 
     def expire(self, escalation_id: str) -> Decision:
@@ -183,6 +209,8 @@ class EscalationBroker:
     def fail(self, escalation_id: str, error: Exception) -> None:
         """Make the waiting `ask()` raise `error` (e.g. an answers-file entry that does not fit)."""
         entry = self._entry(escalation_id)
+        if self.store is not None:
+            self.store.withdraw(escalation_id)
         self._finish(entry, None)
         entry.future.set_exception(error)
         self._notify(BrokerEvent(CANCELLED, entry.pending))
@@ -190,7 +218,17 @@ class EscalationBroker:
     def cancel_run(self, run_id: str) -> None:
         """Withdraw every pending escalation of a cancelled run; its waiters get CancelledError."""
         for entry in [e for e in self._entries.values() if e.pending.escalation.run_id == run_id]:
+            if self.store is not None:
+                self.store.withdraw(entry.pending.escalation.id)
             self._withdraw(entry)
+            entry.future.cancel()
+
+    def forget_run(self, run_id: str) -> None:
+        """Stop waiting on a run's escalations in this process, leaving them pending in the
+        database (the process stops; the run continues later, elsewhere or here)."""
+        for entry in [e for e in self._entries.values() if e.pending.escalation.run_id == run_id]:
+            self._finish(entry, None)
+            self._done.pop(entry.pending.escalation.id, None)
             entry.future.cancel()
 
     # -- queries and subscriptions ------------------------------------------------------------
@@ -245,11 +283,42 @@ class EscalationBroker:
             entry.timer.cancel()
             entry.timer = None
 
-    def _resolve(self, entry: _Entry, decision: Decision) -> None:
-        self._finish(entry, decision)
+    def _resolve(self, entry: _Entry, decision: Decision, *, recorded: bool = False) -> Decision | None:
+        """Resolve with `decision`, or with the one the database already holds; returns the
+        decision applied (None: the escalation was withdrawn elsewhere)."""
+        held: Decision | None = decision
+        if self.store is not None and not recorded:
+            held = self.store.decide(decision)
+        if held is None:
+            self._withdraw(entry)
+            entry.future.cancel()
+            return None
+        self._finish(entry, held)
         if not entry.future.done():
-            entry.future.set_result(decision)
-        self._notify(BrokerEvent(RESOLVED, entry.pending, decision))
+            entry.future.set_result(held)
+        self._notify(BrokerEvent(RESOLVED, entry.pending, held))
+        return held
+
+    async def _poll(self) -> None:
+        """Decisions written by other processes reach the futures waiting here."""
+        assert self.store is not None
+        while self._entries:
+            await asyncio.sleep(POLL_SECONDS)
+            ids = list(self._entries)
+            try:
+                settled = await asyncio.to_thread(self.store.settled, ids)
+            except Exception:  # a busy database: the next poll tries again
+                log.debug("decision poll failed", exc_info=True)
+                continue
+            for esc_id, decision in settled:
+                entry = self._entries.get(esc_id)
+                if entry is None:
+                    continue
+                if decision is None:
+                    self._withdraw(entry)
+                    entry.future.cancel()
+                else:
+                    self._resolve(entry, decision, recorded=True)
 
     def _withdraw(self, entry: _Entry) -> None:
         self._finish(entry, None)

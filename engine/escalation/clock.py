@@ -1,6 +1,7 @@
 """Injectable time for everything that waits: escalation deadlines, countdowns, agent history.
 
-`RealClock` follows the asyncio loop's clock (monotonic seconds); `FakeClock` only moves when a
+`RealClock` is the wall clock (epoch seconds): escalation deadlines are stored in the database
+and must mean the same in another process or after a restart. `FakeClock` only moves when a
 test (or a snapshot) advances it, so deadlines fire deterministically and countdowns are frozen.
 """
 
@@ -19,21 +20,21 @@ class Cancellable(Protocol):
 
 class Clock(Protocol):
     def now(self) -> float:
-        """Seconds on a monotonic scale; only differences are meaningful."""
+        """Seconds; RealClock's are epoch seconds, so stored deadlines survive restarts."""
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
         """Run `callback` once `now() >= when`; the handle's `cancel()` prevents it."""
 
 
 class RealClock:
-    """Monotonic wall time; callbacks run on the asyncio loop (the one running at call time,
-    or the one given), because the broker's futures live there."""
+    """Wall time; callbacks run on the asyncio loop (the one running at call time, or the one
+    given), because the broker's futures live there."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._loop = loop
 
     def now(self) -> float:
-        return time.monotonic()
+        return time.time()
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
         loop = self._loop or asyncio.get_running_loop()

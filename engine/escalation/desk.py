@@ -43,8 +43,23 @@ _ids = itertools.count(1)
 
 
 def new_escalation_id() -> str:
-    """Unique in the process (one broker serves every run of the process)."""
+    """Unique in the process (one broker serves every run of the process); durable runs use
+    their recorded step's key instead, unique in the database and the same on replay."""
     return f"esc-{next(_ids)}"
+
+
+async def minted(escalation: Escalation, clock: Clock) -> Escalation:
+    """Give an escalation raised without an id its id and raise time, as a recorded step: after
+    a restart the run asks again under the same id, with the same deadline."""
+    if escalation.id:
+        return escalation if escalation.created_at else replace(escalation, created_at=clock.now())
+    from engine.durable.steps import step, step_key
+
+    async def mint() -> list[Any]:
+        return [step_key() or new_escalation_id(), clock.now()]
+
+    esc_id, created = await step("escalation", mint)
+    return replace(escalation, id=esc_id, created_at=created)
 
 
 class ToolVerdict(str):
@@ -74,8 +89,7 @@ class EscalationDesk:
         """Resolve an agent's escalation: by a rule at once, or by a human (or their stand-in:
         answers file, timeout default) through the broker. A stopping decision has
         `stops_task` set; the caller ends the task."""
-        if not escalation.created_at:
-            escalation = replace(escalation, created_at=self.clock.now())
+        escalation = await minted(escalation, self.clock)
         rule = self.rules.match_escalation(escalation)
         action = rule.action if rule else Action.ASK_USER
         override = self.rules.override(escalation.task_id)
@@ -114,7 +128,7 @@ class EscalationDesk:
         elif verdict == STOP:
             result = ToolVerdict(STOP, f"The tool call {tool} stopped the task ({_rule_name(rule)}).")
         else:
-            escalation = _tool_escalation(run_id, task, agent, tool, args, self.clock.now())
+            escalation = await minted(_tool_escalation(run_id, task, agent, tool, args), self.clock)
             result = _tool_result(tool, await self._wait_for_human(escalation, rule))
         stopped = result == STOP
         fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": DENIED if stopped else str(result)}
@@ -126,7 +140,8 @@ class EscalationDesk:
     # -- the one human wait -------------------------------------------------------------------------
 
     async def _wait_for_human(self, escalation: Escalation, rule: Rule | None) -> Decision:
-        policy = self.rules.timeout_policy(escalation, self.clock.now(), rule)
+        # From the raise time, not now: asked again after a restart, it keeps its deadline.
+        policy = self.rules.timeout_policy(escalation, escalation.created_at, rule)
         self._emit_raised(escalation, policy)
         decision = await self.broker.ask(PendingEscalation(escalation, policy))
         self._emit(escalation.run_id, "decision", decision.to_event_fields(escalation))
@@ -171,10 +186,10 @@ def _rule_name(rule: Rule | None) -> str:
     return rule.describe() if rule else "the rules"
 
 
-def _tool_escalation(run_id: str, task: str, agent: str, tool: str, args: dict[str, Any], now: float) -> Escalation:
+def _tool_escalation(run_id: str, task: str, agent: str, tool: str, args: dict[str, Any]) -> Escalation:
     shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
     return Escalation(
-        id=new_escalation_id(),
+        id="",
         task_id=task,
         run_id=run_id,
         agent=agent,
@@ -183,7 +198,6 @@ def _tool_escalation(run_id: str, task: str, agent: str, tool: str, args: dict[s
         context=f"{tool}({shown})",
         options=(Option(APPROVE, f"Approve: run {tool}"), Option(DENY, "Deny: refuse this call")),
         origin=Origin.TOOL_APPROVAL,
-        created_at=now,
     )
 
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from engine.escalation import protocol
 from engine.escalation.broker import EscalationError
-from engine.escalation.desk import new_escalation_id
 from engine.escalation.model import Decision, Escalation, Origin
 from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope, wait_for_human
@@ -171,8 +170,8 @@ async def _converse(
         if found is not None:
             author = frame.last_author or spec.name
             escalation = protocol.to_escalation(
-                found, id=new_escalation_id(), task_id=run.task, run_id=run.run_id, agent=author,
-                origin=Origin.AGENT_TEXT, created_at=run.clock.now(),
+                found, id="", task_id=run.task, run_id=run.run_id, agent=author,
+                origin=Origin.AGENT_TEXT,
             )
             decision = await decide(run, escalation)
             next_message = _user_text(protocol.decision_message(escalation, decision))
@@ -242,8 +241,8 @@ async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:
         args = dict(call.args or {})
         if call.name == protocol.ASK_TOOL_NAME:
             escalation = protocol.to_escalation(
-                args, id=new_escalation_id(), task_id=run.task, run_id=run.run_id, agent=agent,
-                origin=Origin.AGENT_TOOL, created_at=run.clock.now(),
+                args, id="", task_id=run.task, run_id=run.run_id, agent=agent,
+                origin=Origin.AGENT_TOOL,
             )
             decision = await decide(run, escalation)
             response = {
@@ -255,7 +254,7 @@ async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:
             from engine.runtime.callbacks import gate_tool
 
             verdict = await gate_tool(run, agent, str(original.get("name", "tool")), dict(original.get("args") or {}))
-            response = {"confirmed": verdict in ("allowed", "confirmed")}
+            response = {"confirmed": verdict in ("allowed", "confirmed"), "payload": {"message": getattr(verdict, "message", "")}}
         else:
             raise EscalationUnresolved(f"agent {agent!r} paused on {call.name!r}, which nobody can answer")
         parts.append(types.Part(function_response=types.FunctionResponse(id=call.id, name=call.name, response=response)))

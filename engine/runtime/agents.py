@@ -59,9 +59,13 @@ class AgentFactory:
         prompt_models = [self.run.model_overrides.get(key)]
         prompt_models += [workflow.PROMPTS[p].model for p in agent_prompt_names(spec) if p in workflow.PROMPTS]
         chosen = model_spec(workflow, agent_model_name(workflow, prompt_models))
-        if self.run.script_given or not is_real(chosen):
-            return scripted_model(spec.name, self.run.cursor), True
-        return real_model(chosen), False
+        scripted = self.run.script_given or not is_real(chosen)
+        model = scripted_model(spec.name, self.run.cursor) if scripted else real_model(chosen)
+        if self.run.durable:
+            from engine.runtime.recorded_model import RecordedModel
+
+            model = RecordedModel(model=model.model, inner=model, cursor=self.run.cursor if scripted else None)
+        return model, scripted
 
     def instruction_for(self, spec: AgentSpec) -> Any:
         prompt = self.run.workflow.PROMPTS.get(spec.instruction or "")

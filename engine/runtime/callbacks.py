@@ -87,9 +87,9 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
     async def before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
         if tool.name in UNGATED:
             return None
-        verdict = await gate_tool(run, name, tool.name, args)
-        if verdict == "denied":
-            return {"error": getattr(verdict, "message", "") or f"the call to {tool.name} was refused by the rules"}
+        refusal = await _gate(run, name, tool.name, args, tool_context)
+        if refusal is not None:
+            return refusal
         outcome = await run_handlers(run, spec, "tool-call", {"tool": tool.name, "args": dict(args)}, subject=args)
         if outcome.blocked:
             return {"error": f"refused: {outcome.blocked}"}
@@ -98,6 +98,8 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
         if isinstance(outcome.subject, dict) and outcome.subject is not args:
             args.clear()
             args.update(outcome.subject)
+        if run.durable and not isinstance(tool, RuntimeAgentTool):
+            return await _recorded_tool_call(tool, args, tool_context)
         return None
 
     async def after_tool(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> Any:
@@ -134,6 +136,42 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
         return None
 
     return {"before_tool_callback": before_tool, "after_tool_callback": after_tool, "after_model_callback": after_model}
+
+
+CONFIRMATION_PENDING = {"status": "waiting for a human to approve or deny this call"}
+
+
+async def _gate(run: "RunState", agent: str, tool: str, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
+    """The rules' verdict, without waiting for anyone here: a call a human must approve pauses
+    the agent on ADK's confirmation request, the flow level asks (agent_call), and ADK calls the
+    tool again with the answer in `tool_context.tool_confirmation`. Returns the refusal the agent
+    sees, or None when the call may run."""
+    confirmation = tool_context.tool_confirmation
+    if confirmation is not None:  # the human's answer, given at the flow level
+        if confirmation.confirmed:
+            return None
+        payload = confirmation.payload if isinstance(confirmation.payload, dict) else {}
+        return {"error": str(payload.get("message") or f"the call to {tool} was denied")}
+    if run.desk.tool_verdict(run.task, tool, dict(args)) == "ask":
+        tool_context.request_confirmation(hint=f"Allow {agent} to call {tool}?", payload={"agent": agent})
+        tool_context.actions.skip_summarization = True  # the pause is not a result to summarize
+        return dict(CONFIRMATION_PENDING)
+    verdict = await gate_tool(run, agent, tool, args)
+    if verdict == "denied":
+        return {"error": getattr(verdict, "message", "") or f"the call to {tool} was refused by the rules"}
+    return None
+
+
+async def _recorded_tool_call(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any]:
+    """A durable run's tool call as a recorded step: after a crash a finished call is not run
+    again, its recorded result is replayed."""
+    from engine.durable.steps import step
+
+    async def call() -> dict[str, Any]:
+        result = await tool.run_async(args=dict(args), tool_context=tool_context)
+        return result if isinstance(result, dict) else {"result": result}
+
+    return await step(f"tool {tool.name}", call)
 
 
 async def gate_tool(run: "RunState", agent: str, tool: str, args: dict[str, Any]) -> Any:

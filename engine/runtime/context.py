@@ -131,12 +131,11 @@ class RunContext:
         return CallResult(outcome.value, outcome.escalated)
 
     async def escalate_to_human(self, message: Any, *, line: int) -> str:
-        from engine.escalation.desk import new_escalation_id
         from engine.runtime.agent_call import decide
 
         escalation = Escalation(
-            id=new_escalation_id(), task_id=self.run.task, run_id=self.run.run_id, agent="flow",
-            reason=Reason.OTHER, question=as_text(message), origin=Origin.FLOW, created_at=self.run.clock.now(),
+            id="", task_id=self.run.task, run_id=self.run.run_id, agent="flow",
+            reason=Reason.OTHER, question=as_text(message), origin=Origin.FLOW,
         )
         decision = await decide(self.run, escalation)
         return protocol.decision_value(escalation, decision)

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.escalation.clock import Clock
 from engine.lang.compiler import CompileFailed, load_workflow
@@ -23,6 +23,10 @@ from engine.runtime.events import EventSink, RunEvent
 from engine.runtime.priority_loop import BACKGROUND
 from engine.runtime.script import Script
 from engine.runtime.spec import WorkflowBase
+
+if TYPE_CHECKING:
+    from engine.durable.database import Database
+    from engine.durable.host import DurableHost
 
 log = logging.getLogger("escalate.runtime")
 
@@ -79,6 +83,9 @@ class RunHandle:
     _task: "asyncio.Task[None] | None" = field(default=None, repr=False)
     _waiting: int = field(default=0, repr=False)  # human waits in progress (parallel branches)
     _cancel: Callable[[], None] = field(default=lambda: None, repr=False)
+    _ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _on_status: Callable[[RunStatus], None] = field(default=lambda status: None, repr=False)
+    detached: bool = field(default=False, repr=False)  # left for later: nothing is recorded as its end
 
     def cancel(self) -> None:
         """Stop the run: its agents stop and its pending escalations are withdrawn."""
@@ -88,18 +95,16 @@ class RunHandle:
 
     async def wait(self) -> RunStatus:
         """Wait for the end of the run (whoever waits is not cancelled by the run's cancel)."""
-        if self._task is not None and not self._task.done():
-            try:
-                await asyncio.shield(self._task)
-            except asyncio.CancelledError:
-                if not self._task.done():  # the waiter itself was cancelled
-                    raise
+        await self._ended.wait()
         return self.status
 
     def _set_waiting(self, waiting: bool) -> None:
         self._waiting += 1 if waiting else -1
-        if not self.status.finished:
-            self.status = RunStatus.WAITING if self._waiting > 0 else RunStatus.RUNNING
+        if not self.status.finished and not self.detached:
+            status = RunStatus.WAITING if self._waiting > 0 else RunStatus.RUNNING
+            if status is not self.status:
+                self.status = status
+                self._on_status(status)
 
 
 class Engine:
@@ -113,7 +118,11 @@ class Engine:
         workspace: Path | None = None,
         store: Path | None = None,
         events_file: Path | None = None,
+        db: "Database | None" = None,
+        host: "DurableHost | None" = None,
     ) -> None:
+        """`db` and `host`: runs are durable (DBOS workflows recorded in the database); the
+        broker should then hold a DecisionStore on the same database."""
         from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
         from engine.runtime.adk_setup import prepare_adk
@@ -132,6 +141,11 @@ class Engine:
         self._subscribers: list[Callable[[RunEvent], None]] = []
         self._sinks: dict[str, EventSink] = {}
         self._seq = itertools.count(1)
+        self.db = db
+        self.host = host
+        self._prepared: dict[str, tuple[RunHandle, CompiledWorkflow, Script | None]] = {}
+        if host is not None:
+            host.executor = self
 
     # -- workflows ---------------------------------------------------------------------------
 
@@ -176,29 +190,111 @@ class Engine:
         task: str | None = None,
         script: Script | None = None,
     ) -> RunHandle:
-        """Start a run as a task on the running loop; returns at once."""
+        """Start a run as a task on the running loop; returns at once. A durable engine records
+        the run and starts it as a DBOS workflow (its id unique in the database)."""
+        if self.db is not None:
+            run_id = f"r{uuid.uuid4().hex[:8]}"
+        else:
+            run_id = f"r{next(self._seq)}-{uuid.uuid4().hex[:6]}"
+        handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input, started_at=self.clock.now())
+        chosen = script if script is not None else self.script
+        self.runs.append(handle)
+        context = contextvars.copy_context()
+        context.run(BACKGROUND.set, True)  # on a console's PriorityLoop, its work comes first
+        loop = asyncio.get_running_loop()
+        if self.db is None or self.host is None:
+            handle._task = loop.create_task(self._execute(handle, workflow, chosen), name=f"run {run_id}", context=context)
+            return handle
+        self.db.create_run(
+            run_id=run_id, task=handle.task, workflow=workflow.name, path=str(Path(workflow.path).resolve()),
+            flow=flow, input=input, script=_file_or_none(chosen.path if chosen is not None else None),
+            rules=_file_or_none(getattr(self.rules, "source", None)),
+            workspace=str(self.workspace), status=RunStatus.RUNNING.value, started=handle.started_at,
+            owner=self.host.owner, heartbeat=handle.started_at,
+        )
+        self._prepared[run_id] = (handle, workflow, chosen)
+        handle._task = loop.create_task(self.host.start(run_id), name=f"start {run_id}", context=context)
+        return handle
+
+    async def resume_run(self, run_id: str) -> RunHandle | None:
+        """Continue an interrupted durable run in this process (None: another process has it)."""
+        assert self.host is not None
+        if not await self.host.resume(run_id):
+            return None
+        for _ in range(600):  # DBOS hands the run over through this process's queue
+            handle = self.run(run_id)
+            if handle is not None:
+                return handle
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"run {run_id} did not start again")
+
+    def run(self, run_id: str) -> RunHandle | None:
+        return next((h for h in self.runs if h.id == run_id), None)
+
+    async def execute_durable(self, run_id: str) -> None:
+        """The body of a run's workflow (engine/durable/host.py): a new run, or one continued
+        after a crash, which replays its recorded steps and goes on from the first unrecorded."""
+        from engine.runtime.script import load_script
+
+        assert self.db is not None
+        prepared = self._prepared.pop(run_id, None)
+        if prepared is None:
+            row = self.db.get_run(run_id)
+            if row is None:
+                raise LookupError(f"no run {run_id} in {self.db.url}")
+            workflow = self.load(Path(row["path"]))
+            script = load_script(row["script"]) if row["script"] else None
+            handle = RunHandle(run_id, row["task"], row["workflow"], row["flow"], row["input"], started_at=row["started"])
+            handle.events = [RunEvent(run_id, e.pop("type"), e.pop("time"), e) for e in self.db.events_of(run_id)]
+            self.runs.append(handle)
+        else:
+            handle, workflow, script = prepared
+        handle._task = asyncio.current_task()
+        await self._execute(handle, workflow, script, durable=True)
+
+    def detach(self) -> None:
+        """Stop this process's runs without ending them: durable runs stay in the database as
+        they are (running, waiting) and continue the next time escalate opens or resumes them."""
+        for handle in self.runs:
+            if not handle.status.finished:
+                handle.detached = True
+                self.broker.forget_run(handle.id)
+                if handle._task is not None:
+                    handle._task.cancel()
+
+    async def _execute(self, handle: RunHandle, workflow: CompiledWorkflow, script: Script | None, *, durable: bool = False) -> None:
         from engine.runtime.runner import execute_run
 
-        run_id = f"r{next(self._seq)}-{uuid.uuid4().hex[:6]}"
-        handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input, started_at=self.clock.now())
-        sink = EventSink(run_id, self.events_file)
+        run_id = handle.id
+        db = self.db if durable else None
+        record = None
+        if db is not None:
+            record = lambda seq, event: db.add_event(run_id, seq, event.type, event.time, event.to_json())  # noqa: E731
+            handle._on_status = lambda status: db.update_run(run_id, status=status.value)
+        sink = EventSink(run_id, self.events_file, record=record, replayed=len(handle.events))
         sink.subscribe(lambda event: self._fan_out(handle, event))
         self._sinks[run_id] = sink
         handle._cancel = lambda: self.broker.cancel_run(run_id)
-        self.runs.append(handle)
-        chosen = script if script is not None else self.script
+        try:
+            await execute_run(self, handle, workflow, sink, script, durable=durable)
+        finally:
+            self._sinks.pop(run_id, None)
+            if db is not None and not handle.detached:
+                db.update_run(run_id, status=handle.status.value, result=_json(handle.result), error=handle.error,
+                              finished=handle.finished_at)
+            if not handle.detached or handle.status.finished:
+                handle._ended.set()
 
-        async def main() -> None:
-            try:
-                await execute_run(self, handle, workflow, sink, chosen)
-            finally:
-                self._sinks.pop(run_id, None)
 
-        context = contextvars.copy_context()
-        context.run(BACKGROUND.set, True)  # on a console's PriorityLoop, its work comes first
-        handle._task = asyncio.get_running_loop().create_task(main(), name=f"run {run_id}", context=context)
-        return handle
+def _file_or_none(path: str | None) -> str | None:
+    """A file the run was started with, kept so that it can continue in another process."""
+    return str(Path(path).resolve()) if path and Path(path).is_file() else None
 
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def warm_up() -> None:

@@ -60,11 +60,24 @@ class RunEvent:
 class EventSink:
     """Collects one run's events; subscribers are called synchronously, in order."""
 
-    def __init__(self, run_id: str, events_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        events_file: Path | None = None,
+        *,
+        record: Callable[[int, RunEvent], None] | None = None,
+        replayed: int = 0,
+    ) -> None:
+        """`record(seq, event)` keeps each event in the database; `replayed`: how many events a
+        continued durable run already recorded, which its replay emits again and which are
+        therefore dropped here (they were written, shown and handed out the first time)."""
         self.run_id = run_id
         self.events: list[RunEvent] = []
         self._subscribers: list[Callable[[RunEvent], None]] = []
         self._file: TextIO | None = open(events_file, "a", encoding="utf-8") if events_file else None
+        self._record = record
+        self._replayed = replayed
+        self._seq = 0
 
     def subscribe(self, callback: Callable[[RunEvent], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -72,6 +85,14 @@ class EventSink:
 
     def emit(self, type_: str, **fields: Any) -> RunEvent:
         event = RunEvent(self.run_id, type_, utc_now_iso(), fields)
+        self._seq += 1
+        if self._seq <= self._replayed:
+            return event
+        if self._record is not None:
+            try:
+                self._record(self._seq, event)
+            except Exception:  # the log is not worth a run: the database may be busy
+                log.exception("event not recorded")
         self.events.append(event)
         if self._file is not None:
             self._file.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")

@@ -34,6 +34,7 @@ class RunState:
     agent_policy: Any  # engine.escalation.agent_policy handler, or None
     clock: Any
     on_waiting: Callable[[bool], None] = lambda waiting: None  # run status: waiting on a human
+    durable: bool = False  # a DBOS workflow: model turns and tool calls are recorded steps
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     context: "RunContext | None" = None
     _cursor: "ScriptCursor | None" = None

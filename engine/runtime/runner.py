@@ -21,7 +21,8 @@ log = logging.getLogger("escalate.runtime")
 
 
 async def execute_run(
-    engine: "Engine", handle: "RunHandle", workflow: "CompiledWorkflow", sink: EventSink, script: Script | None
+    engine: "Engine", handle: "RunHandle", workflow: "CompiledWorkflow", sink: EventSink, script: Script | None,
+    *, durable: bool = False,
 ) -> None:
     from engine.runtime.engine import RunStatus
 
@@ -38,6 +39,7 @@ async def execute_run(
         agent_policy=engine.agent_policy,
         clock=engine.clock,
         on_waiting=handle._set_waiting,
+        durable=durable,
     )
     context = RunContext(run, handle.input)
     run.context = context
@@ -54,6 +56,8 @@ async def execute_run(
     except AbortFlow as exc:
         status, error = RunStatus.ABORTED, _located(exc, str(exc) or "aborted")
     except asyncio.CancelledError:
+        if handle.detached:  # the process stops, the run does not: nothing is recorded as its end
+            raise
         status, error = RunStatus.CANCELLED, "cancelled"
     except FlowError as exc:
         status, error = RunStatus.FAILED, _located(exc, str(exc))
@@ -63,14 +67,15 @@ async def execute_run(
         log.debug("run %s failed", handle.id, exc_info=True)
         status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
     finally:
-        handle.result = result
-        handle.error = error
-        handle.finished_at = engine.clock.now()
-        if status is RunStatus.DONE:
-            sink.emit("flow_result", result=result)
-        elif error:
-            sink.emit("log", message=f"run {status.value}" + ("" if error == status.value else f": {error}"), level="error")
-        handle.status = status
+        if not handle.detached:
+            handle.result = result
+            handle.error = error
+            handle.finished_at = engine.clock.now()
+            if status is RunStatus.DONE:
+                sink.emit("flow_result", result=result)
+            elif error:
+                sink.emit("log", message=f"run {status.value}" + ("" if error == status.value else f": {error}"), level="error")
+            handle.status = status
         try:
             await asyncio.shield(run.close())
         except asyncio.CancelledError:  # cancelled again while closing: the run is over anyway

@@ -7,8 +7,8 @@ runs of one workflow replay the same script independently.
 
 from __future__ import annotations
 
-import itertools
 import json
+import uuid
 from typing import Any, AsyncGenerator
 
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
@@ -37,20 +37,25 @@ class ScriptCursor:
     def __init__(self, script: Script) -> None:
         self.script = script
         self._used: dict[str, set[int]] = {}
-        self._ids = itertools.count(1)
 
-    def next_reply(self, agent: str, latest_input: str) -> Reply:
+    def next_reply(self, agent: str, latest_input: str) -> tuple[int, Reply]:
         used = self._used.setdefault(agent, set())
         # The unnamed `agent:` is scripted under "" or, as the origin project names it, "default".
         replies = self.script.agents.get(agent) or (self.script.agents.get("default", ()) if agent == "" else ())
         for index, reply in enumerate(replies):
             if index not in used and reply.matches(latest_input):
                 used.add(index)
-                return reply
+                return index, reply
         raise ScriptExhausted(agent, self.script)
 
-    def call_id(self, agent: str) -> str:
-        return f"sr-{agent}-{next(self._ids)}"
+    def mark_used(self, agent: str, index: int) -> None:
+        """A replayed turn used this reply (durable runs: the turn was not asked again)."""
+        self._used.setdefault(agent, set()).add(index)
+
+    @staticmethod
+    def call_id(agent: str) -> str:
+        # Random, not counted: a replayed turn keeps its recorded id and a live one never reuses it.
+        return f"sr-{agent}-{uuid.uuid4().hex[:10]}"
 
 
 # ADK shows a delegate what other agents did as user-role "For context:" transcripts; those are
@@ -108,9 +113,10 @@ class ScriptedModel(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        reply = self.cursor.next_reply(self.agent_name, latest_input(llm_request))
+        index, reply = self.cursor.next_reply(self.agent_name, latest_input(llm_request))
         content = reply_content(reply, self.cursor.call_id(self.agent_name))
-        yield LlmResponse(content=content, usage_metadata=_zero_usage(), turn_complete=True)
+        yield LlmResponse(content=content, usage_metadata=_zero_usage(), turn_complete=True,
+                          custom_metadata={"escalate_script": [self.agent_name, index]})
 
 
 def scripted_model(agent: str, cursor: ScriptCursor) -> ScriptedModel:

@@ -75,16 +75,16 @@ agents:
 """
     )
     cursor = ScriptCursor(script)
-    assert cursor.next_reply("a", "nothing").text == "first plain"
-    assert cursor.next_reply("a", "Use JWT please").text == "jwt answer"
-    assert cursor.next_reply("a", "Use JWT please").text == "second plain"
+    assert cursor.next_reply("a", "nothing")[1].text == "first plain"
+    assert cursor.next_reply("a", "Use JWT please")[1].text == "jwt answer"
+    assert cursor.next_reply("a", "Use JWT please")[1].text == "second plain"
     with pytest.raises(ScriptExhausted, match="'a'"):
         cursor.next_reply("a", "")
     # A second run keeps its own cursor.
-    assert ScriptCursor(script).next_reply("a", "x").text == "first plain"
+    assert ScriptCursor(script).next_reply("a", "x")[1].text == "first plain"
 
 
 def test_the_unnamed_agent_is_scripted_under_default() -> None:
     cursor = ScriptCursor(parse_script('agents:\n  default: ["unnamed"]\n  "": []\n'))
-    assert cursor.next_reply("", "x").text == "unnamed"
-    assert ScriptCursor(parse_script('agents:\n  "": ["empty key"]\n')).next_reply("", "x").text == "empty key"
+    assert cursor.next_reply("", "x")[1].text == "unnamed"
+    assert ScriptCursor(parse_script('agents:\n  "": ["empty key"]\n')).next_reply("", "x")[1].text == "empty key"

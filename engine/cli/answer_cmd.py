@@ -1,0 +1,76 @@
+"""`escalate answer ESC_ID ...`: decide a pending escalation from the shell (`resolvedBy: human`).
+
+The decision is written to the database by a conditional update: the first decision for an
+escalation wins, wherever it comes from; a later one is refused naming who decided. The process
+running the waiting agent finds the decision within a poll (engine/escalation/broker.py).
+Exit codes: 0 decided, 1 unknown or already decided, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from engine.escalation.broker import APPROVE, DENY, EscalationError, validate_response
+from engine.escalation.model import Decision, Origin, ResolvedBy, Response, ResponseType
+
+
+def main(args: argparse.Namespace) -> int:
+    from engine.durable.database import Database, DatabaseError, resolve_url
+    from engine.durable.decisions import DecisionStore, pending_from_json
+
+    try:
+        db = Database(resolve_url(args.db))
+    except DatabaseError as exc:
+        return _fail(f"--db {exc}", 2)
+    try:
+        row = db.get_escalation(args.escalation)
+        if row is None:
+            return _fail(f"{args.escalation}: no such escalation in {db.url}", 1)
+        pending = pending_from_json(row["payload"])
+        if row["status"] != "pending":
+            who = row["resolved_by"] or "nobody (it was withdrawn)"
+            return _fail(f"{args.escalation}: already decided by {who}", 1)
+        response = _response(args, pending.escalation.origin)
+        if response is None:
+            return _fail(f"{args.escalation}: --approve and --deny answer tool approvals only; use --option, --text, --skip or --agent-decide", 2)
+        try:
+            validate_response(pending, response)
+        except EscalationError as exc:
+            return _fail(str(exc), 2)
+        decision = Decision(args.escalation, response, ResolvedBy.HUMAN, time.time())
+        held = DecisionStore(db).decide(decision)
+        if held is not decision:
+            who = held.resolved_by.value if held is not None else "nobody (it was withdrawn)"
+            return _fail(f"{args.escalation}: already decided by {who}", 1)
+        sys.stdout.write(f"{args.escalation}: decided ({_words(response)})\n")
+        return 0
+    finally:
+        db.close()
+
+
+def _response(args: argparse.Namespace, origin: Origin) -> Response | None:
+    extra = args.instructions
+    if args.approve or args.deny:
+        if origin is not Origin.TOOL_APPROVAL:
+            return None
+        return Response(ResponseType.OPTION, selected_option=APPROVE if args.approve else DENY, additional_instructions=extra)
+    if args.option is not None:
+        return Response(ResponseType.OPTION, selected_option=args.option, additional_instructions=extra)
+    if args.text is not None:
+        return Response(ResponseType.TEXT, text_response=args.text, additional_instructions=extra)
+    if args.skip:
+        return Response(ResponseType.SKIP, additional_instructions=extra)
+    return Response(ResponseType.AGENT_DECIDE, additional_instructions=extra)
+
+
+def _words(response: Response) -> str:
+    if response.response_type is ResponseType.OPTION:
+        return f"option {response.selected_option}"
+    return response.response_type.value.replace("_", " ")
+
+
+def _fail(message: str, code: int) -> int:
+    sys.stderr.write(message + "\n")
+    return code

@@ -1,0 +1,87 @@
+"""`escalate resume RUN_ID`: continue an interrupted or waiting run from the database, headless,
+in this process, from its last recorded step (exit codes as `run`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from engine.cli.run_cmd import EXIT_USAGE, UsageError, _err, close_engine, drive, open_database, open_engine, outcome_code
+
+
+def main(args: argparse.Namespace) -> int:
+    from engine.runtime.adk_setup import prepare_adk
+
+    prepare_adk()
+    return asyncio.run(_resume(args))
+
+
+async def _resume(args: argparse.Namespace) -> int:
+    from engine.escalation.answers import AnswersError, load_answers
+    from rules.loader import RulesError, load_rules
+
+    try:
+        answers = load_answers(args.answers) if args.answers else []
+        db = open_database(args)
+    except (AnswersError, UsageError) as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    row = db.get_run(args.run_id)
+    if row is None:
+        _err(f"{args.run_id}: no such run in {db.url}")
+        db.close()
+        return EXIT_USAGE
+    label = row["path"]
+    if row["status"] not in ("running", "waiting"):  # already over: report how it ended
+        db.close()
+        return outcome_code(_Finished(row), _status(row["status"]), label)
+    events = Path(args.events) if args.events else None
+    try:
+        rules = load_rules(row["rules"]) if row["rules"] else load_rules()
+        if events is not None:
+            _rewrite_events(events, db.events_of(args.run_id))
+        engine = await open_engine(args, rules=rules, workspace=Path(row["workspace"]), events=events, db=db)
+    except (RulesError, UsageError) as exc:
+        _err(str(exc))
+        db.close()
+        return EXIT_USAGE
+    try:
+        async def start() -> Any:
+            handle = await engine.resume_run(args.run_id)
+            if handle is None:
+                _err(f"{args.run_id}: the run is active in another process ({row['owner']}); not resumed")
+            return handle
+
+        return await drive(engine, start, answers=answers, wait=args.wait, label=label)
+    finally:
+        close_engine(engine)
+
+
+class _Finished:
+    def __init__(self, row: dict[str, Any]) -> None:
+        import json
+
+        self.result = json.loads(row["result"]) if row["result"] else None
+        self.error = row["error"]
+        self.exception = None
+
+
+def _status(value: str) -> Any:
+    from engine.runtime.engine import RunStatus
+
+    return RunStatus(value)
+
+
+def _rewrite_events(path: Path, earlier: list[dict[str, Any]]) -> None:
+    """The events file gets the run's whole log: what was recorded before, then what follows."""
+    import json
+
+    try:
+        with path.open("w", encoding="utf-8") as out:
+            for event in earlier:
+                out.write(json.dumps(event, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise UsageError(f"--events {path}: cannot write: {exc.strerror or exc}") from None
+

@@ -1,0 +1,74 @@
+"""`escalate runs`: the runs in the database (active, interrupted and waiting ones; `--all`:
+finished too) with their pending escalations, as text or as the contract's JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+
+def main(args: argparse.Namespace) -> int:
+    from engine.durable.database import Database, DatabaseError, resolve_url
+
+    try:
+        db = Database(resolve_url(args.db))
+    except DatabaseError as exc:
+        sys.stderr.write(f"--db {exc}\n")
+        return 2
+    try:
+        listed = describe_runs(db, include_finished=args.all)
+    finally:
+        db.close()
+    if args.format == "json":
+        sys.stdout.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(_text(listed))
+    return 0
+
+
+def describe_runs(db: Any, *, include_finished: bool = False, now: float | None = None) -> list[dict[str, Any]]:
+    """The contract's `[{run_id, task, workflow, status, started, pending: [...]}]`."""
+    from engine.durable.database import ACTIVE, STALE_AFTER
+
+    now = now if now is not None else time.time()
+    rows = db.list_runs(include_finished=include_finished)
+    pending: dict[str, list[dict[str, Any]]] = {}
+    for esc in db.pending_escalations([r["run_id"] for r in rows]):
+        pending.setdefault(esc["run_id"], []).append({
+            "id": esc["id"], "reason": esc["payload"]["escalation"]["reason"],
+            "question": esc["payload"]["escalation"]["question"],
+            "deadline": _iso(esc["deadline"]) if esc["deadline"] is not None else None,
+        })
+    listed = []
+    for row in rows:
+        status = row["status"]
+        if status in ACTIVE and (row["heartbeat"] is None or row["heartbeat"] < now - STALE_AFTER):
+            status = "interrupted"  # its process is gone: `escalate resume` or a console continues it
+        listed.append({"run_id": row["run_id"], "task": row["task"], "workflow": row["workflow"], "status": status,
+                       "started": _iso(row["started"]), "pending": pending.get(row["run_id"], [])})
+    return listed
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _text(listed: list[dict[str, Any]]) -> str:
+    if not listed:
+        return "no runs\n"
+    lines = []
+    for run in listed:
+        lines.append(f"{run['run_id']}  {run['status']:<11}  {run['task']}  ({run['workflow']}, started {run['started']})")
+        for esc in run["pending"]:
+            deadline = f"until {esc['deadline']}" if esc["deadline"] else "waits for a human"
+            lines.append(f"    {esc['id']}  {esc['reason']}  {deadline}: {esc['question']}")
+    return "\n".join(_safe(line) for line in lines) + "\n"
+
+
+def _safe(line: str) -> str:
+    # Task names and questions are other people's text: no control character reaches the terminal.
+    return "".join(ch if ch.isprintable() or ch == " " else "\ufffd" for ch in line)

@@ -1,0 +1,283 @@
+"""The one database: runs, their escalations (pending, decided, withdrawn) and their events.
+
+SQLAlchemy Core on SQLite (the default, a file under `.escalate/`) or PostgreSQL: nothing here is
+SQLite-only. DBOS keeps its own tables (workflows, recorded steps) in the same database. The
+database is the truth for decisions: `decide` is a conditional update, so whoever writes first
+wins, across threads, processes and hosts, and the others are told who decided.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+
+DEFAULT_RELATIVE = Path(".escalate") / "escalate.db"
+ENV_VAR = "ESCALATE_DB"
+
+# Statuses a run row can have: the engine's RunStatus values, plus "interrupted" (derived, never
+# stored: an active run whose owner stopped beating).
+ACTIVE = ("running", "waiting")
+HEARTBEAT_SECONDS = 2.0
+STALE_AFTER = 10.0  # an owner silent this long is gone: its runs are interrupted
+
+metadata = sa.MetaData()
+
+runs = sa.Table(
+    "escalate_runs", metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("task", sa.Text, nullable=False),
+    sa.Column("workflow", sa.Text, nullable=False),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("flow", sa.Text),
+    sa.Column("input", sa.Text, nullable=False, default=""),
+    sa.Column("script", sa.Text),  # path of the --script file, if any
+    sa.Column("rules", sa.Text),  # path of the --rules file, if any
+    sa.Column("workspace", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("result", sa.Text),  # JSON
+    sa.Column("error", sa.Text),
+    sa.Column("started", sa.Float, nullable=False),  # wall clock (epoch seconds)
+    sa.Column("finished", sa.Float),
+    sa.Column("owner", sa.String(64)),  # executor id of the process running it
+    sa.Column("heartbeat", sa.Float),
+)
+
+escalations = sa.Table(
+    "escalate_escalations", metadata,
+    sa.Column("id", sa.String(96), primary_key=True),
+    sa.Column("run_id", sa.String(64), nullable=False, index=True),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("deadline", sa.Float),  # wall clock; None waits for a human
+    sa.Column("payload", sa.Text, nullable=False),  # JSON: the escalation and its timeout policy
+    sa.Column("status", sa.String(16), nullable=False, index=True),  # pending | decided | withdrawn
+    sa.Column("decision", sa.Text),  # JSON
+    sa.Column("resolved_by", sa.String(32)),
+    sa.Column("decided_at", sa.Float),
+)
+
+events = sa.Table(
+    "escalate_events", metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("time", sa.String(40), nullable=False),
+    sa.Column("fields", sa.Text, nullable=False),
+)
+
+
+class DatabaseError(Exception):
+    """The database cannot be opened or used: one line naming it and why."""
+
+
+def resolve_url(given: str | None = None, *, cwd: Path | None = None) -> str:
+    """`--db`, else $ESCALATE_DB, else SQLite at .escalate/escalate.db under the current folder."""
+    url = given or os.environ.get(ENV_VAR) or ""
+    if not url:
+        return "sqlite:///" + str(((cwd or Path.cwd()) / DEFAULT_RELATIVE).resolve())
+    if url.startswith("sqlite:///"):
+        return "sqlite:///" + str(Path(url[len("sqlite:///"):]).expanduser().resolve())
+    if url.startswith(("postgresql://", "postgres://")):
+        return url
+    raise DatabaseError(f"{url}: not a database URL (sqlite:///PATH or postgresql://USER@HOST/DB)")
+
+
+def sqlite_path(url: str) -> Path | None:
+    return Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+
+
+def _engine_url(url: str) -> str:
+    # psycopg 3 is what DBOS installs; SQLAlchemy's plain postgresql:// means psycopg2.
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+@dataclass(frozen=True)
+class DecideResult:
+    won: bool  # this call's decision is the one applied
+    decision: dict[str, Any] | None  # the applied decision (ours or the earlier one)
+    resolved_by: str | None
+    status: str  # the escalation's status after the call: decided | withdrawn | unknown
+
+
+class Database:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        path = sqlite_path(url)
+        try:
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            self.engine = sa.create_engine(_engine_url(url), future=True)
+            if path is not None:
+                sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            metadata.create_all(self.engine)
+        except (OSError, sa.exc.SQLAlchemyError) as exc:
+            raise DatabaseError(f"{_shown(url)}: cannot open the database: {_why(exc)}") from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def create_run(self, **row: Any) -> None:
+        with self.engine.begin() as c:
+            c.execute(runs.insert().values(**row))
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with self.engine.begin() as c:
+            c.execute(runs.update().where(runs.c.run_id == run_id).values(**fields))
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as c:
+            row = c.execute(runs.select().where(runs.c.run_id == run_id)).mappings().first()
+        return dict(row) if row else None
+
+    def list_runs(self, *, include_finished: bool = False) -> list[dict[str, Any]]:
+        query = runs.select().order_by(runs.c.started)
+        if not include_finished:
+            query = query.where(runs.c.status.in_(ACTIVE))
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(query).mappings()]
+
+    def beat(self, owner: str, now: float | None = None) -> None:
+        """This process is alive: its active runs are not interrupted."""
+        with self.engine.begin() as c:
+            c.execute(runs.update().where(runs.c.owner == owner, runs.c.status.in_(ACTIVE))
+                      .values(heartbeat=now if now is not None else time.time()))
+
+    def release(self, owner: str) -> None:
+        """This process stops: its active runs are interrupted at once, for anyone to continue."""
+        with self.engine.begin() as c:
+            c.execute(runs.update().where(runs.c.owner == owner, runs.c.status.in_(ACTIVE)).values(heartbeat=None))
+
+    def claim_run(self, run_id: str, owner: str, *, now: float | None = None) -> bool:
+        """Take an interrupted run over (first taker wins); False when its owner is alive."""
+        now = now if now is not None else time.time()
+        with self.engine.begin() as c:
+            done = c.execute(
+                runs.update()
+                .where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE),
+                       sa.or_(runs.c.owner == owner, runs.c.heartbeat.is_(None), runs.c.heartbeat < now - STALE_AFTER))
+                .values(owner=owner, heartbeat=now)
+            )
+        return done.rowcount == 1
+
+    def interrupted_runs(self, *, now: float | None = None) -> list[dict[str, Any]]:
+        now = now if now is not None else time.time()
+        query = runs.select().where(
+            runs.c.status.in_(ACTIVE), sa.or_(runs.c.heartbeat.is_(None), runs.c.heartbeat < now - STALE_AFTER)
+        ).order_by(runs.c.started)
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(query).mappings()]
+
+    # -- escalations -------------------------------------------------------------------------
+
+    def add_escalation(self, esc_id: str, run_id: str, payload: dict[str, Any], created: float, deadline: float | None) -> None:
+        """Record a raised escalation; raising the same id again (a replayed step) is a no-op."""
+        with self.engine.begin() as c:
+            exists = c.execute(sa.select(escalations.c.id).where(escalations.c.id == esc_id)).first()
+            if exists is None:
+                c.execute(escalations.insert().values(
+                    id=esc_id, run_id=run_id, created=created, deadline=deadline,
+                    payload=json.dumps(payload, ensure_ascii=False), status="pending"))
+
+    def get_escalation(self, esc_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as c:
+            row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
+        return _escalation_row(row) if row else None
+
+    def pending_escalations(self, run_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        query = escalations.select().where(escalations.c.status == "pending").order_by(escalations.c.created)
+        if run_ids is not None:
+            query = query.where(escalations.c.run_id.in_(list(run_ids)))
+        with self.engine.connect() as c:
+            return [_escalation_row(r) for r in c.execute(query).mappings()]
+
+    def escalations_of(self, run_id: str) -> list[dict[str, Any]]:
+        query = escalations.select().where(escalations.c.run_id == run_id).order_by(escalations.c.created)
+        with self.engine.connect() as c:
+            return [_escalation_row(r) for r in c.execute(query).mappings()]
+
+    def decided(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """Which of these escalations are no longer pending (for a process waiting on them)."""
+        ids = list(esc_ids)
+        if not ids:
+            return []
+        query = escalations.select().where(escalations.c.id.in_(ids), escalations.c.status != "pending")
+        with self.engine.connect() as c:
+            return [_escalation_row(r) for r in c.execute(query).mappings()]
+
+    def decide(self, esc_id: str, decision: dict[str, Any], resolved_by: str, *, now: float | None = None) -> DecideResult:
+        """Apply a decision unless one was applied first; exactly one writer ever wins."""
+        with self.engine.begin() as c:
+            done = c.execute(
+                escalations.update()
+                .where(escalations.c.id == esc_id, escalations.c.status == "pending")
+                .values(status="decided", decision=json.dumps(decision, ensure_ascii=False),
+                        resolved_by=resolved_by, decided_at=now if now is not None else time.time())
+            )
+            if done.rowcount == 1:
+                return DecideResult(True, decision, resolved_by, "decided")
+            row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
+        if row is None:
+            return DecideResult(False, None, None, "unknown")
+        return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
+
+    def withdraw(self, esc_id: str) -> None:
+        with self.engine.begin() as c:
+            c.execute(escalations.update().where(escalations.c.id == esc_id, escalations.c.status == "pending")
+                      .values(status="withdrawn", decided_at=time.time()))
+
+    # -- events ------------------------------------------------------------------------------
+
+    def add_event(self, run_id: str, seq: int, type_: str, time_: str, fields: dict[str, Any]) -> None:
+        with self.engine.begin() as c:
+            c.execute(events.insert().values(run_id=run_id, seq=seq, type=type_, time=time_,
+                                             fields=json.dumps(fields, ensure_ascii=False, default=str)))
+
+    def event_count(self, run_id: str) -> int:
+        with self.engine.connect() as c:
+            return int(c.execute(sa.select(sa.func.count()).select_from(events).where(events.c.run_id == run_id)).scalar() or 0)
+
+    def events_of(self, run_id: str) -> list[dict[str, Any]]:
+        query = events.select().where(events.c.run_id == run_id).order_by(events.c.seq)
+        with self.engine.connect() as c:
+            return [{"type": r["type"], "time": r["time"], **json.loads(r["fields"])} for r in c.execute(query).mappings()]
+
+
+def _escalation_row(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    out["payload"] = json.loads(out["payload"])
+    out["decision"] = json.loads(out["decision"]) if out["decision"] else None
+    return out
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    # WAL: readers (other consoles, `escalate runs`) never block the writer; NORMAL is durable
+    # across process crashes (a kill -9 loses nothing committed), only not across power loss.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def _shown(url: str) -> str:
+    """A URL as it may be printed: without its password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        auth, host = rest.rsplit("@", 1)
+        return f"{scheme}://{auth.split(':', 1)[0]}@{host}"
+    return url
+
+
+def _why(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:300]

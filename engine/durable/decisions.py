@@ -1,0 +1,109 @@
+"""The broker's durable side: pending escalations and their decisions in the database.
+
+The broker keeps owning the futures a process waits on; this store makes the database the truth
+behind them: an escalation is written when raised, a decision is applied by a conditional update
+(the first writer wins: a console, `escalate answer`, an answers file or a deadline), and
+decisions written by other processes are found by polling the pending ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from engine.durable.database import Database
+from engine.escalation.model import (
+    Decision,
+    Escalation,
+    OnTimeout,
+    Option,
+    Origin,
+    PendingEscalation,
+    Reason,
+    ResolvedBy,
+    Response,
+    ResponseType,
+    TimeoutPolicy,
+)
+
+
+def pending_to_json(pending: PendingEscalation) -> dict[str, Any]:
+    esc, policy = pending.escalation, pending.policy
+    return {
+        "escalation": {
+            "id": esc.id, "task_id": esc.task_id, "run_id": esc.run_id, "agent": esc.agent,
+            "reason": esc.reason.value, "question": esc.question, "context": esc.context,
+            "options": [{"id": o.id, "label": o.label, "description": o.description, "recommended": o.recommended}
+                        for o in esc.options],
+            "allow_agent_decision": esc.allow_agent_decision, "timeout": esc.timeout,
+            "origin": esc.origin.value, "created_at": esc.created_at,
+        },
+        "policy": {"deadline": policy.deadline, "on_timeout": policy.on_timeout.value,
+                   "option_id": policy.option_id, "timeout_seconds": policy.timeout_seconds},
+        "extra": pending.extra,
+    }
+
+
+def pending_from_json(data: dict[str, Any]) -> PendingEscalation:
+    e, p = data["escalation"], data["policy"]
+    escalation = Escalation(
+        id=e["id"], task_id=e["task_id"], run_id=e["run_id"], agent=e["agent"], reason=Reason.parse(e["reason"]),
+        question=e["question"], context=e.get("context", ""),
+        options=tuple(Option(o["id"], o["label"], o.get("description", ""), bool(o.get("recommended"))) for o in e["options"]),
+        allow_agent_decision=bool(e.get("allow_agent_decision")), timeout=e.get("timeout"),
+        origin=Origin(e.get("origin", Origin.AGENT_TEXT.value)), created_at=float(e.get("created_at") or 0.0),
+    )
+    policy = TimeoutPolicy(p["deadline"], OnTimeout(p["on_timeout"]), p.get("option_id"), p.get("timeout_seconds"))
+    return PendingEscalation(escalation, policy, dict(data.get("extra") or {}))
+
+
+def decision_to_json(decision: Decision) -> dict[str, Any]:
+    r = decision.response
+    return {
+        "responseType": r.response_type.value, "selectedOption": r.selected_option, "textResponse": r.text_response,
+        "additionalInstructions": r.additional_instructions, "resolvedBy": decision.resolved_by.value,
+        "resolvedAt": decision.resolved_at, "note": decision.note, "stopsTask": decision.stops_task,
+    }
+
+
+def decision_from_json(esc_id: str, data: dict[str, Any]) -> Decision:
+    response = Response(ResponseType(data["responseType"]), data.get("selectedOption"), data.get("textResponse"),
+                        data.get("additionalInstructions"))
+    return Decision(esc_id, response, ResolvedBy(data["resolvedBy"]), float(data.get("resolvedAt") or 0.0),
+                    data.get("note", ""), bool(data.get("stopsTask")))
+
+
+class DecisionStore:
+    """What the broker asks of the database (all calls are short transactions)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def lookup(self, esc_id: str) -> tuple[str, Decision | None] | None:
+        """The status of a known escalation and its decision, or None when unknown."""
+        row = self.db.get_escalation(esc_id)
+        if row is None:
+            return None
+        return row["status"], decision_from_json(esc_id, row["decision"]) if row["decision"] else None
+
+    def raised(self, pending: PendingEscalation) -> None:
+        esc = pending.escalation
+        self.db.add_escalation(esc.id, esc.run_id, pending_to_json(pending), esc.created_at, pending.policy.deadline)
+
+    def decide(self, decision: Decision) -> Decision | None:
+        """Apply `decision`; returns the decision that holds (another one if someone was first),
+        None when the escalation was withdrawn."""
+        result = self.db.decide(decision.escalation_id, decision_to_json(decision), decision.resolved_by.value,
+                                now=decision.resolved_at or None)
+        if result.won:
+            return decision
+        if result.decision is None:
+            return None
+        return decision_from_json(decision.escalation_id, result.decision)
+
+    def withdraw(self, esc_id: str) -> None:
+        self.db.withdraw(esc_id)
+
+    def settled(self, esc_ids: Iterable[str]) -> list[tuple[str, Decision | None]]:
+        """Escalations among these that are no longer pending: (id, decision or None if withdrawn)."""
+        return [(row["id"], decision_from_json(row["id"], row["decision"]) if row["decision"] else None)
+                for row in self.db.decided(esc_ids)]

@@ -1,0 +1,178 @@
+"""This process's durable side: DBOS launched on the database, the one workflow function every
+run is, and the steps a run records.
+
+Why a trampoline: DBOS runs a workflow it recovers or dequeues on its own background event-loop
+thread (field notes), while a run must live on the loop of the process that shows it (the
+console's, with its broker and screen). The workflow function therefore hands its body to the
+host's loop, carrying DBOS's context (a context variable) with it, and waits for it there.
+
+Why a queue per process: `resume` re-enqueues a run; a queue named after this process's executor
+id makes sure that this process, and no other one sharing the database, executes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import logging
+import os
+import socket
+import uuid
+from typing import Awaitable, Callable, Protocol
+
+from engine.durable import steps
+from engine.durable.database import HEARTBEAT_SECONDS, Database, DatabaseError
+
+log = logging.getLogger("escalate.durable")
+
+APP_NAME = "escalate"
+# Fixed: DBOS filters recovery by application version, and a run must survive an upgrade.
+APP_VERSION = "escalate-runs-1"
+
+
+class RunExecutor(Protocol):
+    async def execute_durable(self, run_id: str) -> None: ...
+
+
+_HOST: "DurableHost | None" = None
+
+
+def current_host() -> "DurableHost | None":
+    return _HOST
+
+
+def _workflow_function() -> Callable[[str], Awaitable[None]]:
+    from dbos import DBOS
+
+    @DBOS.workflow(name="escalate_run")
+    async def escalate_run(run_id: str) -> None:
+        host = _HOST
+        if host is None or host.executor is None:
+            raise RuntimeError("no escalate engine in this process to run " + run_id)
+        if asyncio.get_running_loop() is host.loop:
+            await host.executor.execute_durable(run_id)
+            return
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        context = contextvars.copy_context()  # DBOS's workflow context travels with the body
+
+        def start() -> None:
+            task = host.loop.create_task(host.executor.execute_durable(run_id), context=context)
+            task.add_done_callback(lambda t: _chain(t, done))
+
+        host.loop.call_soon_threadsafe(start)
+        await asyncio.wrap_future(done)
+
+    return escalate_run
+
+
+def _chain(task: "asyncio.Task[None]", done: "concurrent.futures.Future[None]") -> None:
+    if task.cancelled():
+        done.cancel()
+    elif task.exception() is not None:
+        done.set_exception(task.exception())  # type: ignore[arg-type]
+    else:
+        done.set_result(None)
+
+
+class DurableHost:
+    """One per process: DBOS on the database, the loop runs execute on, the heartbeat."""
+
+    def __init__(self, db: Database, loop: asyncio.AbstractEventLoop) -> None:
+        self.db = db
+        self.loop = loop
+        self.owner = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.queue_name = f"escalate-{self.owner}"
+        self.executor: RunExecutor | None = None
+        self._workflow: Callable[[str], Awaitable[None]] | None = None
+        self._beat_task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, db: Database) -> "DurableHost":
+        """Launch DBOS for this process (once; a second open with the same database reuses it)."""
+        global _HOST
+        if _HOST is not None:
+            if _HOST.db.url != db.url:
+                raise DatabaseError(f"{db.url}: this process already uses {_HOST.db.url}")
+            return _HOST
+        host = cls(db, asyncio.get_running_loop())
+        host._launch()
+        from dbos import DBOS
+
+        # Polled often: a resumed run starts within a tenth of a second.
+        await DBOS.register_queue_async(host.queue_name, polling_interval_sec=0.1)
+        _HOST = host
+        return host
+
+    def _launch(self) -> None:
+        from dbos import DBOS
+
+        dbos_log = logging.getLogger("dbos")
+        for handler in list(dbos_log.handlers):  # an earlier launch's, bound to a stream since closed
+            dbos_log.removeHandler(handler)
+        dbos_log.setLevel(logging.ERROR)  # DBOS logs every launch at INFO
+        self._workflow = _workflow_function()
+        DBOS(config={
+            "name": APP_NAME,
+            "system_database_url": self.db.url,
+            "application_version": APP_VERSION,
+            "executor_id": self.owner,
+            "run_admin_server": False,
+            "log_level": "ERROR",
+            "notification_listener_polling_interval_sec": 0.05,
+        })
+        try:
+            DBOS.launch()
+        except Exception as exc:
+            raise DatabaseError(f"{self.db.url}: cannot start durable runs: {str(exc).splitlines()[0][:300]}") from None
+        # DBOS sets its own level at launch; its warnings (a task cancelled as a process stops on
+        # purpose) are not the user's business.
+        logging.getLogger("dbos").setLevel(logging.ERROR)
+        steps.enable()
+
+    def close(self) -> None:
+        global _HOST
+        from dbos import DBOS
+
+        if self._beat_task is not None:
+            self._beat_task.cancel()
+        self.db.release(self.owner)
+        steps.disable()
+        DBOS.destroy(workflow_completion_timeout_sec=0)
+        self.db.close()
+        if _HOST is self:
+            _HOST = None
+
+    # -- runs ------------------------------------------------------------------------------
+
+    async def start(self, run_id: str) -> None:
+        """Start a new run as a workflow on this loop."""
+        from dbos import DBOS, SetWorkflowID
+
+        self._ensure_beat()
+        assert self._workflow is not None
+        with SetWorkflowID(run_id):
+            await DBOS.start_workflow_async(self._workflow, run_id)
+
+    async def resume(self, run_id: str) -> bool:
+        """Continue an interrupted run here, from its last recorded step; False when another
+        live process owns it."""
+        from dbos import DBOS
+
+        if not await asyncio.to_thread(self.db.claim_run, run_id, self.owner):
+            return False
+        self._ensure_beat()
+        await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
+        return True
+
+    def _ensure_beat(self) -> None:
+        if self._beat_task is None or self._beat_task.done():
+            self._beat_task = self.loop.create_task(self._beat(), name="escalate heartbeat")
+
+    async def _beat(self) -> None:
+        while True:
+            try:
+                await asyncio.to_thread(self.db.beat, self.owner)
+            except Exception:  # a busy database must not end the runs: the next beat tries again
+                log.debug("heartbeat failed", exc_info=True)
+            await asyncio.sleep(HEARTBEAT_SECONDS)

@@ -1,0 +1,62 @@
+"""Recorded steps: how a durable run's effects (model turns, tool calls, raised escalations) are
+written down once and replayed from the record when the run continues after a crash.
+
+Kept free of DBOS imports until a durable host is open: in-memory runs (tests, the console's
+warm-up) just run the function.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, TypeVar
+
+T = TypeVar("T")
+
+_enabled = False
+
+
+def enable() -> None:
+    """Called once DBOS is launched in this process."""
+    global _enabled
+    _enabled = True
+
+
+def disable() -> None:
+    global _enabled
+    _enabled = False
+
+
+def _in_workflow() -> tuple[Any, bool]:
+    from dbos import DBOS
+
+    return DBOS, DBOS.workflow_id is not None and DBOS.step_id is None
+
+
+async def step(name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """`fn(*args)` as a recorded step inside a durable run (on replay: the recorded result,
+    `fn` not called); anywhere else, just `fn(*args)`."""
+    if not _enabled:
+        return await fn(*args)
+    dbos, inside = _in_workflow()
+    if not inside:
+        return await fn(*args)
+    return await dbos.run_step_async({"name": name, "retries_allowed": False}, fn, *args)
+
+
+def step_key() -> str | None:
+    """`RUN.STEP` for the step being executed: stable across replays, unique in the database."""
+    if not _enabled:
+        return None
+    from dbos import DBOS
+
+    if DBOS.workflow_id is None or DBOS.step_id is None:
+        return None
+    return f"{DBOS.workflow_id}.{DBOS.step_id}"
+
+
+def durable_run_id() -> str | None:
+    """The run whose workflow is executing here, if any."""
+    if not _enabled:
+        return None
+    from dbos import DBOS
+
+    return DBOS.workflow_id
