@@ -157,14 +157,18 @@ class Database:
         with self.engine.begin() as c:
             c.execute(runs.update().where(runs.c.owner == owner, runs.c.status.in_(ACTIVE)).values(heartbeat=None))
 
-    def claim_run(self, run_id: str, owner: str, *, now: float | None = None) -> bool:
-        """Take an interrupted run over (first taker wins); False when its owner is alive."""
+    def claim_run(self, run_id: str, owner: str, *, dead_owner: str | None = None, now: float | None = None) -> bool:
+        """Take an interrupted run over (first taker wins); False when its owner is alive.
+        `dead_owner`: an owner known to be gone (a process of this host that no longer exists),
+        whose heartbeat need not be waited out."""
         now = now if now is not None else time.time()
+        gone = [runs.c.owner == owner, runs.c.heartbeat.is_(None), runs.c.heartbeat < now - STALE_AFTER]
+        if dead_owner is not None:
+            gone.append(runs.c.owner == dead_owner)
         with self.engine.begin() as c:
             done = c.execute(
                 runs.update()
-                .where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE),
-                       sa.or_(runs.c.owner == owner, runs.c.heartbeat.is_(None), runs.c.heartbeat < now - STALE_AFTER))
+                .where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE), sa.or_(*gone))
                 .values(owner=owner, heartbeat=now)
             )
         return done.rowcount == 1

@@ -66,6 +66,22 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     return escalate_run
 
 
+def owner_alive(owner: str) -> bool:
+    """Whether the process an owner id names may still run: certain only on this host (the
+    process is looked up); elsewhere its heartbeat tells."""
+    host, _, rest = owner.rpartition("-")[0].rpartition("-")
+    pid = rest
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _chain(task: "asyncio.Task[None]", done: "concurrent.futures.Future[None]") -> None:
     if task.cancelled():
         done.cancel()
@@ -159,7 +175,10 @@ class DurableHost:
         live process owns it."""
         from dbos import DBOS
 
-        if not await asyncio.to_thread(self.db.claim_run, run_id, self.owner):
+        row = await asyncio.to_thread(self.db.get_run, run_id)
+        owner = row["owner"] if row else None
+        dead = owner if owner and not owner_alive(owner) else None
+        if not await asyncio.to_thread(lambda: self.db.claim_run(run_id, self.owner, dead_owner=dead)):
             return False
         self._ensure_beat()
         await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)

@@ -7,11 +7,16 @@ warm-up) just run the function.
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Awaitable, Callable, TypeVar
 
 T = TypeVar("T")
 
 _enabled = False
+# The crash harness (tests/durable) audits replays: with this set, every live execution of a
+# step and every step result handed back to the run is appended to this file, one JSON line.
+_AUDIT = os.environ.get("ESCALATE_STEP_AUDIT")
 
 
 def enable() -> None:
@@ -39,7 +44,31 @@ async def step(name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     dbos, inside = _in_workflow()
     if not inside:
         return await fn(*args)
+    if _AUDIT:
+        return await _audited(dbos, name, fn, *args)
     return await dbos.run_step_async({"name": name, "retries_allowed": False}, fn, *args)
+
+
+async def _audited(dbos: Any, name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """`live KEY` when a step really executes, `recorded KEY` once its result is in the
+    database: a `live` after a `recorded` of the same key would be a finished step repeated."""
+    ran: list[str] = []
+
+    async def live(*inner: Any) -> T:
+        ran.append(f"{dbos.workflow_id}.{dbos.step_id}")
+        _audit("live", ran[0], name)
+        return await fn(*inner)
+
+    result = await dbos.run_step_async({"name": name, "retries_allowed": False}, live, *args)
+    if ran:
+        _audit("recorded", ran[0], name)
+    return result
+
+
+def _audit(kind: str, key: str, name: str) -> None:
+    assert _AUDIT is not None
+    with open(_AUDIT, "a", encoding="utf-8") as out:
+        out.write(json.dumps({"kind": kind, "key": key, "name": name, "pid": os.getpid()}) + "\n")
 
 
 def step_key() -> str | None:
