@@ -156,7 +156,7 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
         stuck.append(waiting_message(pending))
         engine.detach()
 
-    responder = HeadlessResponder(engine.broker, answers, on_waiting=on_waiting)
+    responder = HeadlessResponder(engine.broker, answers, on_waiting=on_waiting, wait=wait)
     engine.subscribe(_echo_log)
     loop = asyncio.get_running_loop()
     terminated: list[int] = []

@@ -40,8 +40,14 @@ class HeadlessResponder:
         broker: EscalationBroker,
         answers: Sequence[Answer] = (),
         on_waiting: Callable[[PendingEscalation], None] | None = None,
+        *,
+        wait: bool = False,
     ) -> None:
+        """`wait` (`run --wait`): once the answers are used up, an escalation is left to a person
+        (a console, `escalate answer`) until its deadline, as in the console, instead of taking
+        its default at once."""
         self.broker = broker
+        self.wait = wait
         self.answers = list(answers)
         self.waiting: list[PendingEscalation] = []
         self._on_waiting = on_waiting
@@ -64,6 +70,10 @@ class HeadlessResponder:
                 self.broker.answer(esc.id, answer.response, ResolvedBy.ANSWERS_FILE)
             except InvalidResponse as exc:
                 self.broker.fail(esc.id, AnswerMismatch(f"{answer.where()}: answer {used + 1} does not fit: {exc}"))
+            return
+        if self.wait:
+            if self._on_waiting is not None:
+                self._on_waiting(pending)
             return
         try:
             self.broker.expire(esc.id)

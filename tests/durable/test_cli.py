@@ -1,0 +1,138 @@
+"""`escalate runs`, `answer`, `resume` and `run --wait` on one database, as real processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.durable.database import Database
+
+DATA = Path(__file__).parent / "data"
+DEMO = Path(__file__).parents[2] / "engine" / "demo"
+pytestmark = pytest.mark.slow
+
+
+def escalate(cwd: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def start(cwd: Path, *argv: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "engine", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def auth_run(cwd: Path, *extra: str) -> list[str]:
+    return ["run", str(DEMO / "auth-refactor.sr"), "--script", str(DEMO / "auth-refactor.yaml"), "--input", "Fix login", *extra]
+
+
+def pending(cwd: Path) -> list[dict]:
+    listed = json.loads(escalate(cwd, "runs", "--format", "json").stdout)
+    return [p for run in listed for p in run["pending"]]
+
+
+def wait_for_pending(cwd: Path, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        db = Database(f"sqlite:///{cwd / '.escalate' / 'escalate.db'}") if (cwd / ".escalate").exists() else None
+        rows = db.pending_escalations() if db else []
+        if db:
+            db.close()
+        if rows:
+            return rows[0]
+        time.sleep(0.1)
+    raise AssertionError("no escalation was raised")
+
+
+def test_exit_4_leaves_the_run_waiting_then_answer_and_resume_finish_it(tmp_path) -> None:
+    first = escalate(tmp_path, *auth_run(tmp_path))
+    assert first.returncode == 4, first.stderr
+    run_id = first.stderr.splitlines()[0].removeprefix("run ")
+    listed = json.loads(escalate(tmp_path, "runs", "--format", "json").stdout)
+    assert [(r["run_id"], r["status"], r["task"]) for r in listed] == [(run_id, "interrupted", "auth-refactor")]
+    (esc,) = listed[0]["pending"]
+    assert esc["reason"] == "architecture_decision" and esc["deadline"] is None
+
+    assert escalate(tmp_path, "answer", "nope.1", "--skip").returncode == 1  # unknown
+    wrong = escalate(tmp_path, "answer", esc["id"], "--option", "nope")
+    assert wrong.returncode == 2 and "not offered" in wrong.stderr
+    assert escalate(tmp_path, "answer", esc["id"], "--approve").returncode == 2  # not a tool approval
+    ok = escalate(tmp_path, "answer", esc["id"], "--option", "jwt", "--instructions", "keep the cookie")
+    assert ok.returncode == 0, ok.stderr
+    again = escalate(tmp_path, "answer", esc["id"], "--skip")
+    assert again.returncode == 1 and "already decided by human" in again.stderr
+
+    events = tmp_path / "events.jsonl"
+    resumed = escalate(tmp_path, "resume", run_id, "--events", str(events))
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith("Plan: move auth to JWT")
+    lines = [json.loads(line) for line in events.read_text().splitlines()]
+    assert [e["type"] for e in lines].count("human_escalation") == 1  # raised once, before the crash
+    (decision,) = [e for e in lines if e["type"] == "decision"]
+    assert (decision["selectedOption"], decision["resolvedBy"], decision["additionalInstructions"]) == ("jwt", "human", "keep the cookie")
+    assert escalate(tmp_path, "runs", "--format", "json").stdout.strip() == "[]"
+    assert json.loads(escalate(tmp_path, "runs", "--all", "--format", "json").stdout)[0]["status"] == "done"
+    # A finished run resumed again just reports how it ended.
+    assert escalate(tmp_path, "resume", run_id).stdout.startswith("Plan: move auth to JWT")
+
+
+def test_two_processes_answering_at_once_one_wins_the_other_is_told(tmp_path) -> None:
+    assert escalate(tmp_path, *auth_run(tmp_path)).returncode == 4
+    (esc,) = pending(tmp_path)
+    for _ in range(3):  # the race, started together
+        racers = [start(tmp_path, "answer", esc["id"], "--option", option) for option in ("jwt", "sessions")]
+        results = [(p.wait(timeout=60), p.communicate()) for p in racers]
+        codes = sorted(code for code, _ in results)
+        if codes == [0, 1]:
+            break
+        assert codes == [1, 1]  # decided by an earlier round
+    assert codes in ([0, 1], [1, 1])
+    loser = next(err for code, (_, err) in results if code == 1)
+    assert "already decided by human" in loser
+    db = Database(f"sqlite:///{tmp_path / '.escalate' / 'escalate.db'}")
+    try:
+        (row,) = db.escalations_of(esc["id"].rsplit(".", 1)[0])
+        assert row["status"] == "decided" and row["decision"]["selectedOption"] in ("jwt", "sessions")
+    finally:
+        db.close()
+
+
+def test_run_wait_is_answered_from_another_terminal(tmp_path) -> None:
+    waiting = start(tmp_path, *auth_run(tmp_path, "--wait"))
+    try:
+        esc = wait_for_pending(tmp_path)
+        answered = escalate(tmp_path, "answer", esc["id"], "--option", "sessions")
+        assert answered.returncode == 0, answered.stderr
+        out, err = waiting.communicate(timeout=60)
+    finally:
+        waiting.kill()
+    assert waiting.returncode == 0, err
+    assert "escalate answer " + esc["id"] in err
+    assert out.strip()
+
+
+def test_a_deadline_that_passed_while_nothing_ran_applies_its_default_once(tmp_path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 2, onTimeout: continue}\n")
+    waiting = start(tmp_path, *auth_run(tmp_path, "--wait", "--rules", str(rules)))
+    esc = wait_for_pending(tmp_path)
+    waiting.kill()
+    waiting.wait()
+    assert esc["deadline"] is not None
+    time.sleep(max(0.0, esc["deadline"] - time.time()) + 0.5)
+    run_id = esc["run_id"]
+    resumed = escalate(tmp_path, "resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    db = Database(f"sqlite:///{tmp_path / '.escalate' / 'escalate.db'}")
+    try:
+        (row,) = db.escalations_of(run_id)
+        assert (row["status"], row["resolved_by"]) == ("decided", "timeout_default")
+        assert row["deadline"] == esc["deadline"]  # the original deadline, not a new one
+        decisions = [e for e in db.events_of(run_id) if e["type"] == "decision"]
+        assert len(decisions) == 1
+    finally:
+        db.close()
