@@ -102,6 +102,9 @@ class EscalateApp(App[int]):
     @work(group="engine", exit_on_error=False)
     async def _load_engine(self) -> None:
         try:
+            if self.session.db_url is not None:  # durable runs: the database before the runtime
+                await self.session.open_database()
+                self.session.list_waiting()  # every pending decision, listed at once
             await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
             # The start dialog too: `s` and the keys typed right after it reach the dialog.
             await asyncio.to_thread(importlib.import_module, "tui.screens.start_run")
@@ -111,6 +114,21 @@ class EscalateApp(App[int]):
             return
         self.session.subscribe_runs(self._run_news)
         self.post_message(EngineReady())
+        if self.session.db is not None:
+            await self._continue_interrupted()
+
+    async def _continue_interrupted(self) -> None:
+        """Runs a crash or a quit left behind continue here, from their last recorded step."""
+        interrupted = await asyncio.to_thread(self.session.interrupted_runs)
+        for run_id in interrupted:
+            try:
+                handle = await self.session.engine.resume_run(run_id)
+            except Exception as exc:  # one run that cannot continue (its file is gone) must not stop the others
+                self.notify(f"{run_id}: {exc}", title="A run could not continue", severity="error", markup=False)
+                continue
+            if handle is not None:
+                self.main.add_run(handle)
+                self._follow(handle)
 
     def on_engine_ready(self, _: EngineReady) -> None:
         self.engine_ready.set()
@@ -300,6 +318,16 @@ class EscalateApp(App[int]):
             self.push_screen(HelpScreen())
 
     async def action_quit(self) -> None:
+        if self.session.db is not None:
+            decisions, runs = self.session.active
+            if decisions or runs:
+                from tui.screens.confirm_quit import ConfirmQuit
+
+                if not isinstance(self.screen, ConfirmQuit):
+                    self.push_screen(ConfirmQuit(decisions, runs), self._quit_confirmed)
+                return
+            self._quit_confirmed(True)
+            return
         unfinished = [handle for handle in self.session.runs if handle.finished_at is None]
         for handle in unfinished:
             handle.cancel()
@@ -308,6 +336,13 @@ class EscalateApp(App[int]):
         self._unsubscribe()
         self.session.close()
         self.exit(0)
+
+    def _quit_confirmed(self, quit_now: bool | None) -> None:
+        """Durable runs are left as they are (they continue next time), nothing is cancelled."""
+        if quit_now:
+            self._unsubscribe()
+            self.session.close()
+            self.exit(0)
 
 
 def _status(handle: Any) -> str:

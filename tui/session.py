@@ -59,6 +59,7 @@ class ConsoleSession:
     clock: Clock = field(default_factory=RealClock)
     store: Path | None = None
     workspace: Path | None = None
+    db_url: str | None = None  # durable runs: the database (None: runs live in this process only)
     broker: EscalationBroker = field(init=False)
     engine: Any = field(init=False, default=None)  # engine.runtime.engine.Engine once opened
     records: dict[str, EscalationRecord] = field(init=False, default_factory=dict)
@@ -80,6 +81,8 @@ class ConsoleSession:
         self._loader: threading.Thread | None = None
         self._stored_history: EscalationHistory | None = None  # agent_history before the engine
         self._scripts: dict[Path, tuple[tuple[int, int], Any]] = {}  # script file -> (its version, Script)
+        self.db: Any = None  # engine.durable.database.Database once opened
+        self.host: Any = None  # engine.durable.host.DurableHost once opened
         if self.store is not None:
             from engine.escalation.store import HistoryStore, StoreRecorder
 
@@ -177,7 +180,8 @@ class ConsoleSession:
 
             self.rules = load_rules(self.rules)
         self.engine = module.Engine(
-            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store
+            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store,
+            db=self.db, host=self.host,
         )
         if self.history_store is not None:
             self._follow_engine(self.engine)  # record its runs and hand-offs, seed its agent history
@@ -187,8 +191,49 @@ class ConsoleSession:
             except Exception as exc:  # CompileFailed and unreadable files: shown, not fatal
                 entry.error = _first_line(exc)
 
+    async def open_database(self) -> None:
+        """Durable runs (after the first frame): the database, DBOS, the broker's store."""
+        import asyncio
+
+        from engine.durable.database import Database
+        from engine.durable.decisions import DecisionStore
+        from engine.durable.host import DurableHost
+
+        assert self.db_url is not None
+        self.db = await asyncio.to_thread(Database, self.db_url)
+        self.host = await DurableHost.open(self.db)
+        self.broker.store = DecisionStore(self.db)
+
+    def list_waiting(self) -> int:
+        """Every escalation still pending in the database, listed in the inbox at once (their
+        runs continue in the background, or in another process); returns how many."""
+        from engine.durable.decisions import pending_from_json
+
+        rows = self.db.pending_escalations()
+        for row in rows:
+            self.broker.adopt(pending_from_json(row["payload"]))
+        return len(rows)
+
+    def interrupted_runs(self) -> list[str]:
+        """Runs left active by a process that is gone: this console continues them."""
+        from engine.durable.host import owner_alive
+
+        stale = {r["run_id"] for r in self.db.interrupted_runs()}
+        return [r["run_id"] for r in self.db.list_runs()
+                if r["run_id"] in stale or r["owner"] is None or not owner_alive(r["owner"])]
+
+    @property
+    def active(self) -> tuple[int, int]:
+        """(decisions waiting, runs active): what quitting leaves for next time."""
+        return len(self.broker.pending()), sum(1 for h in self.runs if not h.status.finished)
+
     def close(self) -> None:
-        """The console is quitting: the store's file is closed (its lines are already written)."""
+        """The console is quitting: durable runs stay as they are in the database (running,
+        waiting) and continue next time; the store's file is closed."""
+        if self.engine is not None and self.db is not None:
+            self.engine.detach()
+        if self.host is not None:
+            self.host.close()
         if self.history_store is not None:
             self.history_store.close()
 

@@ -50,11 +50,17 @@ def _console(args: argparse.Namespace) -> int:
     except UsageError as exc:
         sys.stderr.write(f"{exc}\n" if exc.positioned else f"escalate: error: {exc}\n")
         return EXIT_USAGE
+    try:
+        db_url = _database(args)
+    except UsageError as exc:
+        sys.stderr.write(f"escalate: error: {exc}\n")
+        return EXIT_USAGE
     with tempfile.TemporaryDirectory(prefix="escalate-demo-") as scratch:
         # The demo's tools write into a scratch workspace, never into the user's folder.
         workspace = Path(scratch) if not args.files else Path.cwd()
         try:  # opens the store (creating its folder); a small one is read and checked here
             session = _session(files, script, rules, workspace, Path(args.store) if args.store else None)
+            session.db_url = db_url
         except Exception as exc:
             from engine.escalation.store import StoreError  # only now: not on the first frame's path
 
@@ -69,6 +75,36 @@ def _console(args: argparse.Namespace) -> int:
         sys.stderr.write(f"{session.store_error}\n")
         return EXIT_USAGE
     return EXIT_OK if result is None else int(result)
+
+
+DEMO_DB = "demo.db"
+
+
+def _database(args: argparse.Namespace) -> str:
+    """The console's database URL, checked (not opened: that waits for the first frame). The
+    bundled demo keeps its own in the user's data folder, unless --db or $ESCALATE_DB says."""
+    import os
+
+    from engine.durable.urls import DatabaseError, resolve_url, sqlite_path
+
+    given = args.db
+    if given is None and not args.files and not os.environ.get("ESCALATE_DB"):
+        from platformdirs import user_data_path
+
+        given = "sqlite:///" + str(user_data_path("escalate") / DEMO_DB)
+    try:
+        url = resolve_url(given)
+    except DatabaseError as exc:
+        raise UsageError(f"--db {exc}") from None
+    path = sqlite_path(url)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--db {url}: cannot create {path.parent}: {exc.strerror or exc}") from None
+        if not os.access(path.parent, os.W_OK) or (path.exists() and not path.is_file()):
+            raise UsageError(f"--db {url}: cannot write a database there")
+    return url
 
 
 def _app(session: "ConsoleSession", args: argparse.Namespace) -> "EscalateApp":

@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="escalate", description="Terminal escalation console for multi-agent LLM workflows.")
     # `escalate` alone opens the console on the bundled demo: the console's defaults.
-    parser.set_defaults(files=[], rules=None, script=None, store=None, run=False, input=None)
+    parser.set_defaults(files=[], rules=None, script=None, store=None, run=False, input=None, db=None)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     console = sub.add_parser("console", help="open the console on these workflows")
@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     console.add_argument("--store", metavar="PATH", help="where run history is kept")
     console.add_argument("--run", action="store_true", help="start the first workflow at once")
     console.add_argument("--input", metavar="TEXT", default=None)
+    console.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db; "
+                         "the demo's own in the user's data folder)")
 
     check = sub.add_parser("check", help="parse and analyze .sr files")
     check.add_argument("paths", nargs="+", metavar="PATH")

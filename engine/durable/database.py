@@ -9,16 +9,15 @@ wins, across threads, processes and hosts, and the others are told who decided.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable
 
 import sqlalchemy as sa
 
-DEFAULT_RELATIVE = Path(".escalate") / "escalate.db"
-ENV_VAR = "ESCALATE_DB"
+from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
+
+__all__ = ["Database", "DatabaseError", "resolve_url", "sqlite_path"]
 
 # Statuses a run row can have: the engine's RunStatus values, plus "interrupted" (derived, never
 # stored: an active run whose owner stopped beating).
@@ -71,34 +70,6 @@ events = sa.Table(
 )
 
 
-class DatabaseError(Exception):
-    """The database cannot be opened or used: one line naming it and why."""
-
-
-def resolve_url(given: str | None = None, *, cwd: Path | None = None) -> str:
-    """`--db`, else $ESCALATE_DB, else SQLite at .escalate/escalate.db under the current folder."""
-    url = given or os.environ.get(ENV_VAR) or ""
-    if not url:
-        return "sqlite:///" + str(((cwd or Path.cwd()) / DEFAULT_RELATIVE).resolve())
-    if url.startswith("sqlite:///"):
-        return "sqlite:///" + str(Path(url[len("sqlite:///"):]).expanduser().resolve())
-    if url.startswith(("postgresql://", "postgres://")):
-        return url
-    raise DatabaseError(f"{url}: not a database URL (sqlite:///PATH or postgresql://USER@HOST/DB)")
-
-
-def sqlite_path(url: str) -> Path | None:
-    return Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
-
-
-def _engine_url(url: str) -> str:
-    # psycopg 3 is what DBOS installs; SQLAlchemy's plain postgresql:// means psycopg2.
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
-    return url
-
-
 @dataclass(frozen=True)
 class DecideResult:
     won: bool  # this call's decision is the one applied
@@ -114,12 +85,12 @@ class Database:
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            self.engine = sa.create_engine(_engine_url(url), future=True)
+            self.engine = sa.create_engine(engine_url(url), future=True)
             if path is not None:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             metadata.create_all(self.engine)
         except (OSError, sa.exc.SQLAlchemyError) as exc:
-            raise DatabaseError(f"{_shown(url)}: cannot open the database: {_why(exc)}") from None
+            raise DatabaseError(f"{shown(url)}: cannot open the database: {_why(exc)}") from None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -271,15 +242,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.close()
-
-
-def _shown(url: str) -> str:
-    """A URL as it may be printed: without its password."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        auth, host = rest.rsplit("@", 1)
-        return f"{scheme}://{auth.split(':', 1)[0]}@{host}"
-    return url
 
 
 def _why(exc: BaseException) -> str:

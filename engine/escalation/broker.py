@@ -128,12 +128,13 @@ def validate_response(pending: PendingEscalation, response: Response) -> None:
 
 
 class _Entry:
-    __slots__ = ("pending", "future", "timer")
+    __slots__ = ("pending", "future", "timer", "adopted")
 
     def __init__(self, pending: PendingEscalation, future: asyncio.Future[Decision]) -> None:
         self.pending = pending
         self.future = future
         self.timer: Cancellable | None = None
+        self.adopted = False  # listed from the database; its run has not asked here (yet)
 
 
 class EscalationBroker:
@@ -158,7 +159,13 @@ class EscalationBroker:
         """Register the escalation, tell subscribers, arm its deadline, wait for the decision.
         Cancelling the awaiting task withdraws the escalation."""
         esc_id = pending.escalation.id
+        adopted = self._entries.get(esc_id)
+        if adopted is not None and adopted.adopted:  # a continued run asks what was listed at start
+            adopted.adopted = False
+            return await self._await(adopted)
         if esc_id in self._entries or esc_id in self._done:
+            if self.store is not None and esc_id in self._done and self._done[esc_id] is not None:
+                return self._done[esc_id]  # type: ignore[return-value]  # decided before its run continued
             raise EscalationError(f"escalation id {esc_id!r} is already in use")
         if self.store is not None:
             known = self.store.lookup(esc_id)
@@ -169,6 +176,18 @@ class EscalationBroker:
                 return known[1]
             if known is None:
                 self.store.raised(pending)
+        entry = self._register(pending)
+        return await self._await(entry)
+
+    def adopt(self, pending: PendingEscalation) -> None:
+        """List an escalation still pending in the database whose run is not running here (yet):
+        it can be answered (the database keeps the decision for its run) and its deadline
+        applies; when its run continues here and asks again, it waits on this same entry."""
+        if pending.escalation.id not in self._entries and pending.escalation.id not in self._done:
+            self._register(pending).adopted = True
+
+    def _register(self, pending: PendingEscalation) -> _Entry:
+        esc_id = pending.escalation.id
         entry = _Entry(pending, asyncio.get_running_loop().create_future())
         self._entries[esc_id] = entry
         self._notify(BrokerEvent(RAISED, pending))
@@ -177,10 +196,13 @@ class EscalationBroker:
             entry.timer = self.clock.call_at(deadline, lambda: self._on_deadline(esc_id))
         if self.store is not None and (self._poller is None or self._poller.done()):
             self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
+        return entry
+
+    async def _await(self, entry: _Entry) -> Decision:
         try:
             return await entry.future
         except asyncio.CancelledError:
-            if self._entries.get(esc_id) is entry:
+            if self._entries.get(entry.pending.escalation.id) is entry:
                 self._withdraw(entry)
             raise
 
