@@ -104,6 +104,10 @@ class EscalateApp(App[int]):
         try:
             if self.session.db_url is not None:  # durable runs: the database before the runtime
                 await self.session.open_database()
+                if self.session.store_error:  # a broken --store file: nothing imported, exit 2
+                    self.exit(2)
+                    return
+                self._announce_import()
                 self.session.list_waiting()  # every pending decision, listed at once
             await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
             # The start dialog too: `s` and the keys typed right after it reach the dialog.
@@ -116,6 +120,13 @@ class EscalateApp(App[int]):
         self.post_message(EngineReady())
         if self.session.db is not None:
             await self._continue_interrupted()
+
+    def _announce_import(self) -> None:
+        if self.session.imported is not None:
+            escalations, runs = self.session.imported
+            self.notify(f"{escalations} escalations and {runs} runs from {self.session.store} are now in the database "
+                        "(imported once; the database keeps the history from now on)", title="History imported",
+                        markup=False, timeout=10)
 
     async def _continue_interrupted(self) -> None:
         """Runs a crash or a quit left behind continue here, from their last recorded step."""

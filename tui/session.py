@@ -83,7 +83,10 @@ class ConsoleSession:
         self._scripts: dict[Path, tuple[tuple[int, int], Any]] = {}  # script file -> (its version, Script)
         self.db: Any = None  # engine.durable.database.Database once opened
         self.host: Any = None  # engine.durable.host.DurableHost once opened
-        if self.store is not None:
+        self.imported: tuple[int, int] | None = None  # a --store file imported into the database
+        if self.store is not None and self.db_url is not None:
+            self._check_store_for_import()
+        elif self.store is not None:
             from engine.escalation.store import HistoryStore, StoreRecorder
 
             self.history_store = HistoryStore.open(self.store, self.clock)  # StoreError: unusable path
@@ -93,6 +96,19 @@ class ConsoleSession:
                 self.load_store()  # small: at once, so a bad line stops the console before it opens
 
     # ---- the store ---------------------------------------------------------------------------
+
+    def _check_store_for_import(self) -> None:
+        """A --store file to import into the database is checked now, as before the database: an
+        unusable path, or a bad line in a small one, stops the console before it opens. A big
+        one is checked when imported, after the first frame."""
+        from engine.escalation.store import HistoryStore
+
+        store = HistoryStore.open(self.store, self.clock)  # StoreError: unusable path
+        try:
+            if store.size <= EAGER_LOAD_BYTES:
+                store.load()
+        finally:
+            store.close()
 
     def load_store(self) -> None:
         """Read what earlier sessions stored (once; blocking). StoreError on a bad line."""
@@ -185,6 +201,14 @@ class ConsoleSession:
         )
         if self.history_store is not None:
             self._follow_engine(self.engine)  # record its runs and hand-offs, seed its agent history
+        elif self.db is not None:
+            from engine.durable.history import AgentHistoryRecorder
+
+            history = self.engine.agent_policy.history
+            with self._store_lock:
+                history.add_earlier(self._earlier_agents or [])
+                self._earlier_agents = None
+            AgentHistoryRecorder(self.db, history).follow(self.engine)
         for entry in self.workflows:
             try:
                 entry.compiled = self.engine.load(entry.path)
@@ -203,6 +227,24 @@ class ConsoleSession:
         self.db = await asyncio.to_thread(Database, self.db_url)
         self.host = await DurableHost.open(self.db)
         self.broker.store = DecisionStore(self.db)
+        await asyncio.to_thread(self._load_history)
+
+    def _load_history(self) -> None:
+        """The history is the database's: a --store file is imported into it once, then every
+        finished escalation, run and hand-off of earlier sessions is read back (a thread)."""
+        from engine.durable.history import import_store, load_earlier
+        from engine.escalation.store import StoreError
+
+        if self.store is not None:
+            try:
+                self.imported = import_store(self.db, self.store, self.clock)
+            except StoreError as exc:
+                self.store_error = str(exc)
+        contents = load_earlier(self.db)
+        with self._store_lock:
+            self.earlier, self.earlier_runs = contents.escalations, contents.runs
+            self._earlier_agents = contents.agent_entries
+            self.store_loaded.set()
 
     def list_waiting(self) -> int:
         """Every escalation still pending in the database, listed in the inbox at once (their

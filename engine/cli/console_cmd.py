@@ -59,8 +59,7 @@ def _console(args: argparse.Namespace) -> int:
         # The demo's tools write into a scratch workspace, never into the user's folder.
         workspace = Path(scratch) if not args.files else Path.cwd()
         try:  # opens the store (creating its folder); a small one is read and checked here
-            session = _session(files, script, rules, workspace, Path(args.store) if args.store else None)
-            session.db_url = db_url
+            session = _session(files, script, rules, workspace, Path(args.store) if args.store else None, db_url)
         except Exception as exc:
             from engine.escalation.store import StoreError  # only now: not on the first frame's path
 
@@ -194,11 +193,12 @@ def _load_rules(path: str) -> object:
         raise UsageError(str(exc).splitlines()[0], positioned=True) from None
 
 
-def _session(files: list[Path], script: Path | None, rules: object, workspace: Path, store: Path | None):  # noqa: ANN202
+def _session(files: list[Path], script: Path | None, rules: object, workspace: Path, store: Path | None,  # noqa: ANN202
+             db_url: str | None):
     from tui.session import ConsoleSession, WorkflowEntry
 
     entries = [WorkflowEntry(path, script_for(path, script)) for path in files]
-    return ConsoleSession(entries, rules=rules, store=store, workspace=workspace)
+    return ConsoleSession(entries, rules=rules, store=store, workspace=workspace, db_url=db_url)
 
 
 def _route_logs(folder: Path) -> None:

@@ -60,6 +60,24 @@ escalations = sa.Table(
     sa.Column("decided_at", sa.Float),
 )
 
+agent_history = sa.Table(  # seed 002: every agent-to-agent escalation, for success rates and loops
+    "escalate_agent_history", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("time", sa.Float, nullable=False),
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("target", sa.Text, nullable=False),
+    sa.Column("approved", sa.Boolean, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("task", sa.Text, nullable=False),
+    sa.Column("denial", sa.Text),
+)
+
+imports = sa.Table(  # --store files already imported, so that each is imported once
+    "escalate_imports", metadata,
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("imported", sa.Float, nullable=False),
+)
+
 events = sa.Table(
     "escalate_events", metadata,
     sa.Column("run_id", sa.String(64), primary_key=True),
@@ -209,6 +227,44 @@ class Database:
         with self.engine.begin() as c:
             c.execute(escalations.update().where(escalations.c.id == esc_id, escalations.c.status == "pending")
                       .values(status="withdrawn", decided_at=time.time()))
+
+    def past_escalations(self, limit: int = 100_000) -> list[dict[str, Any]]:
+        """Decided and withdrawn escalations, oldest first (the history of earlier sessions)."""
+        query = (escalations.select().where(escalations.c.status != "pending")
+                 .order_by(escalations.c.created.desc(), escalations.c.id.desc()).limit(limit))
+        with self.engine.connect() as c:
+            return [_escalation_row(r) for r in reversed(list(c.execute(query).mappings()))]
+
+    # -- agent-to-agent history and imports ---------------------------------------------------
+
+    def add_agent_entries(self, entries: Iterable[tuple[Any, ...]]) -> None:
+        rows = [dict(time=e[0], source=e[1], target=e[2], approved=bool(e[3]), reason=e[4], task=e[5], denial=e[6])
+                for e in entries]
+        if rows:
+            with self.engine.begin() as c:
+                c.execute(agent_history.insert(), rows)
+
+    def agent_entries(self) -> list[tuple[Any, ...]]:
+        query = sa.select(agent_history.c.time, agent_history.c.source, agent_history.c.target, agent_history.c.approved,
+                          agent_history.c.reason, agent_history.c.task, agent_history.c.denial).order_by(agent_history.c.id)
+        with self.engine.connect() as c:
+            return [tuple(r) for r in c.execute(query)]
+
+    def claim_import(self, path: str) -> bool:
+        """Mark a --store file as imported; False when it already was (by any process)."""
+        try:
+            with self.engine.begin() as c:
+                c.execute(imports.insert().values(path=path, imported=time.time()))
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    def import_history(self, run_rows: list[dict[str, Any]], escalation_rows: list[dict[str, Any]]) -> None:
+        with self.engine.begin() as c:
+            if run_rows:
+                c.execute(runs.insert(), run_rows)
+            if escalation_rows:
+                c.execute(escalations.insert(), escalation_rows)
 
     # -- events ------------------------------------------------------------------------------
 

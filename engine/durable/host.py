@@ -107,11 +107,12 @@ class DurableHost:
     async def open(cls, db: Database) -> "DurableHost":
         """Launch DBOS for this process (once; a second open with the same database reuses it)."""
         global _HOST
+        loop = asyncio.get_running_loop()
         if _HOST is not None:
-            if _HOST.db.url != db.url:
-                raise DatabaseError(f"{db.url}: this process already uses {_HOST.db.url}")
-            return _HOST
-        host = cls(db, asyncio.get_running_loop())
+            if _HOST.db.url == db.url and _HOST.loop is loop:
+                return _HOST
+            _HOST.close()  # an earlier console or command of this process, on another database or loop
+        host = cls(db, loop)
         host._launch()
         from dbos import DBOS
 
@@ -155,6 +156,10 @@ class DurableHost:
         self.db.release(self.owner)
         steps.disable()
         DBOS.destroy(workflow_completion_timeout_sec=0)
+        if not self.loop.is_closed():
+            # DBOS made its thread pool the loop's default executor and has just shut it down:
+            # whatever else this loop runs (to_thread) gets a fresh one.
+            self.loop.set_default_executor(concurrent.futures.ThreadPoolExecutor())
         self.db.close()
         if _HOST is self:
             _HOST = None

@@ -14,7 +14,7 @@ from engine.durable.database import Database
 
 DATA = Path(__file__).parent / "data"
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def escalate(cwd: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

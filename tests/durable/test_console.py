@@ -17,7 +17,7 @@ from tui.screens.confirm_quit import ConfirmQuit
 from tui.widgets.decision_pane import DecisionPane
 
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def interrupted_run(tmp_path: Path, db_url: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from tests.durable.crash_harness import EXPECTED, run_with_kills
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def test_an_uninterrupted_run_gives_the_expected_result(tmp_path) -> None:

@@ -1,0 +1,177 @@
+"""Durable-run figures (prints numbers; no assertions).
+
+1. Cost of durability per agent turn: a flow of N sequential scripted agent calls run in memory
+   and as a durable run on SQLite (one model turn each), wall time per call, median of 5 runs
+   of each, interleaved (the machine is shared).
+2. `escalate answer` in another process -> the waiting agent resumed: a run waits in
+   `escalate run --wait`; the answer is written by a separate process; the time until the
+   agent's next turn starts (its `decision` event), p50/p95 over K answers.
+3. Random kills (tests/durable/crash_harness.py): runs killed with SIGKILL at random points and
+   continued until done; totals of decisions lost or doubled and finished steps repeated.
+
+Run: python tests/benchmarks/bench_durable.py [--turns N] [--answers K] [--kills K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+sys.path.insert(0, str(ROOT))
+
+FLOW = """
+prompt p: \"\"\"Repeat what you are given.\"\"\"
+agent echo:
+    instruction p
+flow main:
+    $x = $input
+    loop max {n} do
+        $x = run agent echo $x
+    end
+    return $x
+"""
+
+
+async def one_run(turns: int, folder: Path, durable: bool) -> float:
+    from engine.escalation.broker import EscalationBroker
+    from engine.escalation.clock import RealClock
+    from engine.lang.compiler import compile_source, workflow_class
+    from engine.runtime.engine import CompiledWorkflow, Engine, RunStatus
+    from engine.runtime.script import parse_script
+    from rules.loader import default_rules
+
+    clock = RealClock()
+    script = parse_script("agents:\n  echo:\n" + "".join(f"    - 'reply {i}'\n" for i in range(turns)))
+    cls = workflow_class(compile_source(FLOW.format(n=turns), Path("bench.sr")))
+    workflow = CompiledWorkflow(folder / "bench.sr", "bench", cls)
+    (folder / "bench.sr").write_text(FLOW.format(n=turns))
+    db = host = None
+    broker = EscalationBroker(clock)
+    if durable:
+        from engine.durable.database import Database
+        from engine.durable.decisions import DecisionStore
+        from engine.durable.host import DurableHost
+
+        db = Database(f"sqlite:///{folder / 'bench.db'}")
+        host = await DurableHost.open(db)
+        broker.store = DecisionStore(db)
+    engine = Engine(rules=default_rules(), broker=broker, clock=clock, script=script, workspace=folder, db=db, host=host)
+    try:
+        started = time.perf_counter()
+        handle = engine.start_run(workflow, input="go")
+        status = await handle.wait()
+        elapsed = time.perf_counter() - started
+        assert status is RunStatus.DONE, handle.error
+        return elapsed / turns
+    finally:
+        if host is not None:
+            host.close()
+
+
+def turn_cost(turns: int, repeats: int = 5) -> None:
+    from engine.runtime.adk_setup import prepare_adk
+
+    prepare_adk()
+    memory: list[float] = []
+    durable: list[float] = []
+    asyncio.run(one_run(5, Path(tempfile.mkdtemp()), False))  # imports and first-use costs
+    for _ in range(repeats):
+        memory.append(asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), False)))
+        durable.append(asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True)))
+    m, d = statistics.median(memory) * 1000, statistics.median(durable) * 1000
+    print(f"per agent turn ({turns} sequential calls, median of {repeats}): in memory {m:.2f} ms, "
+          f"durable on SQLite {d:.2f} ms, cost of durability {d - m:.2f} ms")
+
+
+def answer_latency(answers: int) -> None:
+    from engine.durable.database import Database
+
+    folder = Path(tempfile.mkdtemp())
+    sr = folder / "ask.sr"
+    sr.write_text("prompt p: \"\"\"Ask.\"\"\"\nagent asker:\n    instruction p\nflow main:\n    $x = $input\n"
+                  f"    loop max {answers} do\n        $x = run agent asker $x\n    end\n    return $x\n")
+    replies = "".join("    - escalate: {reason: architecture_decision, question: 'Go on?', options: [{id: go, label: Go}]}\n"
+                      "    - 'went on'\n" for _ in range(answers))
+    (folder / "ask.yaml").write_text("agents:\n  asker:\n" + replies)
+    db_url = f"sqlite:///{folder / 'escalate.db'}"
+    events = folder / "events.jsonl"
+    waiting = subprocess.Popen([sys.executable, "-m", "engine", "run", str(sr), "--script", str(folder / "ask.yaml"),
+                                "--db", db_url, "--wait", "--events", str(events)], cwd=folder,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = Database(db_url)
+    sent: dict[str, float] = {}
+    try:
+        deadline = time.monotonic() + 600
+        while len(sent) < answers and time.monotonic() < deadline:
+            rows = [r for r in db.pending_escalations() if r["id"] not in sent]
+            if not rows:
+                time.sleep(0.02)
+                continue
+            esc_id = rows[0]["id"]
+            sent[esc_id] = time.time()
+            subprocess.run([sys.executable, "-m", "engine", "answer", esc_id, "--option", "go", "--db", db_url],
+                           cwd=folder, check=True, capture_output=True)
+        waiting.wait(timeout=120)
+    finally:
+        waiting.kill()
+        db.close()
+    resumed: dict[str, float] = {}
+    answered_at: dict[str, float] = {}
+    for line in events.read_text().splitlines():
+        event = json.loads(line)
+        if event["type"] == "decision":
+            from datetime import datetime
+
+            resumed[event["id"]] = datetime.fromisoformat(event["time"]).timestamp()
+    rows = {r["id"]: r for r in Database(db_url).escalations_of(next(iter(Database(db_url).list_runs(include_finished=True)))["run_id"])}
+    for esc_id, row in rows.items():
+        answered_at[esc_id] = row["decided_at"]
+    lat = sorted((resumed[i] - answered_at[i]) * 1000 for i in resumed if i in answered_at)
+    p95 = lat[max(0, int(len(lat) * 0.95) - 1)]
+    print(f"escalate answer (another process) -> agent resumed, {len(lat)} answers: p50 {statistics.median(lat):.1f} ms, "
+          f"p95 {p95:.1f} ms, max {lat[-1]:.1f} ms")
+
+
+def kills(total: int) -> None:
+    from tests.durable.crash_harness import run_with_kills
+
+    rng = random.Random(12)
+    totals = {"kills": 0, "runs": 0, "wrong results": 0, "decisions lost": 0, "decisions doubled": 0,
+              "finished steps repeated": 0, "in-flight steps run again": 0}
+    started = time.monotonic()
+    while totals["kills"] < total:
+        report = run_with_kills(Path(tempfile.mkdtemp()), kills=min(10, total - totals["kills"]), rng=rng)
+        totals["kills"] += report.kills
+        totals["runs"] += 1
+        totals["wrong results"] += report.result != "first done | second done | ship it"
+        totals["decisions lost"] += report.decisions_missing + (3 - report.escalations if report.escalations < 3 else 0)
+        totals["decisions doubled"] += report.decision_events_doubled
+        totals["finished steps repeated"] += report.steps_repeated
+        totals["in-flight steps run again"] += report.steps_in_flight_rerun
+        print(f"  {totals} ({time.monotonic() - started:.0f} s)", flush=True)
+    print("random kills:", ", ".join(f"{k} {v}" for k, v in totals.items()))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--answers", type=int, default=40)
+    parser.add_argument("--kills", type=int, default=1000)
+    args = parser.parse_args()
+    os.chdir(ROOT)
+    if args.turns:
+        turn_cost(args.turns)
+    if args.answers:
+        answer_latency(args.answers)
+    if args.kills:
+        kills(args.kills)
