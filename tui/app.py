@@ -28,6 +28,7 @@ from tui.format import decision_summary, one_line
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.session import ConsoleSession, RunRequest
+from tui.stop_signals import quitting_on_signals
 from tui.widgets.decision_pane import DecisionPane
 
 APP_TITLE = "escalate"
@@ -84,9 +85,10 @@ class EscalateApp(App[int]):
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
         """Run on a PriorityLoop: runs share the console's loop, and a key or a decision is drawn
-        before more of their work (`options`: App.run_async's)."""
+        before more of their work (`options`: App.run_async's). SIGTERM and SIGHUP quit as `q`
+        does, with exit code 128 + the signal."""
         with asyncio.Runner(loop_factory=PriorityLoop) as runner:
-            return runner.run(self.run_async(**options))
+            return runner.run(quitting_on_signals(self.run_async(**options), self.call_later, self.action_quit))
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -299,7 +301,7 @@ class EscalateApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    async def action_quit(self) -> None:
+    async def action_quit(self, code: int = 0) -> None:
         unfinished = [handle for handle in self.session.runs if handle.finished_at is None]
         for handle in unfinished:
             handle.cancel()
@@ -307,7 +309,7 @@ class EscalateApp(App[int]):
             await asyncio.wait([asyncio.ensure_future(h.wait()) for h in unfinished], timeout=QUIT_GRACE)
         self._unsubscribe()
         self.session.close()
-        self.exit(0)
+        self.exit(code)
 
 
 def _status(handle: Any) -> str:

@@ -1,0 +1,120 @@
+"""End to end: SIGTERM or SIGHUP to the console in a real pseudo-terminal.
+
+The console must end like `escalate run` does (its runs cancelled, the commands they started
+killed with their process groups, exit 128 + the signal) and hand the terminal back as it found
+it: out of the alternate screen, cursor shown, line discipline (echo, canonical mode) restored.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import fcntl
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ALT_SCREEN_ON, ALT_SCREEN_OFF = b"\x1b[?1049h", b"\x1b[?1049l"
+CURSOR_HIDDEN, CURSOR_SHOWN = b"\x1b[?25l", b"\x1b[?25h"
+
+
+class PtyConsole:
+    """`escalate console ...` with a pseudo-terminal (120x40) as its stdin, stdout and stderr;
+    everything it writes is kept in `output`."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        master, self.tty = pty.openpty()
+        self.modes_before = termios.tcgetattr(self.tty)[3]
+        fcntl.ioctl(self.tty, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "engine", "console", *args], cwd=cwd, env=env,
+                                     stdin=self.tty, stdout=self.tty, stderr=self.tty, start_new_session=True)
+        self._master = master
+        self.output = bytearray()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._master, 65536)
+            except OSError:  # EIO: every copy of the terminal's other side is closed
+                return
+            if not chunk:
+                return
+            self.output += chunk
+
+    def exit_code(self, timeout: float = 30.0) -> int:
+        code = self.proc.wait(timeout)
+        self.modes_after = termios.tcgetattr(self.tty)[3]  # the terminal's local modes as it was left
+        os.close(self.tty)  # the reader sees the end once the console's copies are closed too
+        self._reader.join(10)
+        return code
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        for fd in (self.tty, self._master):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _pids_running(pattern: str) -> list[int]:
+    """Processes whose whole command line matches `pattern` (a regex, as pgrep -f reads it)."""
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _wait(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_cancels_runs_kills_their_commands_and_restores_the_terminal(tmp_path: Path, signum: int) -> None:
+    marker = f"sleep 30.{4000 + signum}"  # unique: found by pgrep, never confused with another test's
+    (tmp_path / "w.sr").write_text('tool sh = builtin streetrace.cli\nprompt p: """x"""\nagent a:\n    instruction p\n'
+                                   '    tools sh\nflow main:\n    return run agent a "go"\n')
+    (tmp_path / "w.yaml").write_text(f'agents:\n  a:\n    - {{tool: run_command, args: {{command: "{marker}; echo x"}}}}\n')
+    console = PtyConsole(tmp_path, str(tmp_path / "w.sr"), "--run", "--input", "go")
+    try:
+        command = f"^{marker}$"  # the sleep itself, not the shell that started it
+        _wait(lambda: _pids_running(command), 60, f"the agent's command ({marker})")
+        [sleeper] = _pids_running(command)
+        console.proc.send_signal(signum)
+        assert console.exit_code() == 128 + signum, bytes(console.output[-2000:])
+        _wait(lambda: not _alive(sleeper), 10, "the command to be killed")
+        out = bytes(console.output)
+        assert out.rfind(ALT_SCREEN_OFF) > out.rfind(ALT_SCREEN_ON) > -1, out[-500:]
+        assert out.rfind(CURSOR_SHOWN) > out.rfind(CURSOR_HIDDEN) > -1, out[-500:]
+        restored = termios.ECHO | termios.ICANON
+        assert console.modes_after & restored == console.modes_before & restored
+    finally:
+        console.close()
+        for pid in _pids_running(marker):  # a failing run leaves nothing behind either
+            os.kill(pid, signal.SIGKILL)
