@@ -18,13 +18,15 @@ from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.reactive import Reactive
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
 from engine.escalation.model import ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
+from engine.text_safety import visible
 from tui.bridge import Batcher
-from tui.format import decision_summary, one_line
+from tui.format import decision_summary, one_line, terminal_title
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.session import ConsoleSession, RunRequest
@@ -121,7 +123,7 @@ class EscalateApp(App[int]):
             self.start(self.session.workflows[0], RunRequest(None, self._first_input))
 
     def on_engine_failed(self, message: EngineFailed) -> None:
-        self.notify(message.error, title="The runtime could not start", severity="error", timeout=30)
+        self.notify(message.error, title="The runtime could not start", severity="error", timeout=30, markup=False)
 
     # ---- runs --------------------------------------------------------------------------------
 
@@ -130,7 +132,7 @@ class EscalateApp(App[int]):
         try:
             handle = self.session.start_run(entry, flow=request.flow, input=request.input)
         except Exception as exc:  # e.g. an unknown flow: one line, the console stays up
-            self.notify(str(exc), title=f"Cannot start {entry.name}", severity="error")
+            self.notify(str(exc), title=f"Cannot start {entry.name}", severity="error", markup=False)
             return None
         self.main.add_run(handle)
         self._follow(handle)
@@ -208,6 +210,15 @@ class EscalateApp(App[int]):
             self.notify(str(exc), title="Not sent", severity="warning", markup=False)
             self.main.sync_decisions()
 
+    def validate_title(self, title: object) -> str:
+        return visible(str(title))  # shown in the headers and as the terminal's title: it may name a task
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast through the sanitizer: toasts quote file, task and agent names, and errors
+        that quote them (callers showing any pass markup=False too)."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
+
     def _update_title(self) -> None:
         waiting = len(self.session.pending())
         self.title = f"{APP_TITLE} · {waiting} decision{'s' if waiting != 1 else ''} waiting" if waiting else APP_TITLE
@@ -217,7 +228,7 @@ class EscalateApp(App[int]):
         # Textual has no API for the terminal's own title; OSC 2 is what terminals understand.
         driver = self._driver
         if driver is not None and not self.is_headless:
-            driver.write(f"\x1b]2;{title}\x07")
+            driver.write(terminal_title(title))
 
     # ---- actions -----------------------------------------------------------------------------
 
@@ -263,7 +274,7 @@ class EscalateApp(App[int]):
         if handle is None:
             self.notify("no run selected", title="Nothing to cancel")
         elif handle.finished_at is not None:
-            self.notify(f"{handle.workflow} {handle.id} has already ended", title="Nothing to cancel")
+            self.notify(f"{handle.workflow} {handle.id} has already ended", title="Nothing to cancel", markup=False)
         else:
             handle.cancel()
             self.notify(f"{handle.workflow} {handle.id} cancelled", markup=False)

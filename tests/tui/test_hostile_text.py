@@ -1,0 +1,130 @@
+"""Hostile file names, agent names and agent text never reach the terminal as control characters.
+
+A workflow file named with an OSC 52 sequence (and a clear-screen, a BEL, a C1 CSI, a bidi
+override, DEL), an agent that hands off to a "target" made of the same, asks a question with it
+in every field, a store whose earlier sessions hold it everywhere, and a file that is not UTF-8.
+Every screen is rendered as the terminal would get it (`export_screenshot`: the compositor's full
+frame) and must hold none of it, while still showing the names (as visible signs).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.command import CommandPalette
+
+from engine.escalation.store import iso
+from rules import load_rules
+from tests.hostile_text import HOSTILE, forbidden_in
+from tests.store.store_helpers import line
+from tests.tui.helpers import SIZE, make_app, make_session, wait_until
+from tui.screens.history import HistoryScreen
+from tui.screens.start_run import StartRunScreen
+from tui.session import RunRequest
+
+SHOWN = "␛]52;c;cHduZWQ=␇"  # the OSC 52 sequence as the console shows it
+
+WORKFLOW = 'prompt p: """x"""\nagent a:\n    instruction p\nagent b:\n    instruction p\nflow main:\n    return run agent a "go"\n'
+
+
+def hostile_workspace(tmp: Path) -> tuple[list[Path], Path]:
+    """(workflows, rules): one that runs, one that does not compile, both hostile by name."""
+    runs = tmp / f"evil{HOSTILE}.sr"
+    runs.write_text(WORKFLOW)
+    question = {
+        "escalation": True, "reason": "architecture_decision", "question": f"q{HOSTILE}", "context": f"c{HOSTILE}",
+        "options": [{"id": f"o{HOSTILE}", "label": f"l{HOSTILE}", "description": f"d{HOSTILE}", "recommended": True}],
+    }
+    runs.with_suffix(".yaml").write_text(json.dumps({"agents": {"a": [
+        {"tool": "escalate_to_agent", "args": {"reason": f"r{HOSTILE}", "task": f"t{HOSTILE}",
+                                               "suggested_target": f"x{HOSTILE}"}},
+        json.dumps(question),
+        "done",
+    ]}}))
+    broken = tmp / f"broken{HOSTILE}\udcff.sr"  # \udcff: the byte 0xff, not UTF-8
+    broken.write_text("flow main:\n    $x = run agent ghost\n")
+    rules = tmp / "rules.yaml"
+    # `a` may hand off (to b only), and the question's countdown names its recommended option.
+    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 300, onTimeout: recommended}\n"
+                     "policy:\n  paths:\n    a: [b]\n")
+    return [runs, broken], rules
+
+
+def hostile_store(path: Path) -> None:
+    """Earlier sessions: an answered escalation, a hand-off and a failed run, all hostile."""
+    h = HOSTILE
+    at = iso(1_763_000_000.0)
+    path.write_text(
+        line("raised", at, id="e1", taskId=f"t{h}", runId=f"r{h}", agent=f"ag{h}", reason="architecture_decision",
+             question=f"q{h}", context=f"c{h}", options=[{"id": f"o{h}", "label": f"l{h}", "description": "",
+                                                         "recommended": False}],
+             allowAgentDecision=False, timeout=None, origin="agent_text",
+             policy={"deadline": None, "onTimeout": "wait", "optionId": None, "timeoutSeconds": None}, extra={})
+        + line("resolved", at, id="e1", responseType="option", selectedOption=f"o{h}",
+               additionalInstructions=f"i{h}", resolvedBy="human", note=f"n{h}", stopsTask=False)
+        + line("agent_escalation", at, source=f"s{h}", target=f"x{h}", approved=False, reason=f"r{h}", task=f"t{h}",
+               denial="loop")
+        + line("run", at, id=f"r{h}", task=f"t{h}", workflow=f"w{h}", flow=None, input=f"i{h}", status="failed",
+               result=None, error=f"e{h}", startedAt=at)
+    )
+
+
+def assert_clean(app, where: str) -> str:
+    shot = app.export_screenshot()
+    assert forbidden_in(shot) == [], f"control characters reach the terminal from {where}"
+    return shot
+
+
+async def test_main_screen_shows_hostile_names_and_agent_text_as_signs(tmp_path: Path) -> None:
+    workflows, rules = hostile_workspace(tmp_path)
+    session = make_session(workflows, rules=load_rules(rules), workspace=tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, lambda: session.workflows[1].error, 10, "the compile error")
+        assert_clean(app, "the workflow list")  # both names, and the error line quoting one
+
+        run = app.start(session.workflows[0], RunRequest(None, f"in{HOSTILE}"))
+        await wait_until(pilot, lambda: session.pending(), 20, "the question")
+        await wait_until(pilot, lambda: any(e.type == "human_escalation" for e in run.events), 5, "its event")
+        app.main.query_one("#runs").tick()  # the run's latest event, as the clock would draw it
+        await pilot.pause(0.2)  # run events are drawn in batches
+        shot = assert_clean(app, "runs, events, inbox and the decision pane")
+        assert SHOWN in shot.replace("&#160;", " ")  # shown, not dropped
+
+        app.start_workflow(1)  # does not compile: a toast quoting its name and error
+        app.start(session.workflows[0], RunRequest("nope", ""))  # an unknown flow: a toast quoting the file's name
+        app.notify(f"m{HOSTILE}", title=f"t{HOSTILE}", markup=False)
+        await pilot.pause(0.2)
+        assert_clean(app, "notifications")
+
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), 5, "the palette")
+        await pilot.pause(0.3)
+        assert_clean(app, "the command palette")
+        await pilot.press("escape")
+
+        app.main.query_one("#workflows").highlighted = 0
+        await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), 5, "the main screen")
+        app.start_workflow(0)
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 5, "the start dialog")
+        await pilot.pause()
+        assert_clean(app, "the start dialog")
+
+
+async def test_history_shows_hostile_records_of_this_and_earlier_sessions_as_signs(tmp_path: Path) -> None:
+    workflows, rules = hostile_workspace(tmp_path)
+    store = tmp_path / "history.jsonl"
+    hostile_store(store)
+    session = make_session(workflows[:1], rules=load_rules(rules), workspace=tmp_path, store=store)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        app.start(session.workflows[0], RunRequest(None, "go"))
+        await wait_until(pilot, lambda: session.pending(), 20, "the question")
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 5, "the history")
+        await pilot.pause()
+        shot = assert_clean(app, "the history screen (table and metrics)")
+        assert SHOWN in shot.replace("&#160;", " ")
