@@ -25,6 +25,13 @@ _SIGNS |= {c: 0xFFFD for c in (*range(0x80, 0xA0), *range(0x202A, 0x202F), *rang
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
+def utf8_text(value: str) -> str:
+    """Text the OS gave (a command-line argument, a file's name) as UTF-8: bytes that are not
+    UTF-8 arrive as lone surrogates, which nothing can encode (a store or events line, a
+    terminal): they become U+FFFD. Unlike `visible`, for text that is kept, not only shown."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def visible(text: str) -> str:
     """`text` with every character a terminal would obey (or could not write) shown as a sign."""
     return text.translate(_SIGNS) if _UNSAFE.search(text) else text

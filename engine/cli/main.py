@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import Sequence, TextIO
 
-from engine.text_safety import visible
+from engine.text_safety import utf8_text, visible
 
 # Exit codes of the contract.
 EXIT_OK = 0
@@ -86,12 +86,6 @@ _COMMANDS = {
 
 
 TEXT_ARGUMENTS = ("input", "task", "flow")  # free text, unlike paths (which must stay as given)
-
-
-def utf8_text(value: str) -> str:
-    """Command-line text as UTF-8: bytes that are not UTF-8 (the OS hands them over as lone
-    surrogates, which nothing can encode) become U+FFFD."""
-    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.main import utf8_text, write_line as _err  # every message goes through the sanitizer
+from engine.cli.main import write_line as _err  # every message goes through the sanitizer
+from engine.text_safety import utf8_text
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STOPPED, EXIT_WAITING = 0, 1, 2, 3, 4
 

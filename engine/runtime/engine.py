@@ -23,6 +23,7 @@ from engine.runtime.events import EventSink, RunEvent
 from engine.runtime.priority_loop import BACKGROUND
 from engine.runtime.script import Script
 from engine.runtime.spec import WorkflowBase
+from engine.text_safety import utf8_text
 
 log = logging.getLogger("escalate.runtime")
 
@@ -138,7 +139,7 @@ class Engine:
     def load(self, path: Path) -> CompiledWorkflow:
         """Compile a `.sr` file; raises CompileFailed with the diagnostics."""
         cls = load_workflow(Path(path))
-        return CompiledWorkflow(Path(path), Path(path).stem, cls)
+        return CompiledWorkflow(Path(path), utf8_text(Path(path).stem), cls)  # the name is stored: UTF-8
 
     # -- events ------------------------------------------------------------------------------
 

@@ -8,67 +8,20 @@ it: out of the alternate screen, cursor shown, line discipline (echo, canonical 
 from __future__ import annotations
 
 import os
-import pty
 import signal
-import struct
 import subprocess
-import sys
 import termios
-import threading
 import time
 from pathlib import Path
 
-import fcntl
 import pytest
+
+from tests.e2e.pty_console import PtyConsole
 
 pytestmark = pytest.mark.slow
 
 ALT_SCREEN_ON, ALT_SCREEN_OFF = b"\x1b[?1049h", b"\x1b[?1049l"
 CURSOR_HIDDEN, CURSOR_SHOWN = b"\x1b[?25l", b"\x1b[?25h"
-
-
-class PtyConsole:
-    """`escalate console ...` with a pseudo-terminal (120x40) as its stdin, stdout and stderr;
-    everything it writes is kept in `output`."""
-
-    def __init__(self, cwd: Path, *args: str) -> None:
-        master, self.tty = pty.openpty()
-        self.modes_before = termios.tcgetattr(self.tty)[3]
-        fcntl.ioctl(self.tty, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "engine", "console", *args], cwd=cwd, env=env,
-                                     stdin=self.tty, stdout=self.tty, stderr=self.tty, start_new_session=True)
-        self._master = master
-        self.output = bytearray()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self._master, 65536)
-            except OSError:  # EIO: every copy of the terminal's other side is closed
-                return
-            if not chunk:
-                return
-            self.output += chunk
-
-    def exit_code(self, timeout: float = 30.0) -> int:
-        code = self.proc.wait(timeout)
-        self.modes_after = termios.tcgetattr(self.tty)[3]  # the terminal's local modes as it was left
-        os.close(self.tty)  # the reader sees the end once the console's copies are closed too
-        self._reader.join(10)
-        return code
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        for fd in (self.tty, self._master):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 def _pids_running(pattern: str) -> list[int]:

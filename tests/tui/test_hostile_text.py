@@ -21,7 +21,7 @@ from textual.command import CommandPalette
 from engine.escalation.model import OnTimeout, Option
 from engine.escalation.store import iso
 from rules import load_rules
-from tests.hostile_text import HOSTILE, forbidden_in
+from tests.hostile_text import HOSTILE, forbidden_in, hostile_workspace
 from tests.store.store_helpers import line
 from tests.tui.helpers import SIZE, ask, make_app, make_session, pending, wait_until
 from tui.format import terminal_title
@@ -30,32 +30,6 @@ from tui.screens.start_run import StartRunScreen
 from tui.session import RunRequest
 
 SHOWN = "␛]52;c;cHduZWQ=␇"  # the OSC 52 sequence as the console shows it
-
-WORKFLOW = 'prompt p: """x"""\nagent a:\n    instruction p\nagent b:\n    instruction p\nflow main:\n    return run agent a "go"\n'
-
-
-def hostile_workspace(tmp: Path) -> tuple[list[Path], Path]:
-    """(workflows, rules): one that runs, one that does not compile, both hostile by name."""
-    runs = tmp / f"evil{HOSTILE}.sr"
-    runs.write_text(WORKFLOW)
-    question = {
-        "escalation": True, "reason": "architecture_decision", "question": f"q{HOSTILE}", "context": f"c{HOSTILE}",
-        "options": [{"id": f"o{HOSTILE}", "label": f"l{HOSTILE}", "description": f"d{HOSTILE}", "recommended": True}],
-    }
-    runs.with_suffix(".yaml").write_text(json.dumps({"agents": {"a": [
-        {"tool": "escalate_to_agent", "args": {"reason": f"r{HOSTILE}", "task": f"t{HOSTILE}",
-                                               "suggested_target": f"x{HOSTILE}"}},
-        json.dumps(question),
-        "done",
-    ]}}))
-    broken = tmp / f"broken{HOSTILE}\udcff.sr"  # \udcff: the byte 0xff, not UTF-8
-    broken.write_text("flow main:\n    $x = run agent ghost\n")
-    rules = tmp / "rules.yaml"
-    # `a` may hand off (to b only), and the question's countdown names its recommended option.
-    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 300, onTimeout: recommended}\n"
-                     "policy:\n  paths:\n    a: [b]\n")
-    return [runs, broken], rules
-
 
 def hostile_store(path: Path) -> None:
     """Earlier sessions: an answered escalation, a hand-off and a failed run, all hostile."""
@@ -114,7 +88,7 @@ async def test_main_screen_shows_hostile_names_and_agent_text_as_signs(tmp_path:
         app.start(session.workflows[0], RunRequest("nope", ""))  # an unknown flow: the run fails, a toast names it
         await pilot.pause(0.2)
         shot = assert_clean(app, "notifications")
-        assert "txt.exe␡� does not" in shot and "txt.exe␡ failed" in shot  # the two toasts' titles
+        assert "broken␛]52;c;" in shot and "txt.exe␡� failed" in shot  # the two toasts' titles
 
         await pilot.press("ctrl+p")
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), 5, "the palette")
@@ -140,6 +114,9 @@ async def test_history_shows_hostile_records_of_this_and_earlier_sessions_as_sig
         await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
         app.start(session.workflows[0], RunRequest(None, "go"))
         await wait_until(pilot, lambda: session.pending(), 20, "the question")
+        # Recorded although its task (the file's stem) had a byte that is not UTF-8 in it.
+        stored = [json.loads(x) for x in store.read_text(encoding="utf-8").splitlines()]
+        assert [x["taskId"] for x in stored if x["kind"] == "raised"][1].startswith(f"evil{HOSTILE}\ufffd")
         await pilot.press("h")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 5, "the history")
         await pilot.pause()
