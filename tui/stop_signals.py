@@ -23,10 +23,18 @@ async def quitting_on_signals(
     main: Coroutine[Any, Any, T], post: Callable[..., object], quit: Callable[[int], Awaitable[None]]
 ) -> T:
     """Await `main` (the app running) with SIGTERM and SIGHUP handled as `quit(128 + signal)`,
-    passed to `post` (the app's `call_later`: the quit then runs in the app's own context)."""
+    passed to `post` (the app's `call_later`: the quit then runs in the app's own context).
+    Signals after the first change nothing: the quit they ask for is already under way."""
     loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def stop(signum: int) -> None:
+        received.append(signum)
+        if len(received) == 1:  # the first one decides the exit code; the quit is under way
+            post(quit, 128 + signum)
+
     for signum in STOP_SIGNALS:
-        loop.add_signal_handler(signum, post, quit, 128 + signum)
+        loop.add_signal_handler(signum, stop, signum)
     try:
         return await main
     finally:

@@ -48,9 +48,12 @@ def _wait(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_a_signal_cancels_runs_kills_their_commands_and_restores_the_terminal(tmp_path: Path, signum: int) -> None:
-    marker = f"sleep 30.{4000 + signum}"  # unique: found by pgrep, never confused with another test's
+@pytest.mark.parametrize("signals", [(signal.SIGTERM,), (signal.SIGHUP,), (signal.SIGTERM, signal.SIGHUP, signal.SIGTERM)],
+                         ids=["SIGTERM", "SIGHUP", "SIGTERM-then-more"])
+def test_a_signal_cancels_runs_kills_their_commands_and_restores_the_terminal(tmp_path: Path, signals: tuple[int, ...]) -> None:
+    """A second signal during the quit changes nothing: the first one's exit code."""
+    signum = signals[0]
+    marker = f"sleep 30.{4000 + 100 * len(signals) + signum}"  # unique: found by pgrep, never confused with another test's
     (tmp_path / "w.sr").write_text('tool sh = builtin streetrace.cli\nprompt p: """x"""\nagent a:\n    instruction p\n'
                                    '    tools sh\nflow main:\n    return run agent a "go"\n')
     (tmp_path / "w.yaml").write_text(f'agents:\n  a:\n    - {{tool: run_command, args: {{command: "{marker}; echo x"}}}}\n')
@@ -59,7 +62,8 @@ def test_a_signal_cancels_runs_kills_their_commands_and_restores_the_terminal(tm
         command = f"^{marker}$"  # the sleep itself, not the shell that started it
         _wait(lambda: _pids_running(command), 60, f"the agent's command ({marker})")
         [sleeper] = _pids_running(command)
-        console.proc.send_signal(signum)
+        for each in signals:
+            console.proc.send_signal(each)
         assert console.exit_code() == 128 + signum, bytes(console.output[-2000:])
         _wait(lambda: not _alive(sleeper), 10, "the command to be killed")
         out = bytes(console.output)
