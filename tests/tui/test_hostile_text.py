@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
-
 from textual.command import CommandPalette
 
 from engine.escalation.model import OnTimeout, Option
@@ -30,6 +29,7 @@ from tui.screens.start_run import StartRunScreen
 from tui.session import RunRequest
 
 SHOWN = "␛]52;c;cHduZWQ=␇"  # the OSC 52 sequence as the console shows it
+
 
 def hostile_store(path: Path) -> None:
     """Earlier sessions: an answered escalation, a hand-off and a failed run, all hostile."""
@@ -96,7 +96,6 @@ async def test_main_screen_shows_hostile_names_and_agent_text_as_signs(tmp_path:
         assert_clean(app, "the command palette")
         await pilot.press("escape")
 
-        app.main.query_one("#workflows").highlighted = 0
         await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), 5, "the main screen")
         app.start_workflow(0)
         await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 5, "the start dialog")
