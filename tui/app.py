@@ -18,16 +18,19 @@ from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.reactive import Reactive
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
 from engine.escalation.model import ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
+from engine.text_safety import visible
 from tui.bridge import Batcher
-from tui.format import decision_summary, one_line
+from tui.format import decision_summary, one_line, terminal_title
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.session import ConsoleSession, RunRequest
+from tui.stop_signals import quitting_on_signals
 from tui.widgets.decision_pane import DecisionPane
 
 APP_TITLE = "escalate"
@@ -84,9 +87,10 @@ class EscalateApp(App[int]):
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
         """Run on a PriorityLoop: runs share the console's loop, and a key or a decision is drawn
-        before more of their work (`options`: App.run_async's)."""
+        before more of their work (`options`: App.run_async's). SIGTERM and SIGHUP quit as `q`
+        does, with exit code 128 + the signal."""
         with asyncio.Runner(loop_factory=PriorityLoop) as runner:
-            return runner.run(self.run_async(**options))
+            return runner.run(quitting_on_signals(self.run_async(**options), self.call_later, self.action_quit))
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -148,7 +152,7 @@ class EscalateApp(App[int]):
             self.start(self.session.workflows[0], RunRequest(None, self._first_input))
 
     def on_engine_failed(self, message: EngineFailed) -> None:
-        self.notify(message.error, title="The runtime could not start", severity="error", timeout=30)
+        self.notify(message.error, title="The runtime could not start", severity="error", timeout=30, markup=False)
 
     # ---- runs --------------------------------------------------------------------------------
 
@@ -157,7 +161,7 @@ class EscalateApp(App[int]):
         try:
             handle = self.session.start_run(entry, flow=request.flow, input=request.input)
         except Exception as exc:  # e.g. an unknown flow: one line, the console stays up
-            self.notify(str(exc), title=f"Cannot start {entry.name}", severity="error")
+            self.notify(str(exc), title=f"Cannot start {entry.name}", severity="error", markup=False)
             return None
         self.main.add_run(handle)
         self._follow(handle)
@@ -235,6 +239,15 @@ class EscalateApp(App[int]):
             self.notify(str(exc), title="Not sent", severity="warning", markup=False)
             self.main.sync_decisions()
 
+    def validate_title(self, title: object) -> str:
+        return visible(str(title))  # shown in the headers and as the terminal's title: it may name a task
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast through the sanitizer: toasts quote file, task and agent names, and errors
+        that quote them (callers showing any pass markup=False too)."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
+
     def _update_title(self) -> None:
         waiting = len(self.session.pending())
         self.title = f"{APP_TITLE} · {waiting} decision{'s' if waiting != 1 else ''} waiting" if waiting else APP_TITLE
@@ -244,7 +257,7 @@ class EscalateApp(App[int]):
         # Textual has no API for the terminal's own title; OSC 2 is what terminals understand.
         driver = self._driver
         if driver is not None and not self.is_headless:
-            driver.write(f"\x1b]2;{title}\x07")
+            driver.write(terminal_title(title))
 
     # ---- actions -----------------------------------------------------------------------------
 
@@ -290,7 +303,7 @@ class EscalateApp(App[int]):
         if handle is None:
             self.notify("no run selected", title="Nothing to cancel")
         elif handle.finished_at is not None:
-            self.notify(f"{handle.workflow} {handle.id} has already ended", title="Nothing to cancel")
+            self.notify(f"{handle.workflow} {handle.id} has already ended", title="Nothing to cancel", markup=False)
         else:
             handle.cancel()
             self.notify(f"{handle.workflow} {handle.id} cancelled", markup=False)
@@ -328,16 +341,17 @@ class EscalateApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    async def action_quit(self) -> None:
+    async def action_quit(self, code: int = 0) -> None:
+        """`q` (code 0) or a signal (SIGTERM/SIGHUP: 128 + signal, nobody may be there to ask)."""
         if self.session.db is not None:
             decisions, runs = self.session.active
-            if decisions or runs:
+            if code == 0 and (decisions or runs):
                 from tui.screens.confirm_quit import ConfirmQuit
 
                 if not isinstance(self.screen, ConfirmQuit):
                     self.push_screen(ConfirmQuit(decisions, runs), self._quit_confirmed)
                 return
-            self._quit_confirmed(True)
+            await self._leave(code)
             return
         unfinished = [handle for handle in self.session.runs if handle.finished_at is None]
         for handle in unfinished:
@@ -346,14 +360,21 @@ class EscalateApp(App[int]):
             await asyncio.wait([asyncio.ensure_future(h.wait()) for h in unfinished], timeout=QUIT_GRACE)
         self._unsubscribe()
         self.session.close()
-        self.exit(0)
+        self.exit(code)
 
-    def _quit_confirmed(self, quit_now: bool | None) -> None:
-        """Durable runs are left as they are (they continue next time), nothing is cancelled."""
+    async def _quit_confirmed(self, quit_now: bool | None) -> None:
         if quit_now:
-            self._unsubscribe()
-            self.session.close()
-            self.exit(0)
+            await self._leave(0)
+
+    async def _leave(self, code: int) -> None:
+        """Durable runs are left as they are, running or waiting: they continue next time. Their
+        tasks here stop first (the commands they started are killed with them)."""
+        stopping = self.session.leave()
+        if stopping:
+            await asyncio.wait(stopping, timeout=QUIT_GRACE)
+        self._unsubscribe()
+        self.session.close()
+        self.exit(code)
 
 
 def _status(handle: Any) -> str:

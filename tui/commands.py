@@ -21,13 +21,14 @@ class EscalateCommands(Provider):
         session = app.session
         commands: list[tuple[str, Callable[[], object], str]] = []
         for index, entry in enumerate(session.workflows):
-            commands.append((f"Start run: {entry.name}", partial(app.start_workflow, index), str(entry.path)))
+            commands.append((f"Start run: {one_line(entry.name, 80)}", partial(app.start_workflow, index),
+                             one_line(str(entry.path), 200)))
         for pending in session.pending():
             esc = pending.escalation
             commands.append((
                 f"Decide [{one_line(esc.task_id, 40)}]: {one_line(esc.question, 50)}",
                 partial(app.main.select_decision, esc.id),
-                f"{esc.reason.value} from {esc.agent}",
+                f"{esc.reason.value} from {one_line(esc.agent, 40)}",
             ))
         commands += [
             ("Cancel the selected run", app.action_cancel_run, "stops the run highlighted in Runs"),

@@ -1,7 +1,9 @@
 """Plain-text formatting shared by the console's widgets (no Textual here, easy to test).
 
 Everything an agent wrote reaches the screen through these functions as `rich.text.Text`, never
-as a markup string: `[prod vs staging]` must show as written.
+as a markup string: `[prod vs staging]` must show as written. Every string from outside the
+program (agent text, file, task, agent and flow names) goes through `visible`
+(engine/text_safety.py), here or in the widget that shows it: control characters shown as signs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from rich.text import Text
 
 from engine.escalation.broker import NoTimeoutDefault, timeout_decision
 from engine.escalation.model import Decision, Escalation, PendingEscalation
+from engine.text_safety import visible
 
 # Run status -> (label shown, style). "waiting" is the one the user acts on.
 STATUS_STYLES: dict[str, tuple[str, str]] = {
@@ -26,16 +29,10 @@ STATUS_STYLES: dict[str, tuple[str, str]] = {
 }
 
 
-# Control characters in agent text would reach the terminal as they are (an ESC starts an escape
-# sequence): each is shown as its Unicode control picture (␛, ␇, ...) instead. Tab and newline
-# stay: the widgets lay them out.
-_CONTROL_PICTURES = {c: 0x2400 + c for c in range(32) if c not in (9, 10)} | {0x7F: 0x2421}
-_CONTROL_PICTURES |= {c: 0xFFFD for c in range(0x80, 0xA0)}  # C1 controls (CSI is 0x9B)
-
-
-def visible(text: str) -> str:
-    """`text` with every control character replaced by a visible sign."""
-    return text.translate(_CONTROL_PICTURES)
+def terminal_title(title: str) -> str:
+    """The escape sequence (OSC 2) that sets the terminal's own title to `title`: a control
+    character in it would end the sequence early and start another."""
+    return f"\x1b]2;{visible(title)}\x07"
 
 
 def duration(seconds: float) -> str:
@@ -77,7 +74,7 @@ def countdown(pending: PendingEscalation, now: float) -> str:
         outcome = timeout_decision(pending, now).note.split(": ", 1)[-1]
     except NoTimeoutDefault:  # a deadline on a `wait` default: the broker keeps waiting
         return waits
-    return f"No answer in {duration(max(0.0, pending.policy.deadline - now))} → {outcome}"
+    return f"No answer in {duration(max(0.0, pending.policy.deadline - now))} → {one_line(outcome, 120)}"  # it may name an option id
 
 
 def decision_summary(decision: Decision, escalation: Escalation | None = None) -> str:
@@ -107,6 +104,7 @@ def _stops(fields: dict[str, Any]) -> str:
 
 # Agent replies and results in the log: it wraps them, so they can be read whole (to a limit).
 RESULT_LIMIT = 2000
+NAME_LIMIT = 60  # an agent's or tool's name in a log line
 
 
 # RunEvent type -> how its fields read in the event log.
@@ -114,31 +112,36 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     """One event of a run as one styled line of plain text."""
     f = fields
     if event_type == "agent_call":
-        return _line("→", f"{f.get('agent')}: {one_line(f.get('input', ''), 100)}", "cyan")
+        return _line("→", f"{_name(f.get('agent'))}: {one_line(f.get('input', ''), 100)}", "cyan")
     if event_type == "agent_result":
-        return _line("←", f"{f.get('agent')}: {one_line(f.get('result', ''), RESULT_LIMIT)}", "green")
+        return _line("←", f"{_name(f.get('agent'))}: {one_line(f.get('result', ''), RESULT_LIMIT)}", "green")
     if event_type == "escalation":
         return _line(
             "↑",
-            f"{f.get('agent_name')} escalated ({f.get('condition_op')} {f.get('condition_value')!r}): "
+            f"{_name(f.get('agent_name'))} escalated ({_name(f.get('condition_op'))} {_name(repr(f.get('condition_value')))}): "
             f"{one_line(f.get('result', ''), 60)}",
             "magenta",
         )
     if event_type == "human_escalation":
-        return _line("?", f"{f.get('agent')} asks [{f.get('reason')}]: {one_line(f.get('question', ''), 90)}", "bold yellow")
+        return _line("?", f"{_name(f.get('agent'))} asks [{_name(f.get('reason'))}]: {one_line(f.get('question', ''), 90)}", "bold yellow")
     if event_type == "decision":
-        return _line("✓", f"decided {decision_words(f)}{_instructions(f)} by {f.get('resolvedBy')}{_stops(f)}", "bold green")
+        return _line("✓", f"decided {decision_words(f)}{_instructions(f)} by {_name(f.get('resolvedBy'))}{_stops(f)}", "bold green")
     if event_type == "tool_call":
-        return _line("⚙", f"{f.get('agent')} {f.get('tool')}({one_line(f.get('args', {}), 60)}) {f.get('verdict')}", "blue")
+        return _line("⚙", f"{_name(f.get('agent'))} {_name(f.get('tool'))}({one_line(f.get('args', {}), 60)}) {_name(f.get('verdict'))}", "blue")
     if event_type == "agent_escalation":
         if f.get("approved"):  # its reason only repeats the path
-            return _line("⇢", f"{f.get('source')} → {f.get('target')} approved", "magenta")
-        return _line("⇢", f"{f.get('source')} → {f.get('target')} denied: {one_line(f.get('reason', ''), 70)}", "magenta")
+            return _line("⇢", f"{_name(f.get('source'))} → {_name(f.get('target'))} approved", "magenta")
+        return _line("⇢", f"{_name(f.get('source'))} → {_name(f.get('target'))} denied: {one_line(f.get('reason', ''), 70)}", "magenta")
     if event_type == "flow_result":
         return _line("■", f"result: {one_line(f.get('result', ''), RESULT_LIMIT)}", "bold green")
     if event_type == "log":
         return _line("·", one_line(f.get("message", ""), 110), "")
     return _line("·", f"{event_type} {one_line(f, 100)}", "dim")
+
+
+def _name(value: Any) -> str:
+    """An agent, tool or target name from an event: agent text too (a hand-off's target)."""
+    return one_line(str(value), NAME_LIMIT)
 
 
 def _line(mark: str, body: str, style: str) -> Text:

@@ -60,7 +60,7 @@ def human_metrics(tally: HumanTally) -> Text:
     for agent, count in tally.asked.most_common():
         times = sorted(tally.waits.get(agent, ()))
         median = duration(times[len(times) // 2]) if times else "-"
-        text.append(f"  {agent}: {count} asked, {tally.by_human[agent]} by you, "
+        text.append(f"  {_name(agent)}: {count} asked, {tally.by_human[agent]} by you, "
                     f"{tally.by_default[agent]} by rule or timeout, median answer {median}\n")
     return text
 
@@ -82,14 +82,14 @@ def agent_metrics(history: Any, now: float, window: float = RECENT_WINDOW) -> Te
                 f"other denials: {sum(denials.values()) - denials.get(Denial.LOOP, 0)}\n")
     for agent in history.agents():
         rate = history.success_rate(agent, None, now)
-        text.append(f"  {agent}: success rate {rate:.0%} of {len(history.for_agent(agent))}\n")
+        text.append(f"  {_name(agent)}: success rate {rate:.0%} of {len(history.for_agent(agent))}\n")
     for (source, target), count in history.common_paths(3):
-        text.append(f"  path {source} → {target}: {count}\n", style="dim")
+        text.append(f"  path {_name(source)} → {_name(target)}: {count}\n", style="dim")
     latest = recent[-5:] or history.entries_since(max(0, len(history) - 5))  # none recent: the last ones
     for entry in latest:
-        verdict = "approved" if entry.approved else f"denied ({entry.denial or 'no reason'})"
-        text.append(f"  {ago(now - entry.timestamp)} {entry.source} → {entry.target or '?'} "
-                    f"{verdict}: {entry.reason}\n", style="dim")
+        verdict = "approved" if entry.approved else f"denied ({_name(entry.denial or 'no reason')})"
+        text.append(f"  {ago(now - entry.timestamp)} {_name(entry.source)} → {_name(entry.target or '?')} "
+                    f"{verdict}: {one_line(entry.reason, 120)}\n", style="dim")
     return text
 
 
@@ -102,12 +102,17 @@ def run_metrics(runs: list[Any], earlier: list[StoredRun]) -> Text:
         text.append(f"  earlier sessions: {len(earlier)}" + _counts(Counter(r.status for r in earlier)) + "\n")
         for run in earlier[-3:][::-1]:
             outcome = one_line(run.result, 50) if run.result is not None else (run.error or "")
-            text.append(f"  {run.workflow} {run.status}: {one_line(outcome, 60)}\n", style="dim")
+            text.append(f"  {_name(run.workflow)} {_name(run.status)}: {one_line(outcome, 60)}\n", style="dim")
     return text
 
 
 def _counts(counter: Counter[str]) -> str:
-    return f" ({', '.join(f'{n} {status}' for status, n in counter.most_common())})" if counter else ""
+    return f" ({', '.join(f'{n} {_name(status)}' for status, n in counter.most_common())})" if counter else ""
+
+
+def _name(value: str) -> str:
+    """An agent, workflow or status name: from a workflow, an agent's hand-off or a store file."""
+    return one_line(value, 60)
 
 
 def ago(seconds: float) -> str:

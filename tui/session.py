@@ -269,11 +269,17 @@ class ConsoleSession:
         """(decisions waiting, runs active): what quitting leaves for next time."""
         return len(self.broker.pending()), sum(1 for h in self.runs if not h.status.finished)
 
+    def leave(self) -> list[Any]:
+        """Stop this console's durable runs without ending them (they stay running or waiting in
+        the database and continue next time); returns their tasks, which are unwinding."""
+        if self.engine is None or self.db is None:
+            return []
+        return self.engine.detach()
+
     def close(self) -> None:
         """The console is quitting: durable runs stay as they are in the database (running,
         waiting) and continue next time; the store's file is closed."""
-        if self.engine is not None and self.db is not None:
-            self.engine.detach()
+        self.leave()
         if self.host is not None:
             self.host.close()
         if self.history_store is not None:

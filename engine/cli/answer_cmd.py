@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 
+from engine.cli.main import write_line
 from engine.escalation.broker import APPROVE, DENY, EscalationError, validate_response
 from engine.escalation.model import Decision, Origin, ResolvedBy, Response, ResponseType
 
@@ -44,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
         if held is not decision:
             who = held.resolved_by.value if held is not None else "nobody (it was withdrawn)"
             return _fail(f"{args.escalation}: already decided by {who}", 1)
-        sys.stdout.write(f"{args.escalation}: decided ({_words(response)})\n")
+        write_line(f"{args.escalation}: decided ({_words(response)})", sys.stdout)
         return 0
     finally:
         db.close()
@@ -72,5 +73,5 @@ def _words(response: Response) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(message + "\n")
+    write_line(message)
     return code

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine.cli.main import write_line
 from engine.lang.compiler import CompileResult, compile_file, is_unreadable
 from engine.lang.diagnostics import render_json, render_text
 
@@ -38,11 +39,11 @@ def main(args: argparse.Namespace) -> int:
             sources.update(r.sources)
         out = render_text(diags, sources)
         if out:
-            sys.stdout.write(out)
+            write_line(out, sys.stdout)
         n_err = sum(1 for d in diags if d.is_error)
         n_warn = len(diags) - n_err
-        sys.stderr.write(f"checked {len(files)} file{'s' if len(files) != 1 else ''}: "
-                         f"{n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}\n")
+        write_line(f"checked {len(files)} file{'s' if len(files) != 1 else ''}: "
+                   f"{n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}")
     if any(is_unreadable(r) for r in results):
         return 2
     return 1 if any(d.is_error for d in diags) else 0

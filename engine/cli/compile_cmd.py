@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine.cli.main import write_line
 from engine.lang.compiler import compile_file, is_unreadable
 from engine.lang.diagnostics import render_text
 
@@ -17,7 +18,7 @@ from engine.lang.diagnostics import render_text
 def main(args: argparse.Namespace) -> int:
     result = compile_file(Path(args.file))
     if result.diagnostics:
-        sys.stderr.write(render_text(result.diagnostics, result.sources))
+        write_line(render_text(result.diagnostics, result.sources))
     if is_unreadable(result):
         return 2
     if not result.ok or result.python is None:
@@ -26,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             Path(args.output).write_text(result.python, encoding="utf-8")
         except OSError as exc:
-            sys.stderr.write(f"{args.output}: error: cannot write: {exc.strerror or exc}\n")
+            write_line(f"{args.output}: error: cannot write: {exc.strerror or exc}")
             return 2
     else:
         sys.stdout.write(result.python)

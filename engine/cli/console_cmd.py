@@ -11,12 +11,11 @@ import argparse
 import gc
 import inspect
 import logging
-import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.cli.main import EXIT_OK, EXIT_USAGE
+from engine.cli.main import EXIT_OK, EXIT_USAGE, write_line
 
 if TYPE_CHECKING:
     from tui.app import EscalateApp
@@ -48,7 +47,7 @@ def _console(args: argparse.Namespace) -> int:
     try:
         files, script, rules = _inputs(args)
     except UsageError as exc:
-        sys.stderr.write(f"{exc}\n" if exc.positioned else f"escalate: error: {exc}\n")
+        write_line(str(exc) if exc.positioned else f"escalate: error: {exc}")
         return EXIT_USAGE
     try:
         db_url = _database(args)
@@ -65,13 +64,13 @@ def _console(args: argparse.Namespace) -> int:
 
             if not isinstance(exc, StoreError):
                 raise
-            sys.stderr.write(f"{exc}\n")
+            write_line(str(exc))
             return EXIT_USAGE
         _route_logs(Path(args.store).parent if args.store else Path(tempfile.gettempdir()))
         app = _app(session, args)
         result = app.run()
     if session.store_error:  # a big store read after the first frame turned out broken
-        sys.stderr.write(f"{session.store_error}\n")
+        write_line(session.store_error)
         return EXIT_USAGE
     return EXIT_OK if result is None else int(result)
 

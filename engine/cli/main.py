@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import Sequence, TextIO
+
+from engine.text_safety import utf8_text, visible
 
 # Exit codes of the contract.
 EXIT_OK = 0
@@ -17,11 +19,18 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
+def write_line(message: str, stream: TextIO | None = None) -> None:
+    """`message` and one newline on `stream` (stderr unless given): how every command writes
+    its messages. They quote file, task and agent names, agent text and input files, so control
+    characters in them are shown as signs, never obeyed by the terminal (engine/text_safety.py)."""
+    (stream or sys.stderr).write(visible(message.rstrip("\n")) + "\n")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line, with the contract's exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        write_line(f"{self.prog}: error: {message}")  # it quotes the arguments
         raise SystemExit(EXIT_USAGE)
 
 
@@ -108,12 +117,6 @@ _COMMANDS = {
 
 
 TEXT_ARGUMENTS = ("input", "task", "flow", "text", "instructions")  # free text, unlike paths (which must stay as given)
-
-
-def utf8_text(value: str) -> str:
-    """Command-line text as UTF-8: bytes that are not UTF-8 (the OS hands them over as lone
-    surrogates, which nothing can encode) become U+FFFD."""
-    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from engine.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, write_line
 
 
 def main(args: argparse.Namespace) -> int:
@@ -14,10 +14,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         rules = load_rules(args.file)
     except RulesUnreadable as exc:
-        sys.stderr.write(f"{exc}\n")
+        write_line(str(exc))
         return EXIT_USAGE
     except RulesError as exc:
-        sys.stderr.write(f"{exc}\n")
+        write_line(str(exc))
         return EXIT_ERROR
-    sys.stdout.write(f"{args.file}: ok: {rules.summary()}\n")
+    write_line(f"{args.file}: ok: {rules.summary()}", sys.stdout)
     return EXIT_OK

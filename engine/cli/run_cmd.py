@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.main import utf8_text
+from engine.cli.main import write_line as _err  # every message goes through the sanitizer
+from engine.text_safety import utf8_text
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STOPPED, EXIT_WAITING = 0, 1, 2, 3, 4
 
@@ -35,10 +36,6 @@ def main(args: argparse.Namespace) -> int:
         _err(str(exc))
         return EXIT_USAGE
     return asyncio.run(_run(args, **inputs))
-
-
-def _err(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
 
 
 def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:

@@ -10,6 +10,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+from engine.cli.main import write_line
+from engine.text_safety import visible
+
 
 def main(args: argparse.Namespace) -> int:
     from engine.durable.database import Database, DatabaseError, resolve_url
@@ -17,7 +20,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         db = Database(resolve_url(args.db))
     except DatabaseError as exc:
-        sys.stderr.write(f"--db {exc}\n")
+        write_line(f"--db {exc}")
         return 2
     try:
         listed = describe_runs(db, include_finished=args.all)
@@ -66,9 +69,5 @@ def _text(listed: list[dict[str, Any]]) -> str:
         for esc in run["pending"]:
             deadline = f"until {esc['deadline']}" if esc["deadline"] else "waits for a human"
             lines.append(f"    {esc['id']}  {esc['reason']}  {deadline}: {esc['question']}")
-    return "\n".join(_safe(line) for line in lines) + "\n"
-
-
-def _safe(line: str) -> str:
     # Task names and questions are other people's text: no control character reaches the terminal.
-    return "".join(ch if ch.isprintable() or ch == " " else "\ufffd" for ch in line)
+    return "\n".join(visible(line) for line in lines) + "\n"

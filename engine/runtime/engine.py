@@ -23,6 +23,7 @@ from engine.runtime.events import EventSink, RunEvent
 from engine.runtime.priority_loop import BACKGROUND
 from engine.runtime.script import Script
 from engine.runtime.spec import WorkflowBase
+from engine.text_safety import utf8_text
 
 if TYPE_CHECKING:
     from engine.durable.database import Database
@@ -152,7 +153,7 @@ class Engine:
     def load(self, path: Path) -> CompiledWorkflow:
         """Compile a `.sr` file; raises CompileFailed with the diagnostics."""
         cls = load_workflow(Path(path))
-        return CompiledWorkflow(Path(path), Path(path).stem, cls)
+        return CompiledWorkflow(Path(path), utf8_text(Path(path).stem), cls)  # the name is stored: UTF-8
 
     # -- events ------------------------------------------------------------------------------
 
@@ -252,15 +253,19 @@ class Engine:
         handle._task = asyncio.current_task()
         await self._execute(handle, workflow, script, durable=True)
 
-    def detach(self) -> None:
+    def detach(self) -> list["asyncio.Task[None]"]:
         """Stop this process's runs without ending them: durable runs stay in the database as
-        they are (running, waiting) and continue the next time escalate opens or resumes them."""
+        they are (running, waiting) and continue the next time escalate opens or resumes them.
+        Returns the runs' tasks, cancelled and unwinding (their commands are killed with them)."""
+        stopping = []
         for handle in self.runs:
-            if not handle.status.finished:
+            if not handle.status.finished and not handle.detached:
                 handle.detached = True
                 self.broker.forget_run(handle.id)
-                if handle._task is not None:
+                if handle._task is not None and not handle._task.done():
                     handle._task.cancel()
+                    stopping.append(handle._task)
+        return stopping
 
     async def _execute(self, handle: RunHandle, workflow: CompiledWorkflow, script: Script | None, *, durable: bool = False) -> None:
         from engine.runtime.runner import execute_run

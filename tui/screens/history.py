@@ -112,11 +112,11 @@ class HistoryScreen(Screen):
                 outcome = Text(record.state, style="yellow" if record.state == "pending" else "dim")
             session = Text("earlier", style="dim italic") if record.earlier else Text("this")
             table.add_row(
-                Text(ago(now - esc.created_at)), session, Text(one_line(esc.task_id, 30)), Text(esc.agent),
+                Text(ago(now - esc.created_at)), session, Text(one_line(esc.task_id, 30)), Text(one_line(esc.agent, 30)),
                 Text(esc.reason.value), outcome, Text(one_line(esc.question, 60)),
                 key=f"earlier-{number}:{esc.id}" if record.earlier else esc.id,  # ids repeat across sessions
             )
-        table.border_subtitle = self._subtitle(len(records), len(everything))
+        table.border_subtitle = Text(self._subtitle(len(records), len(everything)))  # not markup: it may quote the store's path
         tally = self._earlier_tally(earlier) + HumanTally.of(everything[len(earlier):])
         self.query_one("#history-metrics", Static).update(metrics_text(
             self.session.agent_history, tally, now, self.session.runs, self.session.earlier_runs,
@@ -131,7 +131,7 @@ class HistoryScreen(Screen):
     def _subtitle(self, matching: int, total: int) -> str:
         shown = f"newest {MAX_ROWS} of {matching} matching" if matching > MAX_ROWS else f"{matching} of {total}"
         if self.session.store_error:
-            return f"{shown} · store unreadable: {self.session.store_error}"
+            return f"{shown} · store unreadable: {one_line(self.session.store_error, 200)}"
         if self.session.history_store is not None and not self.session.store_loaded.is_set():
             return f"{shown} · loading earlier sessions…"
         return shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,6 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select
 
+from tui.format import one_line
 from tui.session import RunRequest, WorkflowEntry
 
 DEFAULT_ENTRY = "(default entry)"
@@ -26,9 +28,9 @@ class StartRunScreen(ModalScreen[RunRequest | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="start-dialog") as dialog:
-            dialog.border_title = f"Start {self.entry.name}"
+            dialog.border_title = Text(f"Start {one_line(self.entry.name, 80)}")  # not markup: a file's name
             yield Label("Flow")
-            options = [(DEFAULT_ENTRY, "")] + [(f, f) for f in self.entry.flows]
+            options = [(DEFAULT_ENTRY, "")] + [(Text(one_line(f, 80)), f) for f in self.entry.flows]
             yield Select(options, value="", allow_blank=False, id="start-flow")
             yield Label("Input (Enter starts, Escape cancels)")
             yield Input(placeholder="what the run starts with", id="start-input")

@@ -24,7 +24,8 @@ from textual.widgets.option_list import Option
 from engine.escalation.broker import DENY
 from engine.escalation.clock import Clock
 from engine.escalation.model import Escalation, Origin, PendingEscalation, Response, ResponseType
-from tui.format import countdown, visible
+from engine.text_safety import visible
+from tui.format import countdown, one_line
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def pane_text(escalation: Escalation) -> Text:
     """Reason, question and context, as plain text (agent text is never markup)."""
     text = Text("Reason: ", style="bold")
     text.append(escalation.reason.value)
-    text.append(f"    agent {escalation.agent} · run {escalation.run_id}\n", style="dim")
+    text.append(f"    agent {one_line(escalation.agent, 60)} · run {escalation.run_id}\n", style="dim")
     text.append(visible(escalation.question))
     if escalation.context:
         text.append("\n")
@@ -189,7 +190,7 @@ class DecisionPane(Vertical):
         if esc.id == previous:
             return  # same escalation: keep the user's highlight and typing
         title = Text("⚠  DECISION REQUIRED ", style="bold")
-        title.append(f"[{visible(esc.task_id)}]", style="bold yellow")
+        title.append(f"[{one_line(esc.task_id, 80)}]", style="bold yellow")
         self.query_one("#pane-title", Static).update(title, layout=False)
         _update_in_place(self.query_one("#pane-text", Static), pane_text(esc))
         self._choices = choices_for(esc)

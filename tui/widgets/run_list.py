@@ -61,7 +61,7 @@ class RunList(RowTable):
                 self.refresh_run(run_id)
 
     def _row_for(self, handle: Any, status: str) -> tuple[Text, ...]:
-        label = handle.workflow + (f" · {handle.flow}" if handle.flow else "")
+        label = one_line(handle.workflow + (f" · {handle.flow}" if handle.flow else ""), 100)
         return (Text(handle.id), Text(label), status_text(status), Text(self._elapsed(handle)),
                 Text(self._latest.get(handle.id, ""), style="dim"))
 

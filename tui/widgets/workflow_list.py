@@ -6,15 +6,17 @@ from rich.text import Text
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from engine.text_safety import visible
+from tui.format import one_line
 from tui.session import WorkflowEntry
 
 
 def workflow_prompt(entry: WorkflowEntry) -> Text:
-    line = Text(entry.name, style="bold")
-    if entry.error:
-        line.append(f"\n  {entry.error}", style="red")
+    line = Text(one_line(entry.name, 200), style="bold")
+    if entry.error:  # the first diagnostic line: it quotes the file's name
+        line.append(f"\n  {visible(entry.error)}", style="red")
     elif entry.flows:
-        line.append(f"\n  {', '.join(entry.flows)}", style="dim")
+        line.append(f"\n  {one_line(', '.join(entry.flows), 200)}", style="dim")
     else:
         line.append("\n  loading…", style="dim")
     return line
