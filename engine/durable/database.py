@@ -117,23 +117,23 @@ class Database:
 
     def create_run(self, **row: Any) -> None:
         with self.engine.begin() as c:
-            c.execute(runs.insert().values(**row))
+            c.execute(runs.insert().values(**_run_in(row)))
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.engine.begin() as c:
-            c.execute(runs.update().where(runs.c.run_id == run_id).values(**fields))
+            c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields)))
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
             row = c.execute(runs.select().where(runs.c.run_id == run_id)).mappings().first()
-        return dict(row) if row else None
+        return _run_out(row) if row else None
 
     def list_runs(self, *, include_finished: bool = False) -> list[dict[str, Any]]:
         query = runs.select().order_by(runs.c.started)
         if not include_finished:
             query = query.where(runs.c.status.in_(ACTIVE))
         with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(query).mappings()]
+            return [_run_out(r) for r in c.execute(query).mappings()]
 
     def beat(self, owner: str, now: float | None = None) -> None:
         """This process is alive: its active runs are not interrupted."""
@@ -168,7 +168,7 @@ class Database:
             runs.c.status.in_(ACTIVE), sa.or_(runs.c.heartbeat.is_(None), runs.c.heartbeat < now - STALE_AFTER)
         ).order_by(runs.c.started)
         with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(query).mappings()]
+            return [_run_out(r) for r in c.execute(query).mappings()]
 
     # -- escalations -------------------------------------------------------------------------
 
@@ -179,7 +179,7 @@ class Database:
             if exists is None:
                 c.execute(escalations.insert().values(
                     id=esc_id, run_id=run_id, created=created, deadline=deadline,
-                    payload=json.dumps(payload, ensure_ascii=False), status="pending"))
+                    payload=json.dumps(payload), status="pending"))
 
     def get_escalation(self, esc_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
@@ -213,7 +213,7 @@ class Database:
             done = c.execute(
                 escalations.update()
                 .where(escalations.c.id == esc_id, escalations.c.status == "pending")
-                .values(status="decided", decision=json.dumps(decision, ensure_ascii=False),
+                .values(status="decided", decision=json.dumps(decision),
                         resolved_by=resolved_by, decided_at=now if now is not None else time.time())
             )
             if done.rowcount == 1:
@@ -271,7 +271,7 @@ class Database:
     def add_event(self, run_id: str, seq: int, type_: str, time_: str, fields: dict[str, Any]) -> None:
         with self.engine.begin() as c:
             c.execute(events.insert().values(run_id=run_id, seq=seq, type=type_, time=time_,
-                                             fields=json.dumps(fields, ensure_ascii=False, default=str)))
+                                             fields=json.dumps(fields, default=str)))
 
     def event_count(self, run_id: str) -> int:
         with self.engine.connect() as c:
@@ -281,6 +281,33 @@ class Database:
         query = events.select().where(events.c.run_id == run_id).order_by(events.c.seq)
         with self.engine.connect() as c:
             return [{"type": r["type"], "time": r["time"], **json.loads(r["fields"])} for r in c.execute(query).mappings()]
+
+
+# A file's name may hold bytes that are not UTF-8 (lone surrogates in Python), which a database
+# cannot store as text: paths are kept as JSON strings (ASCII, exact), other text made UTF-8.
+_PATHS = ("path", "script", "rules", "workspace")
+_TEXTS = ("task", "workflow", "flow", "input", "error")
+
+
+def _run_in(row: dict[str, Any]) -> dict[str, Any]:
+    from engine.text_safety import utf8_text
+
+    out = dict(row)
+    for key in _PATHS:
+        if out.get(key) is not None:
+            out[key] = json.dumps(str(out[key]))
+    for key in _TEXTS:
+        if isinstance(out.get(key), str):
+            out[key] = utf8_text(out[key])
+    return out
+
+
+def _run_out(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    for key in _PATHS:
+        if out.get(key) is not None:
+            out[key] = json.loads(out[key])
+    return out
 
 
 def _escalation_row(row: Any) -> dict[str, Any]:

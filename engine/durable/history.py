@@ -90,9 +90,9 @@ def import_store(db: Database, path: Path, clock: Any) -> tuple[int, int] | None
         decision = record.decision
         escalation_rows.append(dict(
             id=esc_id, run_id=f"{prefix}-{pending.escalation.run_id}", created=pending.escalation.created_at,
-            deadline=pending.policy.deadline, payload=json.dumps(payload, ensure_ascii=False),
+            deadline=pending.policy.deadline, payload=json.dumps(payload),
             status="decided" if decision else "withdrawn",
-            decision=json.dumps(decision_to_json(decision), ensure_ascii=False) if decision else None,
+            decision=json.dumps(decision_to_json(decision)) if decision else None,
             resolved_by=decision.resolved_by.value if decision else None,
             decided_at=decision.resolved_at if decision else None))
     db.import_history(run_rows, escalation_rows)

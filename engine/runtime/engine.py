@@ -299,7 +299,7 @@ def _file_or_none(path: str | None) -> str | None:
 def _json(value: Any) -> str:
     import json
 
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return json.dumps(value, default=str)
 
 
 def warm_up() -> None:

@@ -30,6 +30,8 @@ def test_hostile_names_never_reach_the_terminal_as_sequences(tmp_path: Path) -> 
         console.type("h")
         console.wait_for(b"Agent-to-agent escalations")  # the history screen and its metrics
         console.type("q")
+        console.wait_for(b"Quit? y/n")  # a decision is still waiting: the console asks first
+        console.type("y")
         assert console.exit_code() == 0
     finally:
         console.close()

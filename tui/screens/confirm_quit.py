@@ -10,20 +10,25 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
-def quit_question(decisions: int, runs: int) -> str:
+ASK = "Quit? y/n"
+
+
+def what_stays(decisions: int, runs: int) -> str:
     parts = []
     if decisions:
         parts.append(f"{decisions} decision{'s' if decisions != 1 else ''} waiting")
     if runs:
         parts.append(f"{runs} run{'s' if runs != 1 else ''} active")
-    return f"{', '.join(parts)}: they continue next time you open escalate. Quit? y/n"
+    return f"{', '.join(parts)}: they continue next time you open escalate."
 
 
 class ConfirmQuit(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmQuit { align: center middle; }
-    ConfirmQuit > Vertical { width: auto; max-width: 90%; height: auto; border: thick $warning; padding: 1 2;
+    ConfirmQuit > Vertical { width: 64; max-width: 95%; height: auto; border: thick $warning; padding: 1 2;
                              background: $surface; }
+    ConfirmQuit Static { width: 100%; height: auto; }
+    #quit-question { margin-top: 1; text-style: bold; }
     """
     BINDINGS = [
         Binding("y", "answer(True)", "Quit", priority=True),
@@ -34,11 +39,13 @@ class ConfirmQuit(ModalScreen[bool]):
 
     def __init__(self, decisions: int, runs: int) -> None:
         super().__init__()
-        self.question = quit_question(decisions, runs)
+        self.stays = what_stays(decisions, runs)
+        self.question = f"{self.stays} {ASK}"
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.question, markup=False, id="quit-question")
+            yield Static(self.stays, markup=False)
+            yield Static(ASK, markup=False, id="quit-question")  # a line of its own: never cut
 
     def action_answer(self, quit_now: bool) -> None:
         self.dismiss(quit_now)
