@@ -15,7 +15,7 @@ from yaml.nodes import Node
 
 from engine.escalation.model import OnTimeout, Reason
 from rules.matcher import REGEX_PREFIX, Pattern
-from rules.model import DEFAULT_TIMEOUT, Action, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
+from rules.model import DEFAULT_TIMEOUT, MAX_AGENT_DEPTH, MAX_SECONDS, Action, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
 RulesError = YamlError  # invalid file: `FILE:LINE:COL: message`
@@ -106,7 +106,7 @@ class _RulesParser:
             raise r.error(
                 action_node, f"{what}: unknown action {action_text!r}{did_you_mean(action_text, [a.value for a in Action])}"
             ) from None
-        timeout = r.number(entries["timeout"][1], f"{what}: timeout") if "timeout" in entries else None
+        timeout = r.number(entries["timeout"][1], f"{what}: timeout", maximum=MAX_SECONDS) if "timeout" in entries else None
         return Rule(pattern, action, timeout, node.start_mark.line + 1, node.start_mark.column + 1)
 
     def overrides(self, node: Node) -> dict[str, TaskOverride]:
@@ -141,7 +141,7 @@ class _RulesParser:
             entries = r.mapping(value, what, _DEFAULT)
             on_node = r.require(entries, "onTimeout", value, what)
             on_timeout, option_id = self.on_timeout(on_node, f"{what}.onTimeout")
-            timeout = r.number(entries["timeout"][1], f"{what}.timeout") if "timeout" in entries else DEFAULT_TIMEOUT
+            timeout = r.number(entries["timeout"][1], f"{what}.timeout", maximum=MAX_SECONDS) if "timeout" in entries else DEFAULT_TIMEOUT
             result[Reason(name)] = ReasonDefault(on_timeout, timeout, option_id)
         return result
 
@@ -170,9 +170,10 @@ class _RulesParser:
         if "fallbacks" in entries:
             config = replace(config, fallbacks=self.agent_lists(entries["fallbacks"][1], "policy.fallbacks"))
         if "maxDepth" in entries:
-            config = replace(config, max_depth=int(r.number(entries["maxDepth"][1], "policy.maxDepth", minimum=1, integer=True)))
+            depth = r.number(entries["maxDepth"][1], "policy.maxDepth", minimum=1, maximum=MAX_AGENT_DEPTH, integer=True)
+            config = replace(config, max_depth=int(depth))
         if "loopWindow" in entries:
-            config = replace(config, loop_window=r.number(entries["loopWindow"][1], "policy.loopWindow"))
+            config = replace(config, loop_window=r.number(entries["loopWindow"][1], "policy.loopWindow", maximum=MAX_SECONDS))
         if "targetHints" in entries:
             hints = entries["targetHints"][1]
             pairs = {} if r.is_null(hints) else r.mapping(hints, "policy.targetHints")
