@@ -5,6 +5,7 @@ uses the result. Composing here (no Python objects are constructed at all) refus
 its position in the file:
 
 - unprintable characters (NUL, ESC, BEL, DEL, ...): PyYAML only raises a position-less error;
+- an escape beyond Unicode (`"\\U99999999"`), on which PyYAML crashes;
 - tags other than the core `!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!seq`, `!!map`
   (so no `!!python/...`, `!!timestamp`, `!foo`), and a core tag on a value it does not fit
   (`!!int "abc"`), so that reading a scalar's value later cannot fail;
@@ -85,6 +86,12 @@ def compose(text: str) -> Node | None:
                       f"(in a double-quoted string, write it as the escape {escape})") from None
     except MarkedYAMLError as exc:
         raise Refused.at(exc.problem_mark or exc.context_mark, f"invalid YAML: {exc.problem or exc.context}") from None
+    except (ValueError, OverflowError):
+        # PyYAML's scanner calls chr() unchecked on a "\UXXXXXXXX" escape; it stops just after the U.
+        if loader is None or text[loader.index - 2 : loader.index] != "\\U":
+            raise
+        mark, escape = loader.get_mark(), text[loader.index - 2 : loader.index + 8]
+        raise Refused(mark.line + 1, mark.column - 1, f"invalid escape: {escape} is not a Unicode character") from None
     finally:
         if loader is not None:
             loader.dispose()

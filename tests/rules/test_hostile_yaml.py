@@ -234,6 +234,12 @@ def test_lone_surrogate_escapes_are_refused(kind: str, value: str) -> None:
     refused(kind, value, "half of a UTF-16 surrogate pair")
 
 
+@pytest.mark.parametrize("kind", KIND_IDS)
+@pytest.mark.parametrize("value", [r'"ab\U99999999"', r'"ab\UFFFFFFFF"', r'"ab\U00110000"'])
+def test_escapes_beyond_unicode_are_refused(kind: str, value: str) -> None:
+    refused(kind, value, f"invalid escape: {value[3:13]} is not a Unicode character", column_offset=3)
+
+
 def test_a_real_astral_character_is_fine() -> None:
     assert load("script", r'"\U0001F600 😀"').agents["a"][0].args == {"k": "\U0001F600 \U0001F600"}
 
