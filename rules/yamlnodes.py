@@ -21,20 +21,26 @@ from rules.yamlload import BOOL, FLOAT, INT, NULL, STR, Refused, compose, scalar
 MAX_FILE_BYTES = 4 << 20  # 4 MiB: far beyond any hand-written file, and read in a few seconds
 
 
+# Messages quote the file's own text (keys, task names, a regex's offending part): its control
+# characters are shown as escapes, so that printing an error cannot drive the terminal.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
 class YamlError(Exception):
-    """An invalid document: `FILE:LINE:COL: message` (1-based)."""
+    """An invalid document: `FILE:LINE:COL: message` (1-based), on one printable line."""
 
     def __init__(self, file: str, line: int, column: int, message: str) -> None:
         super().__init__(message)
         self.file = file
         self.line = line
         self.column = column
-        self.message = message
+        self.message = message.translate(_CONTROLS)
 
     def __str__(self) -> str:
+        file = self.file.translate(_CONTROLS)
         if self.line:
-            return f"{self.file}:{self.line}:{self.column}: {self.message}"
-        return f"{self.file}: {self.message}"
+            return f"{file}:{self.line}:{self.column}: {self.message}"
+        return f"{file}: {self.message}"
 
 
 class YamlUnreadable(YamlError):

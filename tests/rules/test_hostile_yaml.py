@@ -77,6 +77,21 @@ def test_a_control_character_in_a_comment_is_refused_too(kind: str) -> None:
     assert (info.value.line, info.value.column) == (2, 4)
 
 
+def test_errors_quoting_the_file_show_its_control_characters_as_escapes() -> None:
+    osc52 = "\x1b]52;c;aGk=\x07"
+    cases = [
+        (parse_rules, 'escalationRules:\n  taskOverrides:\n    "\\e]52;c;aGk=\\a": {alwaysAsk: maybe}\n'),
+        (parse_rules, 'escalationRules:\n  global:\n    - {pattern: "re:(\\e]52;c;aGk=\\a", action: deny}\n'),
+        (parse_script, 'agents:\n  "\\e]52;c;aGk=\\a": hello\n'),
+    ]
+    for parse, text in cases:
+        with pytest.raises(YamlError) as info:
+            parse(text, osc52 + ".yaml")
+        shown = str(info.value)
+        assert "\x1b" not in shown and "\x07" not in shown, shown
+        assert "\\x1b]52;c;aGk=\\x07" in shown, shown
+
+
 def test_escaped_control_characters_are_fine() -> None:
     assert load("script", r'"a\x1bb\0"').agents["a"][0].args == {"k": "a\x1bb\0"}
 
