@@ -6,7 +6,6 @@ shipped default for that section; a section that is present (even empty) replace
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -14,8 +13,8 @@ from pathlib import Path
 from yaml.nodes import Node
 
 from engine.escalation.model import OnTimeout, Reason
-from rules.matcher import REGEX_PREFIX, Pattern
-from rules.model import DEFAULT_TIMEOUT, Action, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
+from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
+from rules.model import DEFAULT_TIMEOUT, MAX_AGENT_DEPTH, MAX_SECONDS, Action, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
 RulesError = YamlError  # invalid file: `FILE:LINE:COL: message`
@@ -30,6 +29,7 @@ _OVERRIDE = ("alwaysAsk", "requireConfirmation", "rules")
 _DEFAULT = ("timeout", "onTimeout")
 _POLICY = ("paths", "fallbacks", "maxDepth", "loopWindow", "targetHints")
 _ON_TIMEOUT = "continue, stop, wait, agent_decide, recommended or option:ID"
+_RE2_SYNTAX = "rule regexes use RE2 syntax: no backreferences or lookaround"
 
 _shipped: Rules | None = None
 
@@ -91,11 +91,12 @@ class _RulesParser:
         source = r.string(pattern_node, f"{what}: pattern")
         try:
             pattern = Pattern(source)
-        except re.error as exc:
+        except BadPattern as exc:
             col = pattern_node.start_mark.column + 1
             if exc.pos is not None and _verbatim(pattern_node):  # point at the offending character
                 col += len(REGEX_PREFIX) + exc.pos + (1 if pattern_node.style else 0)
-            raise RulesError(r.file, pattern_node.start_mark.line + 1, col, f"{what}: bad regular expression: {exc.msg}") from None
+            message = f"{what}: bad regular expression: {exc.message} ({_RE2_SYNTAX})"
+            raise RulesError(r.file, pattern_node.start_mark.line + 1, col, message) from None
         if source.startswith(REGEX_PREFIX) and not source[len(REGEX_PREFIX) :]:
             raise r.error(pattern_node, f"{what}: empty regular expression after 're:'")
         action_node = r.require(entries, "action", node, what)
@@ -106,7 +107,7 @@ class _RulesParser:
             raise r.error(
                 action_node, f"{what}: unknown action {action_text!r}{did_you_mean(action_text, [a.value for a in Action])}"
             ) from None
-        timeout = r.number(entries["timeout"][1], f"{what}: timeout") if "timeout" in entries else None
+        timeout = r.number(entries["timeout"][1], f"{what}: timeout", maximum=MAX_SECONDS) if "timeout" in entries else None
         return Rule(pattern, action, timeout, node.start_mark.line + 1, node.start_mark.column + 1)
 
     def overrides(self, node: Node) -> dict[str, TaskOverride]:
@@ -141,7 +142,7 @@ class _RulesParser:
             entries = r.mapping(value, what, _DEFAULT)
             on_node = r.require(entries, "onTimeout", value, what)
             on_timeout, option_id = self.on_timeout(on_node, f"{what}.onTimeout")
-            timeout = r.number(entries["timeout"][1], f"{what}.timeout") if "timeout" in entries else DEFAULT_TIMEOUT
+            timeout = r.number(entries["timeout"][1], f"{what}.timeout", maximum=MAX_SECONDS) if "timeout" in entries else DEFAULT_TIMEOUT
             result[Reason(name)] = ReasonDefault(on_timeout, timeout, option_id)
         return result
 
@@ -170,9 +171,10 @@ class _RulesParser:
         if "fallbacks" in entries:
             config = replace(config, fallbacks=self.agent_lists(entries["fallbacks"][1], "policy.fallbacks"))
         if "maxDepth" in entries:
-            config = replace(config, max_depth=int(r.number(entries["maxDepth"][1], "policy.maxDepth", minimum=1, integer=True)))
+            depth = r.number(entries["maxDepth"][1], "policy.maxDepth", minimum=1, maximum=MAX_AGENT_DEPTH, integer=True)
+            config = replace(config, max_depth=int(depth))
         if "loopWindow" in entries:
-            config = replace(config, loop_window=r.number(entries["loopWindow"][1], "policy.loopWindow"))
+            config = replace(config, loop_window=r.number(entries["loopWindow"][1], "policy.loopWindow", maximum=MAX_SECONDS))
         if "targetHints" in entries:
             hints = entries["targetHints"][1]
             pairs = {} if r.is_null(hints) else r.mapping(hints, "policy.targetHints")
@@ -193,12 +195,11 @@ class _RulesParser:
 
 
 def _verbatim(node: Node) -> bool:
-    """True when the scalar's characters sit in the file as written (no escapes, one line)."""
-    value = str(node.value)
-    same_line = node.start_mark.line == node.end_mark.line
-    if node.style is None:
-        return same_line
-    return node.style in ("'", '"') and same_line and "\\" not in value and node.style not in value
+    """True when the scalar's characters sit in the file as written: one line, no escapes."""
+    if node.start_mark.line != node.end_mark.line:
+        return False
+    quotes = 2 if node.style in ("'", '"') else 0
+    return node.end_mark.column - node.start_mark.column - quotes == len(str(node.value))
 
 
 def _hint(text: str, choices: list[str]) -> str:

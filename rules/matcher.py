@@ -4,6 +4,10 @@ A plain pattern matches case-insensitively with `_` and `-` counting as spaces (
 file" matches the tool `delete_file` and the reason `breaking_change` matches "breaking
 change"); a `re:` prefix makes it a regular expression, searched case-insensitively in the raw
 text.
+
+Rule regexes are RE2's (google-re2): matching takes linear time in the text, whatever the
+pattern, so a pattern like `(a+)+$` cannot hang a run on a long tool argument. RE2 has no
+backreferences or lookaround; such a pattern is refused when the rules are loaded.
 """
 
 from __future__ import annotations
@@ -12,10 +16,24 @@ import json
 import re
 from typing import Any
 
+import re2
+
 from engine.escalation.model import Escalation
 
 REGEX_PREFIX = "re:"
 _SEPARATORS = re.compile(r"[\s_\-]+")
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.case_sensitive = False
+_RE2_OPTIONS.log_errors = False  # the loader reports the error, with its position
+
+
+class BadPattern(ValueError):
+    """A regex RE2 refuses: why, and where in the pattern (`pos`, when known)."""
+
+    def __init__(self, message: str, pos: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
 
 
 def normalize(text: str) -> str:
@@ -23,14 +41,14 @@ def normalize(text: str) -> str:
 
 
 class Pattern:
-    """A compiled rule pattern. Raises re.error for a bad regex (the loader reports where)."""
+    """A compiled rule pattern. Raises BadPattern for a bad regex (the loader reports where)."""
 
     __slots__ = ("source", "_regex", "_needle")
 
     def __init__(self, source: str) -> None:
         self.source = source
         if source.startswith(REGEX_PREFIX):
-            self._regex: re.Pattern[str] | None = re.compile(source[len(REGEX_PREFIX) :], re.IGNORECASE)
+            self._regex: Any = _compile(source[len(REGEX_PREFIX) :])
             self._needle = ""
         else:
             self._regex = None
@@ -38,18 +56,31 @@ class Pattern:
 
     def matches(self, activity: "Activity") -> bool:
         if self._regex is not None:
-            return self._regex.search(activity.raw) is not None
+            return self._regex.search(activity.utf8) is not None
         return self._needle in activity.normalized
 
 
-class Activity:
-    """The text a rule is matched against, normalized once for all rules."""
+def _compile(regex: str) -> Any:
+    try:
+        return re2.compile(regex, _RE2_OPTIONS)
+    except re2.error as exc:
+        # RE2 says e.g. "invalid perl operator: (?=": the part after ": " is the offending text.
+        reason = exc.args[0].decode("utf-8", "replace") if isinstance(exc.args[0], bytes) else str(exc.args[0])
+        offending = reason.partition(": ")[2]
+        found = regex.find(offending) if offending else -1
+        raise BadPattern(reason, found if found >= 0 else None) from None
 
-    __slots__ = ("raw", "normalized")
+
+class Activity:
+    """The text a rule is matched against, normalized (and encoded for RE2) once for all rules."""
+
+    __slots__ = ("raw", "normalized", "utf8")
 
     def __init__(self, raw: str) -> None:
         self.raw = raw
         self.normalized = normalize(raw)
+        # Agent text may hold lone surrogates (JSON "\ud800"): carried through, never a crash.
+        self.utf8 = raw.encode("utf-8", "surrogatepass")
 
     @classmethod
     def of_escalation(cls, escalation: Escalation) -> "Activity":

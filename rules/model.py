@@ -13,6 +13,10 @@ from engine.escalation.model import Escalation, OnTimeout, Origin, Reason, Timeo
 from rules.matcher import Activity, Pattern, normalize
 
 DEFAULT_TIMEOUT = 300.0  # seed 004: "Default if no response in 5min"
+# Upper bounds for what the files say; beyond them a value is a typo or an attack (a deadline
+# of 1e300 s). "No deadline" is `onTimeout: wait`, not a huge number.
+MAX_SECONDS = 365 * 24 * 3600.0  # timeouts and policy.loopWindow: one year
+MAX_AGENT_DEPTH = 100  # policy.maxDepth
 DENY_OPTION = "deny"  # tool approvals fail closed
 
 

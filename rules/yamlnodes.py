@@ -1,42 +1,46 @@
 """Position-aware YAML reading: every value keeps its node, so every error names FILE:LINE:COL.
 
-PyYAML's `compose` gives nodes with `start_mark`; we validate the node tree directly instead of
-the plain objects `safe_load` returns, which have lost their positions. Shared by the rules
-loader and the answers file.
+`rules.yamlload` composes the document (refusing what a hostile file could do to us); we
+validate the node tree directly instead of plain Python objects, which have lost their
+positions. Shared by the rules loader, the script file and the answers file.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-from typing import Iterable
+from pathlib import Path
+from typing import Any, Iterable
 
-import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from engine.files import UnreadableFile, read_limited
 from engine.positions import byte_position
+from rules.yamlload import BOOL, FLOAT, INT, NULL, STR, Refused, compose, scalar
 
-STR = "tag:yaml.org,2002:str"
-INT = "tag:yaml.org,2002:int"
-FLOAT = "tag:yaml.org,2002:float"
-BOOL = "tag:yaml.org,2002:bool"
-NULL = "tag:yaml.org,2002:null"
+MAX_FILE_BYTES = 4 << 20  # 4 MiB: far beyond any hand-written file, and read in a few seconds
+
+
+# Messages quote the file's own text (keys, task names, a regex's offending part): its control
+# characters are shown as escapes, so that printing an error cannot drive the terminal.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
 
 
 class YamlError(Exception):
-    """An invalid document: `FILE:LINE:COL: message` (1-based)."""
+    """An invalid document: `FILE:LINE:COL: message` (1-based), on one printable line."""
 
     def __init__(self, file: str, line: int, column: int, message: str) -> None:
         super().__init__(message)
         self.file = file
         self.line = line
         self.column = column
-        self.message = message
+        self.message = message.translate(_CONTROLS)
 
     def __str__(self) -> str:
+        file = self.file.translate(_CONTROLS)
         if self.line:
-            return f"{self.file}:{self.line}:{self.column}: {self.message}"
-        return f"{self.file}: {self.message}"
+            return f"{file}:{self.line}:{self.column}: {self.message}"
+        return f"{file}: {self.message}"
 
 
 class YamlUnreadable(YamlError):
@@ -48,19 +52,15 @@ class YamlUnreadable(YamlError):
 
 
 def read_text(path: str) -> str:
+    """The UTF-8 text of a regular file of at most MAX_FILE_BYTES (never blocks on a FIFO)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_limited(Path(path), MAX_FILE_BYTES)
         return data.decode("utf-8")
-    except FileNotFoundError:
-        raise YamlUnreadable(path, "cannot read file: no such file") from None
-    except IsADirectoryError:
-        raise YamlUnreadable(path, "cannot read file: it is a directory") from None
+    except UnreadableFile as exc:
+        raise YamlUnreadable(path, f"cannot read file: {exc}") from None
     except UnicodeDecodeError as exc:
         line, column = byte_position(data, exc.start)
         raise YamlUnreadable(path, f"cannot read file: not UTF-8 text ({exc.reason})", line, column) from None
-    except OSError as exc:
-        raise YamlUnreadable(path, f"cannot read file: {exc.strerror or exc}") from None
 
 
 class Reader:
@@ -68,22 +68,10 @@ class Reader:
 
     def __init__(self, text: str, file: str) -> None:
         self.file = file
-        self._loader = yaml.SafeLoader(text)
         try:
-            self.root: Node | None = self._loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "invalid YAML"
-            line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-            raise YamlError(file, line, col, f"invalid YAML: {problem}") from None
-        except RecursionError:  # PyYAML composes recursively: absurd nesting must not crash us
-            mark = self._loader.get_mark()
-            raise YamlError(file, mark.line + 1, mark.column + 1, "invalid YAML: nested too deeply") from None
-        except yaml.YAMLError as exc:  # e.g. a reader error on control characters
-            mark = getattr(exc, "position", None)
-            raise YamlError(file, 1, (mark or 0) + 1, f"invalid YAML: {exc}") from None
-        finally:
-            self._loader.dispose()
+            self.root: Node | None = compose(text)
+        except Refused as exc:
+            raise YamlError(file, exc.line, exc.column, exc.message) from None
 
     def error(self, node: Node | None, message: str) -> YamlError:
         if node is None:
@@ -135,19 +123,44 @@ class Reader:
     def boolean(self, node: Node, what: str) -> bool:
         if not isinstance(node, ScalarNode) or node.tag != BOOL:
             raise self.error(node, f"{what} must be true or false, not {describe(node)}")
-        return bool(self._loader.construct_object(node))
+        return bool(scalar(node))
 
-    def number(self, node: Node, what: str, *, minimum: float = 0.0, integer: bool = False) -> float:
+    def number(self, node: Node, what: str, *, maximum: float, minimum: float = 0.0, integer: bool = False) -> float:
+        """A number in [minimum, maximum]: every number the files hold has a sane upper bound."""
         kinds = (INT,) if integer else (INT, FLOAT)
         if not isinstance(node, ScalarNode) or node.tag not in kinds:
             expected = "a whole number" if integer else "a number"
             raise self.error(node, f"{what} must be {expected}, not {describe(node)}")
-        value = self._loader.construct_object(node)
+        value = scalar(node)  # at most 100 characters (rules.yamlload): no overflow below
         if not math.isfinite(value):
             raise self.error(node, f"{what} must be a finite number")
         if value < minimum:
-            raise self.error(node, f"{what} must be at least {minimum:g}, not {value:g}")
+            raise self.error(node, f"{what} must be at least {_shown(minimum)}, not {_shown(value)}")
+        if value > maximum:
+            raise self.error(node, f"{what} must be at most {_shown(maximum)}, not {_shown(value)}")
         return int(value) if integer else float(value)
+
+    # -- free-form data ----------------------------------------------------------------------
+
+    def plain(self, node: Node) -> Any:
+        """Plain Python data (dict, list, str, int, float, bool, None) for free-form parts.
+
+        Aliases become independent copies (their expanded size is bounded at composing);
+        mapping keys must be scalars and distinct, as everywhere else in our files.
+        """
+        if isinstance(node, ScalarNode):
+            return scalar(node)
+        if isinstance(node, SequenceNode):
+            return [self.plain(item) for item in node.value]
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                raise self.error(key_node, "keys must be plain values, not a list or a mapping")
+            key = scalar(key_node)
+            if key in result:
+                raise self.error(key_node, f"duplicate key {key!r}")
+            result[key] = self.plain(value_node)
+        return result
 
 
 def describe(node: Node | None) -> str:
@@ -165,6 +178,11 @@ def describe(node: Node | None) -> str:
             return f"the boolean {node.value}"
         return f"the string {node.value!r}"
     return "nothing"
+
+
+def _shown(value: float) -> str:
+    """`31536000` rather than `3.1536e+07`; `1e+300` for what no one can read digit by digit."""
+    return str(int(value)) if value == int(value) and abs(value) < 1e15 else f"{value:g}"
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -35,16 +35,28 @@ def terminal_title(title: str) -> str:
     return f"\x1b]2;{visible(title)}\x07"
 
 
+_CENTURY = 100 * 365 * 24 * 3600
+
+
 def duration(seconds: float) -> str:
-    """`42s`, `3:07`, `1:02:03`: short enough for a table column."""
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, secs = divmod(seconds, 60)
+    """`42s`, `3:07`, `1:02:03`, `2d 1:02:03`: short enough for a table column.
+
+    An agent may ask for any finite timeout (1e300 s): past a century it reads as such.
+    """
+    seconds = max(0.0, seconds)  # NaN and -inf become 0 here
+    if seconds >= _CENTURY:
+        return "more than 100 years"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
     if minutes < 60:
         return f"{minutes}:{secs:02d}"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}"
+    if hours < 24:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}:{minutes:02d}:{secs:02d}"
 
 
 def status_text(status: str) -> Text:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from yaml.nodes import Node, ScalarNode
 
+from rules.model import MAX_SECONDS
 from rules.yamlnodes import Reader, YamlError, read_text
 
 ScriptError = YamlError  # `FILE:LINE:COL: message`
@@ -72,11 +72,6 @@ def parse_script(text: str, name: str = "<script>") -> Script:
     return Script(agents, name)
 
 
-def _value(node: Node) -> Any:
-    """Plain Python data for free-form parts (tool args, escalation fields)."""
-    return yaml.constructor.SafeConstructor().construct_document(node)
-
-
 def _reply(r: Reader, agent: str, node: Node) -> Reply:
     line = node.start_mark.line + 1
     what = f"agent {agent!r}: reply"
@@ -98,7 +93,7 @@ def _reply(r: Reader, agent: str, node: Node) -> Reply:
         args: dict[str, Any] = {}
         if "args" in entries and not r.is_null(entries["args"][1]):
             r.mapping(entries["args"][1], f"{what}: args")
-            args = _value(entries["args"][1])
+            args = r.plain(entries["args"][1])
         return Reply("tool", tool=tool, args=args, when=when, line=line)
     # The script is the user's own file: its escalations are checked as strictly as the rules
     # (an agent's escalation text, untrusted, is read leniently by engine/escalation/protocol.py).
@@ -113,7 +108,7 @@ def _reply(r: Reader, agent: str, node: Node) -> Reply:
             for key in ("id", "label"):
                 r.string(r.require(entries, key, option, f"{what}: escalate option"), f"{what}: escalate option {key}")
     if "timeout" in fields and not r.is_null(fields["timeout"][1]):
-        r.number(fields["timeout"][1], f"{what}: escalate.timeout")
+        r.number(fields["timeout"][1], f"{what}: escalate.timeout", maximum=MAX_SECONDS)
     if "allowAgentDecision" in fields:
         r.boolean(fields["allowAgentDecision"][1], f"{what}: escalate.allowAgentDecision")
-    return Reply("escalate", escalation=_value(body), when=when, line=line)
+    return Reply("escalate", escalation=r.plain(body), when=when, line=line)

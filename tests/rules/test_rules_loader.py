@@ -96,7 +96,7 @@ BAD = [
     ("escalationRules:\n  global:\n    - pattern: 42\n      action: allow\n", 3, 16, "pattern must be a string, not the number 42"),
     ("escalationRules:\n  global:\n    - pattern: ''\n      action: allow\n", 3, 16, "pattern must not be empty"),
     ("escalationRules:\n  global:\n    - pattern: 're:'\n      action: allow\n", 3, 16, "empty regular expression"),
-    ("escalationRules:\n  global:\n    - pattern: re:a(b\n      action: allow\n", 3, 20, "bad regular expression"),
+    ("escalationRules:\n  global:\n    - pattern: re:a(b\n      action: allow\n", 3, 19, "bad regular expression: missing )"),
     ("escalationRules:\n  global:\n    - {pattern: x, action: allow, patern: y}\n", 3, 35, "unknown key 'patern'"),
     ("escalationRules:\n  global:\n    - {pattern: x, action: allow, timeout: -1}\n", 3, 44, "timeout must be at least 0, not -1"),
     ("escalationRules:\n  global:\n    - {pattern: x, action: allow}\n    - {pattern: x, pattern: y, action: allow}\n", 4, 20, "duplicate key 'pattern'"),
