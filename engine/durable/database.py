@@ -9,6 +9,8 @@ wins, across threads, processes and hosts, and the others are told who decided.
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -18,6 +20,8 @@ import sqlalchemy as sa
 from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
 
 __all__ = ["Database", "DatabaseError", "resolve_url", "sqlite_path"]
+
+log = logging.getLogger("escalate.durable")
 
 # Statuses a run row can have: the engine's RunStatus values, plus "interrupted" (derived, never
 # stored: an active run whose owner stopped beating).
@@ -99,6 +103,11 @@ class DecideResult:
 class Database:
     def __init__(self, url: str) -> None:
         self.url = url
+        self._events_queue: list[dict[str, Any]] = []
+        self._events_lock = threading.Lock()
+        self._events_pending = threading.Event()
+        self._events_busy = False
+        self._events_writer: threading.Thread | None = None
         path = sqlite_path(url)
         try:
             if path is not None:
@@ -111,6 +120,7 @@ class Database:
             raise DatabaseError(f"{shown(url)}: cannot open the database: {_why(exc)}") from None
 
     def close(self) -> None:
+        self.flush_events()
         self.engine.dispose()
 
     # -- runs ------------------------------------------------------------------------------
@@ -269,15 +279,54 @@ class Database:
     # -- events ------------------------------------------------------------------------------
 
     def add_event(self, run_id: str, seq: int, type_: str, time_: str, fields: dict[str, Any]) -> None:
-        with self.engine.begin() as c:
-            c.execute(events.insert().values(run_id=run_id, seq=seq, type=type_, time=time_,
-                                             fields=json.dumps(fields, default=str)))
+        """Queued and written in order by a thread of its own, in batches: a run's events cost its
+        loop no database round trip. A crash loses at most the newest events, which the run's
+        replay then emits (and writes) again: what is stored is always a prefix of its log."""
+        row = dict(run_id=run_id, seq=seq, type=type_, time=time_, fields=json.dumps(fields, default=str))
+        with self._events_lock:
+            self._events_queue.append(row)
+            if self._events_writer is None or not self._events_writer.is_alive():
+                self._events_writer = threading.Thread(target=self._write_events, name="escalate-events", daemon=True)
+                self._events_writer.start()
+            self._events_pending.set()
+
+    def flush_events(self, timeout: float = 10.0) -> None:
+        """Wait until every queued event is written."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._events_lock:
+                if not self._events_queue and not self._events_busy:
+                    return
+            time.sleep(0.005)
+
+    def _write_events(self) -> None:
+        while True:
+            if not self._events_pending.wait(timeout=5.0):
+                with self._events_lock:
+                    if not self._events_queue:
+                        self._events_writer = None
+                        return
+            with self._events_lock:
+                batch, self._events_queue = self._events_queue, []
+                self._events_pending.clear()
+                self._events_busy = bool(batch)
+            try:
+                if batch:
+                    with self.engine.begin() as c:
+                        c.execute(events.insert(), batch)
+            except Exception:  # a log line is not worth a run; the replay writes it again
+                log.exception("events not recorded")
+            finally:
+                with self._events_lock:
+                    self._events_busy = False
 
     def event_count(self, run_id: str) -> int:
+        self.flush_events()
         with self.engine.connect() as c:
             return int(c.execute(sa.select(sa.func.count()).select_from(events).where(events.c.run_id == run_id)).scalar() or 0)
 
     def events_of(self, run_id: str) -> list[dict[str, Any]]:
+        self.flush_events()
         query = events.select().where(events.c.run_id == run_id).order_by(events.c.seq)
         with self.engine.connect() as c:
             return [{"type": r["type"], "time": r["time"], **json.loads(r["fields"])} for r in c.execute(query).mappings()]
