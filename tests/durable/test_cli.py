@@ -17,6 +17,12 @@ DEMO = Path(__file__).parents[2] / "engine" / "demo"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
+@pytest.fixture(autouse=True)
+def default_database(tmp_path, monkeypatch) -> None:
+    """No --db and no $ESCALATE_DB: the default, .escalate/escalate.db under the current folder."""
+    monkeypatch.delenv("ESCALATE_DB", raising=False)
+
+
 def escalate(cwd: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
