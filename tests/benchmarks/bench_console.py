@@ -38,6 +38,12 @@ from tui.session import ConsoleSession, RunRequest, WorkflowEntry
 from tui.widgets.decision_pane import DecisionPane
 
 QUICK = "--quick" in sys.argv
+# --durable: the sessions keep their runs in a database (SQLite), as `escalate` does.
+DURABLE = "--durable" in sys.argv
+
+
+def db_url(folder: Path, name: str) -> str | None:
+    return f"sqlite:///{folder / name}" if DURABLE else None
 
 def first_frame(runs: int) -> None:
     console, floor = with_floor([], runs)  # no arguments: the bundled demo
@@ -157,7 +163,7 @@ def decision_seen(run_id: str, future: asyncio.Future[float]) -> Callable[[objec
 
 async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: int, asks: int) -> None:
     session = ConsoleSession([WorkflowEntry(paths[n], paths[n].with_suffix(".yaml")) for n in ("busy", "ask")],
-                             rules=default_rules(), clock=RealClock(), workspace=folder)
+                             rules=default_rules(), clock=RealClock(), workspace=folder, db_url=db_url(folder, "busy.db"))
     app = EscalateApp(session)
     raised_at: dict[str, float] = {}
     session.broker.subscribe(lambda e: raised_at.setdefault(e.pending.escalation.id, time.perf_counter())
@@ -188,6 +194,7 @@ async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: i
         slices = asyncio.get_running_loop().slices
         for r in runs:
             r.cancel()
+        session.close()
     report(f"escalation raised -> pane on screen ({busy_runs} runs busy, {still_busy} still running at the end, "
            f"{slices} slices of run work)", shown)
     report(f"key -> agent resumed ({busy_runs} runs busy)", resumed)
@@ -195,7 +202,7 @@ async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: i
 
 async def many_pending(folder: Path, paths: dict[str, Path], runs_count: int) -> None:
     session = ConsoleSession([WorkflowEntry(paths["fan"], paths["fan"].with_suffix(".yaml"))],
-                             rules=default_rules(), clock=RealClock(), workspace=folder)
+                             rules=default_rules(), clock=RealClock(), workspace=folder, db_url=db_url(folder, "fan.db"))
     app = EscalateApp(session)
     total = runs_count * 4
     async with app.run_test(size=(120, 40)):
@@ -223,6 +230,7 @@ async def many_pending(folder: Path, paths: dict[str, Path], runs_count: int) ->
             t = press(app, str(choice))
             answers.append(await settled(frame, "the pane after an answer") - t)
         await until(lambda: all(h.finished_at is not None for h in handles), timeout=300)
+        session.close()
     wrong = 0
     for handle in handles:
         got = dict(part.split("=") for part in str(handle.result).split())
@@ -235,7 +243,9 @@ async def many_pending(folder: Path, paths: dict[str, Path], runs_count: int) ->
 
 
 def main() -> None:
-    first_frame(4 if QUICK else 15)
+    if "--no-first-frame" not in sys.argv:
+        first_frame(4 if QUICK else 15)
+    print(f"runs {'durable (SQLite)' if DURABLE else 'in memory'}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         paths = write_workspace(folder, busy_calls=60 if QUICK else 200)

@@ -68,8 +68,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _on_terminal(argv: list[str]) -> float:
-    """Seconds from the launch of `argv` on a new pseudo-terminal to MARKER on its screen."""
+def _on_terminal(argv: list[str], marker: bytes | None = None, quit_keys: bytes = b"q") -> float:
+    """Seconds from the launch of `argv` on a new pseudo-terminal to MARKER (or `marker`) on its
+    screen; then `quit_keys` are typed."""
+    marker = marker or MARKER
     t0 = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:  # the child: becomes the program, the terminal its stdin/stdout/stderr
@@ -79,10 +81,10 @@ def _on_terminal(argv: list[str]) -> float:
     try:
         while elapsed is None and time.perf_counter() - t0 < TIMEOUT:
             if select.select([fd], [], [], 0.5)[0]:
-                seen = seen[-len(MARKER):] + os.read(fd, 65536)
-                if MARKER in seen:
+                seen = seen[-len(marker):] + os.read(fd, 65536)
+                if marker in seen:
                     elapsed = time.perf_counter() - t0
-                    os.write(fd, b"q")  # the console's quit key; any key for the floor app
+                    os.write(fd, quit_keys)  # the console's quit key; any key for the floor app
         deadline = time.perf_counter() + 10  # let it close the terminal mode by itself
         while time.perf_counter() < deadline and select.select([fd], [], [], 0.5)[0]:
             if not os.read(fd, 65536):
