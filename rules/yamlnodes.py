@@ -16,14 +16,14 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from engine.files import UnreadableFile, read_limited
 from engine.positions import byte_position
+from engine.text_safety import visible
 from rules.yamlload import BOOL, FLOAT, INT, NULL, STR, Refused, compose, scalar
 
 MAX_FILE_BYTES = 4 << 20  # 4 MiB: far beyond any hand-written file, and read in a few seconds
 
 
-# Messages quote the file's own text (keys, task names, a regex's offending part): its control
-# characters are shown as escapes, so that printing an error cannot drive the terminal.
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+# Messages quote the file's own text (keys, task names, a regex's offending part): shown through
+# the one sanitizer (control characters as signs), so printing an error cannot drive the terminal.
 
 
 class YamlError(Exception):
@@ -34,10 +34,10 @@ class YamlError(Exception):
         self.file = file
         self.line = line
         self.column = column
-        self.message = message.translate(_CONTROLS)
+        self.message = visible(message).replace("\n", "␊")
 
     def __str__(self) -> str:
-        file = self.file.translate(_CONTROLS)
+        file = visible(self.file).replace("\n", "␊")
         if self.line:
             return f"{file}:{self.line}:{self.column}: {self.message}"
         return f"{file}: {self.message}"

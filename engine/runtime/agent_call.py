@@ -19,7 +19,8 @@ from engine.escalation import protocol
 from engine.escalation.broker import EscalationError
 from engine.escalation.model import Decision, Escalation, Origin
 from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
-from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope, wait_for_human
+from engine.runtime.child_calls import human_wait
+from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope
 from engine.runtime.handlers import GuardrailBlocked, run_handlers
 from engine.runtime.models import ModelUnavailable
 from engine.runtime.prompt_escalation import escalation_spec, matches
@@ -65,8 +66,9 @@ def _spec_name(run: "RunState", adk_author: str) -> str:
 
 
 async def decide(run: "RunState", escalation: Escalation) -> Decision:
-    """Wait for the desk's decision; a decision that stops the task raises StopTask."""
-    decision = await wait_for_human(run, run.desk.decide(escalation))
+    """The desk's decision (rules, or a person through the one human wait); a decision that
+    stops the task raises StopTask."""
+    decision = await human_wait(run, lambda: run.desk.decide(escalation))
     if decision.stops_task:
         raise StopTask(f"escalation {escalation.id} ({escalation.reason.value}) stopped the task: {decision.note or decision.resolved_by.value}")
     return decision
@@ -211,6 +213,7 @@ def _expected(run: "RunState", spec: AgentSpec) -> tuple[str, bool] | None:
 async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, frame: CallFrame) -> tuple[list[tuple[str, Any]], str]:
     """One `run_async` until it ends (final reply or pause): paused calls and the last reply."""
     paused: list[tuple[str, Any]] = []
+    answered: set[str] = set()  # long-running calls that gave their result at once (a child that did not ask)
     final_text = ""
     async for event in runner.run_async(user_id=run.run_id, session_id=session_id, new_message=message):
         content = event.content
@@ -221,6 +224,8 @@ async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, fr
             call = part.function_call
             if call is not None and call.id in long_running:
                 paused.append((_spec_name(run, event.author), call))
+            if part.function_response is not None and part.function_response.id:
+                answered.add(part.function_response.id)
         if event.partial or any(p.function_call or p.function_response for p in content.parts):
             continue
         text = "".join(p.text or "" for p in content.parts if not p.thought)
@@ -229,7 +234,7 @@ async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, fr
             frame.texts[author] = text
             frame.last_author = author
             final_text = text
-    return paused, final_text
+    return [(agent, call) for agent, call in paused if call.id not in answered], final_text
 
 
 async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:
@@ -239,7 +244,11 @@ async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:
     parts = []
     for agent, call in paused:
         args = dict(call.args or {})
-        if call.name == protocol.ASK_TOOL_NAME:
+        child = run.suspended.pop(call.id, None)
+        if child is not None:  # a `use` child or hand-off target that waits for a person
+            result = await child.settle()
+            response = result if isinstance(result, dict) else {"result": result}
+        elif call.name == protocol.ASK_TOOL_NAME:
             escalation = protocol.to_escalation(
                 args, id="", task_id=run.task, run_id=run.run_id, agent=agent,
                 origin=Origin.AGENT_TOOL,

@@ -24,15 +24,26 @@ def workflow_agent(run: "RunState", name: str) -> str | None:
     return next((a for a in run.workflow.AGENTS if agent_key(a) == wanted), None)
 
 
-async def escalate_to_agent(run: "RunState", source: str, reason: str, task: str, suggested_target: str) -> dict[str, Any]:
+async def escalate_to_agent(
+    run: "RunState", source: str, reason: str, task: str, suggested_target: str, call_id: str | None = None
+) -> dict[str, Any] | None:
+    """The tool's result; None when the approved target waits for a person (child_calls.py):
+    the source then pauses on this call until the target is done."""
+    from engine.durable.steps import step
     from engine.runtime.agent_call import call_agent
+    from engine.runtime.child_calls import call_in_tool
 
     frame = current()
     chain = frame.escalation_chain if frame is not None else ()
     request = AgentEscalationRequest(str(source), str(reason), str(task), str(suggested_target or ""), chain)
-    # Only the workflow's own agents can be chosen, so a missing target is never recorded as
-    # an approved hop (which would later look like a loop).
-    response = run.agent_policy.handle(request, available=run.workflow.AGENTS)
+
+    async def decide() -> Any:
+        # Only the workflow's own agents can be chosen, so a missing target is never recorded as
+        # an approved hop (which would later look like a loop).
+        return run.agent_policy.handle(request, available=run.workflow.AGENTS)
+
+    # A recorded step: the policy reads the clock and the history, which a replay must not ask again.
+    response = await step("agent escalation", decide)
     target = workflow_agent(run, response.target_agent) if response.approved else None
     if response.approved and target is None:
         run.emit(
@@ -43,5 +54,8 @@ async def escalate_to_agent(run: "RunState", source: str, reason: str, task: str
     run.emit("agent_escalation", **response.to_event_fields(source))
     if not response.approved:
         return {"approved": False, "reason": response.reason, "fallbacks": list(response.fallbacks)}
-    outcome = await call_agent(run, target, response.task, chain=chain + (source,))
-    return {"approved": True, "target": target, "result": outcome.value}
+    async def target_call() -> dict[str, Any]:
+        outcome = await call_agent(run, target, response.task, chain=chain + (source,))
+        return {"approved": True, "target": target, "result": outcome.value}
+
+    return await call_in_tool(run, call_id, target_call)

@@ -104,9 +104,8 @@ class AgentFactory:
             tools.extend(build_tools(tool_spec, self.run.workspace))
         tools.append(LongRunningFunctionTool(callbacks.ask_human))
         if self.run.agent_policy is not None and self.run.agent_policy.policy.is_source(spec.name):
-            from google.adk.tools import FunctionTool
-
-            tools.append(FunctionTool(callbacks.escalate_to_agent_tool(self.run, spec.name)))
+            # Long-running: an approved target that waits for a person pauses its source on this call.
+            tools.append(LongRunningFunctionTool(callbacks.escalate_to_agent_tool(self.run, spec.name)))
         for child in spec.use:
             tools.append(callbacks.agent_tool(self.run, child, self._declaration_agent(child)))
         return tools

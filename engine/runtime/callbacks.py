@@ -48,13 +48,20 @@ class RuntimeAgentTool(AgentTool):
         super().__init__(declaration_agent, skip_summarization=False, include_plugins=False)
         self._run = run
         self._child = child
+        # A child that waits for a person pauses its caller on this call (child_calls.py).
+        self.is_long_running = True
 
     async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
         from engine.runtime.agent_call import call_agent
+        from engine.runtime.child_calls import call_in_tool
 
         request = args.get("request", "") if isinstance(args, dict) else args
-        outcome = await call_agent(self._run, self._child, str(request))
-        return outcome.value if isinstance(outcome.value, (dict, list)) else outcome.text
+
+        async def child() -> Any:
+            outcome = await call_agent(self._run, self._child, str(request))
+            return outcome.value if isinstance(outcome.value, (dict, list)) else outcome.text
+
+        return await call_in_tool(self._run, tool_context.function_call_id, child)
 
 
 def agent_tool(run: "RunState", child: str, declaration_agent: Any) -> RuntimeAgentTool:
@@ -65,7 +72,7 @@ def escalate_to_agent_tool(run: "RunState", source: str) -> Callable[..., Any]:
     """`escalate_to_agent` for one source agent (seed 002): the policy decides; approved, the
     target agent runs the task and its answer is the result; denied, the reason and fallbacks."""
 
-    async def escalate_to_agent(reason: str, task: str, suggested_target: str = "") -> dict[str, Any]:
+    async def escalate_to_agent(reason: str, task: str, tool_context: Any, suggested_target: str = "") -> dict[str, Any] | None:
         """Hand a task you cannot do well to a more specialised agent.
 
         reason: why you escalate. task: what the other agent should do.
@@ -73,7 +80,7 @@ def escalate_to_agent_tool(run: "RunState", source: str) -> Callable[..., Any]:
         """
         from engine.runtime.agent_escalation import escalate_to_agent as run_escalation
 
-        return await run_escalation(run, source, reason, task, suggested_target)
+        return await run_escalation(run, source, reason, task, suggested_target, tool_context.function_call_id)
 
     return escalate_to_agent
 
@@ -98,7 +105,7 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
         if isinstance(outcome.subject, dict) and outcome.subject is not args:
             args.clear()
             args.update(outcome.subject)
-        if run.durable and not isinstance(tool, RuntimeAgentTool):
+        if run.durable and not isinstance(tool, RuntimeAgentTool) and _runnable(tool):
             return await _recorded_tool_call(tool, args, tool_context)
         return None
 
@@ -162,6 +169,14 @@ async def _gate(run: "RunState", agent: str, tool: str, args: dict[str, Any], to
     return None
 
 
+def _runnable(tool: Any) -> bool:
+    """Not ADK's stand-in for a tool the model named but the agent does not have (ADK answers
+    that call itself, with its "no tool with that name" result)."""
+    from google.adk.tools.base_tool import BaseTool
+
+    return type(tool).run_async is not BaseTool.run_async
+
+
 async def _recorded_tool_call(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any]:
     """A durable run's tool call as a recorded step: after a crash a finished call is not run
     again, its recorded result is replayed."""
@@ -178,13 +193,15 @@ async def gate_tool(run: "RunState", agent: str, tool: str, args: dict[str, Any]
     """The rules' verdict on one tool call, after a human where they say so (the desk emits
     `tool_call`). Returns the desk's verdict (`allowed`, `confirmed`, `denied`, with the text the
     agent is told); raises StopTask when a rule says stop."""
-    from engine.runtime.frames import wait_for_human
+    from engine.runtime.child_calls import human_wait
 
-    approval = run.desk.approve_tool(run.run_id, run.task, agent, tool, dict(args))
+    def approval() -> Any:
+        return run.desk.approve_tool(run.run_id, run.task, agent, tool, dict(args))
+
     if run.desk.tool_verdict(run.task, tool, dict(args)) == "ask":
-        verdict = await wait_for_human(run, approval)
+        verdict = await human_wait(run, approval)
     else:
-        verdict = await approval
+        verdict = await approval()
     if verdict == "stop":
         raise StopTask(getattr(verdict, "message", "") or f"a rule stopped the task at the call to {tool}")
     return verdict

@@ -43,6 +43,9 @@ class RunState:
     _factory: Any = None
     _llm_agents: dict[str, AgentSpec] = field(default_factory=dict)  # `call llm` one-off agents
     model_overrides: dict[str, str] = field(default_factory=dict)  # agent key -> model name
+    # Agent calls started in a tool that wait for a person, by the paused tool call's id
+    # (engine/runtime/child_calls.py): the caller's agent call takes them up at the flow level.
+    suspended: dict[str, Any] = field(default_factory=dict)
 
     def agent_spec(self, key: str) -> AgentSpec | None:
         spec = self.workflow.AGENTS.get(key)
@@ -95,6 +98,9 @@ class RunState:
 
     async def close(self) -> None:
         """Close every runner, agent and tool the run created (depth-first)."""
+        for child in self.suspended.values():
+            child.cancel()
+        self.suspended.clear()
         for runner in self._runners.values():
             try:
                 await runner.close()

@@ -142,3 +142,19 @@ def test_a_deadline_that_passed_while_nothing_ran_applies_its_default_once(tmp_p
         assert len(decisions) == 1
     finally:
         db.close()
+
+
+def test_a_use_child_waiting_on_a_person_survives_the_process(tmp_path) -> None:
+    """The child's wait is the run's (flow level): exit 4, answer, resume: the child goes on."""
+    from tests.escalation.test_child_waits import SCRIPT, USE_CHILD
+
+    (tmp_path / "lead.sr").write_text(USE_CHILD)
+    (tmp_path / "lead.yaml").write_text(SCRIPT)
+    first = escalate(tmp_path, "run", "lead.sr", "--script", "lead.yaml")
+    assert first.returncode == 4, first.stderr
+    run_id = first.stderr.splitlines()[0].removeprefix("run ")
+    (esc,) = pending(tmp_path)
+    assert escalate(tmp_path, "answer", esc["id"], "--option", "pg").returncode == 0
+    resumed = escalate(tmp_path, "resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "lead done: helper said postgres"
