@@ -115,7 +115,7 @@ class Database:
             self.engine = sa.create_engine(engine_url(url), future=True)
             if path is not None:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-            metadata.create_all(self.engine)
+            _create_tables(self.engine)
         except (OSError, sa.exc.SQLAlchemyError) as exc:
             raise DatabaseError(f"{shown(url)}: cannot open the database: {_why(exc)}") from None
 
@@ -357,6 +357,18 @@ def _run_out(row: Any) -> dict[str, Any]:
         if out.get(key) is not None:
             out[key] = json.loads(out[key])
     return out
+
+
+def _create_tables(engine: sa.Engine) -> None:
+    """IF NOT EXISTS: several processes may open a new database at the same moment (a console
+    and `escalate runs`), and a check-then-create would fail in all but one."""
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    with engine.begin() as c:
+        for table in metadata.sorted_tables:
+            c.execute(CreateTable(table, if_not_exists=True))
+            for index in table.indexes:
+                c.execute(CreateIndex(index, if_not_exists=True))
 
 
 def _escalation_row(row: Any) -> dict[str, Any]:

@@ -260,9 +260,7 @@ async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:
             }
         elif call.name == "adk_request_confirmation":
             original = args.get("originalFunctionCall") or {}
-            from engine.runtime.callbacks import gate_tool
-
-            verdict = await gate_tool(run, agent, str(original.get("name", "tool")), dict(original.get("args") or {}))
+            verdict = await run.gate_tool(agent, str(original.get("name", "tool")), dict(original.get("args") or {}))
             response = {"confirmed": verdict in ("allowed", "confirmed"), "payload": {"message": getattr(verdict, "message", "")}}
         else:
             raise EscalationUnresolved(f"agent {agent!r} paused on {call.name!r}, which nobody can answer")

@@ -30,7 +30,6 @@ async def escalate_to_agent(
     """The tool's result; None when the approved target waits for a person (child_calls.py):
     the source then pauses on this call until the target is done."""
     from engine.durable.steps import step
-    from engine.runtime.agent_call import call_agent
     from engine.runtime.child_calls import call_in_tool
 
     frame = current()
@@ -55,7 +54,7 @@ async def escalate_to_agent(
     if not response.approved:
         return {"approved": False, "reason": response.reason, "fallbacks": list(response.fallbacks)}
     async def target_call() -> dict[str, Any]:
-        outcome = await call_agent(run, target, response.task, chain=chain + (source,))
+        outcome = await run.call_agent(target, response.task, chain=chain + (source,))
         return {"approved": True, "target": target, "result": outcome.value}
 
     return await call_in_tool(run, call_id, target_call)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from google.adk.tools.agent_tool import AgentTool
 
-from engine.runtime.flow_api import StopTask
 from engine.runtime.spec import AgentSpec
 
 if TYPE_CHECKING:
@@ -52,13 +51,12 @@ class RuntimeAgentTool(AgentTool):
         self.is_long_running = True
 
     async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
-        from engine.runtime.agent_call import call_agent
         from engine.runtime.child_calls import call_in_tool
 
         request = args.get("request", "") if isinstance(args, dict) else args
 
         async def child() -> Any:
-            outcome = await call_agent(self._run, self._child, str(request))
+            outcome = await self._run.call_agent(self._child, str(request))
             return outcome.value if isinstance(outcome.value, (dict, list)) else outcome.text
 
         return await call_in_tool(self._run, tool_context.function_call_id, child)
@@ -163,7 +161,7 @@ async def _gate(run: "RunState", agent: str, tool: str, args: dict[str, Any], to
         tool_context.request_confirmation(hint=f"Allow {agent} to call {tool}?", payload={"agent": agent})
         tool_context.actions.skip_summarization = True  # the pause is not a result to summarize
         return dict(CONFIRMATION_PENDING)
-    verdict = await gate_tool(run, agent, tool, args)
+    verdict = await run.gate_tool(agent, tool, args)
     if verdict == "denied":
         return {"error": getattr(verdict, "message", "") or f"the call to {tool} was refused by the rules"}
     return None
@@ -187,21 +185,3 @@ async def _recorded_tool_call(tool: Any, args: dict[str, Any], tool_context: Any
         return result if isinstance(result, dict) else {"result": result}
 
     return await step(f"tool {tool.name}", call)
-
-
-async def gate_tool(run: "RunState", agent: str, tool: str, args: dict[str, Any]) -> Any:
-    """The rules' verdict on one tool call, after a human where they say so (the desk emits
-    `tool_call`). Returns the desk's verdict (`allowed`, `confirmed`, `denied`, with the text the
-    agent is told); raises StopTask when a rule says stop."""
-    from engine.runtime.child_calls import human_wait
-
-    def approval() -> Any:
-        return run.desk.approve_tool(run.run_id, run.task, agent, tool, dict(args))
-
-    if run.desk.tool_verdict(run.task, tool, dict(args)) == "ask":
-        verdict = await human_wait(run, approval)
-    else:
-        verdict = await approval()
-    if verdict == "stop":
-        raise StopTask(getattr(verdict, "message", "") or f"a rule stopped the task at the call to {tool}")
-    return verdict

@@ -70,14 +70,12 @@ class RunContext:
     # -- calls -------------------------------------------------------------------------------
 
     async def run_agent(self, agent: str, args: list[Any], *, history: Any = None, line: int) -> CallResult:
-        from engine.runtime.agent_call import call_agent
-
         spec = self.run.workflow.AGENTS.get(agent)
         if spec is None:
             raise FlowError(f"no agent named {agent!r}", line)
         message = self._message(spec.prompt, args)
         try:
-            outcome = await call_agent(self.run, agent, message, history=history)
+            outcome = await self.run.call_agent(agent, message, history=history)
         except (*_CONTROL, FlowError):
             raise
         except Exception as exc:
@@ -116,14 +114,12 @@ class RunContext:
 
     async def call_llm(self, prompt: str, args: list[Any], *, model: str | None, line: int) -> CallResult:
         """`call llm P`: a one-off agent named after the prompt (its key in a --script file)."""
-        from engine.runtime.agent_call import call_agent
-
         if prompt not in self.run.workflow.PROMPTS:
             raise FlowError(f"no prompt named {prompt!r}", line)
         key = self.run.register_llm_agent(prompt, model)
         message = self._message(prompt, args)
         try:
-            outcome = await call_agent(self.run, key, message)
+            outcome = await self.run.call_agent(key, message)
         except (*_CONTROL, FlowError):
             raise
         except Exception as exc:
@@ -131,13 +127,11 @@ class RunContext:
         return CallResult(outcome.value, outcome.escalated)
 
     async def escalate_to_human(self, message: Any, *, line: int) -> str:
-        from engine.runtime.agent_call import decide
-
         escalation = Escalation(
             id="", task_id=self.run.task, run_id=self.run.run_id, agent="flow",
             reason=Reason.OTHER, question=as_text(message), origin=Origin.FLOW,
         )
-        decision = await decide(self.run, escalation)
+        decision = await self.run.decide(escalation)
         return protocol.decision_value(escalation, decision)
 
     async def log(self, message: Any, *, line: int) -> None:

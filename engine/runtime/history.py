@@ -76,11 +76,9 @@ async def compact(run: "RunState", policy: PolicySpec, history: Any) -> list[Any
 
 
 async def _summary(run: "RunState", policy: PolicySpec, dropped: list[Any]) -> str:
-    from engine.runtime.agent_call import call_agent
-
     key = run.register_llm_agent(policy.name, policy.properties.get("use model") or None)
     transcript = "\n".join(
         f"{m.get('role', 'user') if isinstance(m, dict) else 'user'}: {_text(m)}" for m in dropped
     )
-    outcome = await call_agent(run, key, f"Summarize this conversation in a few sentences:\n{transcript}")
+    outcome = await run.call_agent(key, f"Summarize this conversation in a few sentences:\n{transcript}")
     return outcome.text

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from engine.runtime.events import EventSink
 from engine.runtime.script import Script
@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from engine.runtime.scripted_model import ScriptCursor
 
 log = logging.getLogger("escalate.runtime")
+
+
+async def _unwired(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a run's services are given by the runner")
 
 
 @dataclass
@@ -35,6 +39,11 @@ class RunState:
     clock: Any
     on_waiting: Callable[[bool], None] = lambda waiting: None  # run status: waiting on a human
     durable: bool = False  # a DBOS workflow: model turns and tool calls are recorded steps
+    # The services a run's parts use, given by the runner (engine/runtime/runner.py) rather than
+    # imported back: call an agent, decide an escalation, gate a tool call (emit is below).
+    call_agent: Callable[..., Awaitable[Any]] = field(default=_unwired, repr=False)
+    decide: Callable[..., Awaitable[Any]] = field(default=_unwired, repr=False)
+    gate_tool: Callable[..., Awaitable[Any]] = field(default=_unwired, repr=False)
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     context: "RunContext | None" = None
     _cursor: "ScriptCursor | None" = None

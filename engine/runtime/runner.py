@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from engine.runtime.context import RunContext
@@ -41,6 +42,7 @@ async def execute_run(
         on_waiting=handle._set_waiting,
         durable=durable,
     )
+    wire(run)
     context = RunContext(run, handle.input)
     run.context = context
     status, error, result = RunStatus.FAILED, None, None
@@ -80,6 +82,17 @@ async def execute_run(
             await asyncio.shield(run.close())
         except asyncio.CancelledError:  # cancelled again while closing: the run is over anyway
             pass
+
+
+def wire(run: RunState) -> None:
+    """Give the run its services: the one agent-call function, the one decision function (which
+    goes through the one human wait), the one tool gate."""
+    from engine.runtime.agent_call import call_agent, decide
+    from engine.runtime.tool_gate import gate_tool
+
+    run.call_agent = partial(call_agent, run)
+    run.decide = partial(decide, run)
+    run.gate_tool = partial(gate_tool, run)
 
 
 async def _run_entry(run: RunState, context: RunContext, handle: "RunHandle") -> Any:
