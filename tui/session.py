@@ -19,10 +19,10 @@ from engine.escalation.model import Decision, EscalationRecord, PendingEscalatio
 
 if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules and YAML (~40 ms before the first frame)
     from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
-    from engine.escalation.store import HistoryStore, StoredRun, StoreRecorder
+    from engine.escalation.store import StoredRun
 
 ENGINE_MODULE = "engine.runtime.engine"
-EAGER_LOAD_BYTES = 256 * 1024  # a store up to this size is read before the first frame (~10 ms)
+EAGER_CHECK_BYTES = 256 * 1024  # a --store file up to this size is checked before the first frame (~10 ms)
 FULL_GC_EVERY = 100  # middle-generation passes per full pass (Python's default: 10)
 
 
@@ -63,9 +63,8 @@ class ConsoleSession:
     broker: EscalationBroker = field(init=False)
     engine: Any = field(init=False, default=None)  # engine.runtime.engine.Engine once opened
     records: dict[str, EscalationRecord] = field(init=False, default_factory=dict)
-    # --store: the file, what earlier sessions left in it (loaded at once when small, else in the
-    # background once the engine opens, after the first frame), and the recorder writing to it.
-    history_store: HistoryStore | None = field(init=False, default=None)
+    # History of earlier sessions, read from the database once it opens (after the first frame);
+    # a --store file (the history format before the database) is imported into it first.
     earlier: list[EscalationRecord] = field(init=False, default_factory=list)
     earlier_runs: list[StoredRun] = field(init=False, default_factory=list)
     store_error: str | None = field(init=False, default=None)
@@ -74,99 +73,27 @@ class ConsoleSession:
     def __post_init__(self) -> None:
         self.broker = EscalationBroker(self.clock)
         self.broker.subscribe(self._record)
-        self._recorder: StoreRecorder | None = None
         self._earlier_agents: list[HistoryEntry] | None = None  # until seeded into the engine
         self._store_lock = threading.Lock()
-        self._load_lock = threading.Lock()
-        self._loader: threading.Thread | None = None
         self._stored_history: EscalationHistory | None = None  # agent_history before the engine
         self._scripts: dict[Path, tuple[tuple[int, int], Any]] = {}  # script file -> (its version, Script)
         self.db: Any = None  # engine.durable.database.Database once opened
         self.host: Any = None  # engine.durable.host.DurableHost once opened
         self.imported: tuple[int, int] | None = None  # a --store file imported into the database
-        if self.store is not None and self.db_url is not None:
-            self._check_store_for_import()
-        elif self.store is not None:
-            from engine.escalation.store import HistoryStore, StoreRecorder
+        if self.store is not None:
+            if self.db_url is None:
+                raise ValueError("--store is imported into the database: the session needs db_url")
+            self._check_store()
+        if self.db_url is None:
+            self.store_loaded.set()  # no database: no earlier sessions
 
-            self.history_store = HistoryStore.open(self.store, self.clock)  # StoreError: unusable path
-            self._recorder = StoreRecorder(self.history_store)
-            self.broker.subscribe(self._recorder.on_broker)
-            if self.history_store.size <= EAGER_LOAD_BYTES:
-                self.load_store()  # small: at once, so a bad line stops the console before it opens
+    def _check_store(self) -> None:
+        """A --store file is checked now, before the first frame: an unusable path, or a bad line
+        in a small one, stops the console before it opens (a big one, when it is imported)."""
+        from engine.escalation.store import read_store, store_size
 
-    # ---- the store ---------------------------------------------------------------------------
-
-    def _check_store_for_import(self) -> None:
-        """A --store file to import into the database is checked now, as before the database: an
-        unusable path, or a bad line in a small one, stops the console before it opens. A big
-        one is checked when imported, after the first frame."""
-        from engine.escalation.store import HistoryStore
-
-        store = HistoryStore.open(self.store, self.clock)  # StoreError: unusable path
-        try:
-            if store.size <= EAGER_LOAD_BYTES:
-                store.load()
-        finally:
-            store.close()
-
-    def load_store(self) -> None:
-        """Read what earlier sessions stored (once; blocking). StoreError on a bad line."""
-        from engine.escalation.store import StoreError
-
-        with self._load_lock:  # one reader; `_store_lock` is only taken to publish (never held while parsing)
-            if self.store_loaded.is_set() or self.history_store is None:
-                return
-            try:
-                contents = self.history_store.load()
-            except StoreError as exc:
-                self.store_error = str(exc)
-                self.history_store.close()  # a broken file is left as it is
-                self.store_loaded.set()
-                raise
-            earlier = contents.escalations
-            for record in earlier:  # one still open when its session ended was withdrawn with it
-                record.withdrawn = record.decision is None
-            with self._store_lock:
-                self.earlier, self.earlier_runs = earlier, contents.runs
-                self._earlier_agents = contents.agent_entries
-                self.history_store.release()  # now this session's facts go to the file
-                self.store_loaded.set()
-                self._seed_engine()
-
-    def load_store_in_background(self, on_error: Callable[[str], None] | None = None) -> None:
-        """A big store loads on its own thread (the screen stays live); `store_loaded` is set when
-        done. A bad line: `store_error` holds it and `on_error(line)` is called on that thread."""
-        with self._store_lock:
-            if self.store_loaded.is_set() or self._loader is not None or self.history_store is None:
-                return
-            self._loader = threading.Thread(target=self._load_quietly, args=(on_error,), name="escalate-store",
-                                            daemon=True)
-        self._loader.start()
-
-    def _load_quietly(self, on_error: Callable[[str], None] | None) -> None:
-        from engine.escalation.store import StoreError
-
-        try:
-            self.load_store()
-        except StoreError as exc:
-            if on_error is not None:
-                on_error(str(exc))
-
-    def _follow_engine(self, engine: Any) -> None:
-        assert self._recorder is not None
-        self._recorder.follow(engine)
-        with self._store_lock:
-            self._seed_engine()
-        self.load_store_in_background()
-
-    def _seed_engine(self) -> None:
-        """Earlier agent-to-agent entries into the engine's history (success rates, loop memory),
-        once both exist. Called with `_store_lock` held."""
-        if self._earlier_agents is None or self.engine is None or self._recorder is None:
-            return
-        self._recorder.seed(self.engine.agent_policy.history, self._earlier_agents)
-        self._earlier_agents = None
+        if store_size(self.store) <= EAGER_CHECK_BYTES:  # StoreError: unusable path
+            read_store(self.store)  # StoreError: a bad line
 
     # ---- the engine (ADK) is opened after the first frame --------------------------------------
 
@@ -199,9 +126,7 @@ class ConsoleSession:
             rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store,
             db=self.db, host=self.host,
         )
-        if self.history_store is not None:
-            self._follow_engine(self.engine)  # record its runs and hand-offs, seed its agent history
-        elif self.db is not None:
+        if self.db is not None:
             from engine.durable.history import AgentHistoryRecorder
 
             history = self.engine.agent_policy.history
@@ -237,7 +162,7 @@ class ConsoleSession:
 
         if self.store is not None:
             try:
-                self.imported = import_store(self.db, self.store, self.clock)
+                self.imported = import_store(self.db, self.store)
             except StoreError as exc:
                 self.store_error = str(exc)
         contents = load_earlier(self.db)
@@ -278,12 +203,10 @@ class ConsoleSession:
 
     def close(self) -> None:
         """The console is quitting: durable runs stay as they are in the database (running,
-        waiting) and continue next time; the store's file is closed."""
+        waiting) and continue next time."""
         self.leave()
         if self.host is not None:
             self.host.close()
-        if self.history_store is not None:
-            self.history_store.close()
 
     def subscribe_runs(self, callback: Callable[[Any], None]) -> Callable[[], None]:
         return self.engine.subscribe(callback)

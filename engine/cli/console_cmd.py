@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import inspect
 import logging
 import tempfile
 from pathlib import Path
@@ -52,12 +51,12 @@ def _console(args: argparse.Namespace) -> int:
     try:
         db_url = _database(args)
     except UsageError as exc:
-        sys.stderr.write(f"escalate: error: {exc}\n")
+        write_line(f"escalate: error: {exc}")
         return EXIT_USAGE
     with tempfile.TemporaryDirectory(prefix="escalate-demo-") as scratch:
         # The demo's tools write into a scratch workspace, never into the user's folder.
         workspace = Path(scratch) if not args.files else Path.cwd()
-        try:  # opens the store (creating its folder); a small one is read and checked here
+        try:  # a --store file to import: its path checked here, and its lines when it is small
             session = _session(files, script, rules, workspace, Path(args.store) if args.store else None, db_url)
         except Exception as exc:
             from engine.escalation.store import StoreError  # only now: not on the first frame's path
@@ -69,7 +68,7 @@ def _console(args: argparse.Namespace) -> int:
         _route_logs(Path(args.store).parent if args.store else Path(tempfile.gettempdir()))
         app = _app(session, args)
         result = app.run()
-    if session.store_error:  # a big store read after the first frame turned out broken
+    if session.store_error:  # a big --store file, imported after the first frame, was broken
         write_line(session.store_error)
         return EXIT_USAGE
     return EXIT_OK if result is None else int(result)
@@ -106,24 +105,9 @@ def _database(args: argparse.Namespace) -> str:
 
 
 def _app(session: "ConsoleSession", args: argparse.Namespace) -> "EscalateApp":
-    """The console; with a store too big to read before the first frame, one that reads it
-    right after that frame and closes at once (exit 2) if it is broken."""
     from tui.app import EscalateApp  # Textual: only now that the inputs are known good
 
-    if session.store_loaded.is_set() or session.history_store is None:
-        return EscalateApp(session, run_first=args.run, first_input=args.input)
-
-    class StoreReadingApp(EscalateApp):
-        # Textual finds a relative CSS_PATH beside the defining class's module: keep the app's.
-        CSS_PATH = str(Path(inspect.getfile(EscalateApp)).with_name(str(EscalateApp.CSS_PATH)))
-
-        def on_mount(self) -> None:  # Textual calls EscalateApp.on_mount too (handlers run per class)
-            self.call_after_refresh(session.load_store_in_background, self._store_failed)
-
-        def _store_failed(self, line: str) -> None:  # on the loader's thread
-            self.call_from_thread(self.exit, EXIT_USAGE)
-
-    return StoreReadingApp(session, run_first=args.run, first_input=args.input)
+    return EscalateApp(session, run_first=args.run, first_input=args.input)
 
 
 def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:

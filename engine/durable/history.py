@@ -61,18 +61,14 @@ class AgentHistoryRecorder:
         self.db.add_agent_entries(new)
 
 
-def import_store(db: Database, path: Path, clock: Any) -> tuple[int, int] | None:
+def import_store(db: Database, path: Path) -> tuple[int, int] | None:
     """Copy a `--store` file's escalations, decisions, runs and hand-offs into the database, once
     per file (by its resolved path); returns (escalations, runs) imported, None when it already
     was. Raises StoreError for a broken file (nothing is imported then)."""
-    from engine.escalation.store import HistoryStore
+    from engine.escalation.store import read_store
 
     resolved = str(path.resolve())
-    store = HistoryStore.open(path, clock)
-    try:
-        contents = store.load()
-    finally:
-        store.close()
+    contents = read_store(path)
     if not db.claim_import(resolved):
         return None
     # Ids in a store are unique within one of its sessions only: imported ones get a prefix.

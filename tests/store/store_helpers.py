@@ -1,23 +1,10 @@
-"""Builders for the store tests: a store on a fake clock with a fixed wall time, and lines."""
+"""Builders for the --store tests: lines of the JSON-lines history format of earlier versions."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from engine.escalation.clock import FakeClock
-from engine.escalation.store import HistoryStore
-
-WALL = 1_763_784_000.0  # 2025-11-22T04:00:00Z: the wall time when the test's clock reads 1000
-
-
-def open_store(path: Path, clock: FakeClock | None = None, wall: float = WALL, release: bool = True) -> HistoryStore:
-    """A store whose clock reads `clock.now()` at wall time `wall` (so times are exact), writing
-    at once unless `release` is False (then lines are held until `release()`)."""
-    store = HistoryStore.open(path, clock or FakeClock(1000.0), wall_now=lambda: wall)
-    if release:
-        store.release()
-    return store
+WALL = 1_763_784_000.0  # 2025-11-22T04:00:00Z
 
 
 def line(kind: str, at: str = "2025-11-22T04:00:00.000Z", **fields: object) -> str:
@@ -28,3 +15,21 @@ def agent_line(source: str, target: str, approved: bool = True, at: str = "2025-
                denial: str | None = None) -> str:
     return line("agent_escalation", at, source=source, target=target, approved=approved,
                 reason="needs analysis", task="analyze the session store", denial=denial)
+
+
+def raised_line(esc_id: str, question: str = "Use JWT?", run_id: str = "r1-aaaaaa", at: str = "2025-11-22T04:00:00.000Z") -> str:
+    return line("raised", at, id=esc_id, taskId="auth-refactor", runId=run_id, agent="planner",
+                reason="architecture_decision", question=question, context="",
+                options=[{"id": "jwt", "label": "Use JWT", "description": "", "recommended": True}],
+                allowAgentDecision=False, timeout=None, origin="agent_text",
+                policy={"deadline": None, "onTimeout": "wait", "optionId": None, "timeoutSeconds": None}, extra={})
+
+
+def resolved_line(esc_id: str, option: str = "jwt", at: str = "2025-11-22T04:00:01.000Z") -> str:
+    return line("resolved", at, id=esc_id, responseType="option", selectedOption=option, textResponse=None,
+                additionalInstructions=None, resolvedBy="human", note="", stopsTask=False)
+
+
+def run_line(run_id: str = "r1-aaaaaa", at: str = "2025-11-22T04:00:02.000Z") -> str:
+    return line("run", at, id=run_id, task="auth-refactor", workflow="auth-refactor", flow=None, input="go",
+                status="done", result="Plan ready", error=None, startedAt="2025-11-22T03:59:59.000Z")

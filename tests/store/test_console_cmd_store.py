@@ -9,7 +9,7 @@ import pytest
 
 from engine.cli.main import main
 from tests.store.store_helpers import agent_line
-from tui.session import EAGER_LOAD_BYTES
+from tui.session import EAGER_CHECK_BYTES
 
 
 def run(argv: list[str], capsys) -> tuple[int, str]:
@@ -29,11 +29,11 @@ def headless(monkeypatch):
     monkeypatch.setattr(EscalateApp, "run", lambda self: App.run(self, headless=True))
 
 
-@pytest.mark.parametrize("size", ["small", "big"])  # big: read after the first frame, then the console closes
+@pytest.mark.parametrize("size", ["small", "big"])  # big: imported after the first frame, then the console closes
 def test_a_bad_line_stops_the_console(tmp_path: Path, capsys, headless, size: str) -> None:
     store = tmp_path / "history.jsonl"
     good = agent_line("codebase_locator", "codebase_analyzer")
-    before = good * (1 if size == "small" else EAGER_LOAD_BYTES // len(good) + 100)
+    before = good * (1 if size == "small" else EAGER_CHECK_BYTES // len(good) + 100)
     store.write_text(before + '{"v":1,"kind":"agent_escalation","at":"2025-11-22T04:00:00Z","source":null}\n' + good)
     content = store.read_bytes()
     code, err = run(["console", "--store", str(store)], capsys)

@@ -67,8 +67,7 @@ class HistoryScreen(Screen):
             table.add_column(name, key=name)
         table.border_title = "Escalations"
         self.query_one("#history-metrics", Static).border_title = "Metrics"
-        if not self.session.store_loaded.is_set() and self.session.history_store is not None:
-            self.session.load_store_in_background()  # big store, engine not open yet: load it now
+        if not self.session.store_loaded.is_set():  # the database's history is still being read
             self._poll = self.set_interval(LOAD_POLL, self._check_loaded)
         self.refresh_history()
         table.focus()
@@ -132,6 +131,6 @@ class HistoryScreen(Screen):
         shown = f"newest {MAX_ROWS} of {matching} matching" if matching > MAX_ROWS else f"{matching} of {total}"
         if self.session.store_error:
             return f"{shown} · store unreadable: {one_line(self.session.store_error, 200)}"
-        if self.session.history_store is not None and not self.session.store_loaded.is_set():
+        if not self.session.store_loaded.is_set():
             return f"{shown} · loading earlier sessions…"
         return shown
