@@ -12,28 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from engine.escalation.clock import FakeClock, RealClock
-from engine.escalation.model import ResolvedBy, Response, ResponseType
-from tests.store.store_helpers import agent_line, open_store
-from tests.tui.helpers import make_session, pending
+from engine.escalation.clock import RealClock
+from tests.store.store_helpers import agent_line, line, raised_line, resolved_line
+from tests.tui.helpers import make_session
 
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
 
 
 def a_store(path: Path) -> None:
     """A store an earlier console wrote: one decided escalation, one withdrawn, one hand-off."""
-    clock = FakeClock(1000.0)
-    store = open_store(path, clock)
-    decided, withdrawn = pending(clock, run_id="r1-aaaaaa"), pending(clock, run_id="r1-aaaaaa", question="Other?")
-    store.write_raised(decided)
-    from engine.escalation.model import Decision
-
-    store.write_resolved(Decision(decided.escalation.id, Response(ResponseType.OPTION, "opt1"), ResolvedBy.HUMAN, 1001.0))
-    store.write_raised(withdrawn)
-    store.write_withdrawn(withdrawn.escalation.id)
-    store.close()
-    with path.open("a") as out:
-        out.write(agent_line("locator", "analyzer"))
+    path.write_text(raised_line("esc-1", "Use JWT?") + resolved_line("esc-1", "jwt") + raised_line("esc-2", "Other?")
+                    + line("withdrawn", "2025-11-22T04:00:05.000Z", id="esc-2") + agent_line("locator", "analyzer"))
 
 
 async def test_a_store_is_imported_once_and_read_back_as_earlier_history(tmp_path) -> None:
@@ -45,7 +34,7 @@ async def test_a_store_is_imported_once_and_read_back_as_earlier_history(tmp_pat
     try:
         assert first.imported == (2, 0)
         assert [(r.state, r.earlier) for r in first.earlier] == [("decided", True), ("withdrawn", True)]
-        assert first.earlier[0].decision.response.selected_option == "opt1"
+        assert first.earlier[0].decision.response.selected_option == "jwt"
         first.open_engine()
         assert [(e.source, e.target) for e in first.agent_history.entries_since(0)] == [("locator", "analyzer")]
     finally:
