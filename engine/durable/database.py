@@ -272,7 +272,7 @@ class Database:
     def import_history(self, run_rows: list[dict[str, Any]], escalation_rows: list[dict[str, Any]]) -> None:
         with self.engine.begin() as c:
             if run_rows:
-                c.execute(runs.insert(), run_rows)
+                c.execute(runs.insert(), [_run_in(row) for row in run_rows])
             if escalation_rows:
                 c.execute(escalations.insert(), escalation_rows)
 
@@ -335,7 +335,7 @@ class Database:
 # A file's name may hold bytes that are not UTF-8 (lone surrogates in Python), which a database
 # cannot store as text: paths are kept as JSON strings (ASCII, exact), other text made UTF-8.
 _PATHS = ("path", "script", "rules", "workspace")
-_TEXTS = ("task", "workflow", "flow", "input", "error")
+_TEXTS = ("run_id", "task", "workflow", "flow", "input", "error")
 
 
 def _run_in(row: dict[str, Any]) -> dict[str, Any]:

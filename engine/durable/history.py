@@ -15,6 +15,7 @@ from engine.durable.decisions import decision_from_json, decision_to_json, pendi
 from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
 from engine.escalation.model import EscalationRecord
 from engine.escalation.store import StoreContents, StoredRun, summary
+from engine.text_safety import utf8_text
 
 
 def load_earlier(db: Database) -> StoreContents:
@@ -85,7 +86,7 @@ def import_store(db: Database, path: Path) -> tuple[int, int] | None:
         payload["escalation"]["id"] = esc_id
         decision = record.decision
         escalation_rows.append(dict(
-            id=esc_id, run_id=f"{prefix}-{pending.escalation.run_id}", created=pending.escalation.created_at,
+            id=utf8_text(esc_id), run_id=utf8_text(f"{prefix}-{pending.escalation.run_id}"), created=pending.escalation.created_at,
             deadline=pending.policy.deadline, payload=json.dumps(payload),
             status="decided" if decision else "withdrawn",
             decision=json.dumps(decision_to_json(decision)) if decision else None,

@@ -18,6 +18,7 @@ from rich.console import Console
 from textual.command import CommandPalette
 
 from engine.escalation.model import OnTimeout, Option
+from engine.escalation.clock import RealClock
 from engine.escalation.store import iso
 from rules import load_rules
 from tests.hostile_text import HOSTILE, forbidden_in, hostile_workspace
@@ -107,15 +108,16 @@ async def test_history_shows_hostile_records_of_this_and_earlier_sessions_as_sig
     workflows, rules = hostile_workspace(tmp_path)
     store = tmp_path / "history.jsonl"
     hostile_store(store)
-    session = make_session(workflows[:1], rules=load_rules(rules), workspace=tmp_path, store=store)
+    session = make_session(workflows[:1], rules=load_rules(rules), workspace=tmp_path, store=store,
+                           clock=RealClock(), db_url=f"sqlite:///{tmp_path / 'escalate.db'}")
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
-        app.start(session.workflows[0], RunRequest(None, "go"))
+        handle = app.start(session.workflows[0], RunRequest(None, "go"))
         await wait_until(pilot, lambda: session.pending(), 20, "the question")
         # Recorded although its task (the file's stem) had a byte that is not UTF-8 in it.
-        stored = [json.loads(x) for x in store.read_text(encoding="utf-8").splitlines()]
-        assert [x["taskId"] for x in stored if x["kind"] == "raised"][1].startswith(f"evil{HOSTILE}\ufffd")
+        (stored,) = session.db.pending_escalations([handle.id])
+        assert stored["payload"]["escalation"]["task_id"].startswith(f"evil{HOSTILE}\ufffd")
         await pilot.press("h")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 5, "the history")
         await pilot.pause()
