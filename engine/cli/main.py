@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import sys
 from typing import Sequence
 
@@ -86,6 +87,10 @@ def utf8_text(value: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Text a terminal's encoding cannot show (PYTHONIOENCODING=ascii, a Latin-1 locale) is
+    # escaped rather than a UnicodeEncodeError traceback.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     for name in TEXT_ARGUMENTS:

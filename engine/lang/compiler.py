@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import re
 import threading
 import types
 from dataclasses import dataclass, field
@@ -205,10 +204,12 @@ _PYTHON_LIMITS = {
 
 
 def _python_limit(exc: SyntaxError, python: str, file: str, source: str) -> Diagnostic:
-    """E0022 at the .sr statement whose generated code Python refused (its `# LINE:` comment)."""
+    """E0022 at the .sr statement whose generated code Python refused (its line comment)."""
+    from engine.lang.codegen import LINE_COMMENT
+
     line = 1
     for text in reversed(python.splitlines()[: exc.lineno or 0]):
-        found = re.match(r"\s*# (\d+): ", text)
+        found = LINE_COMMENT.match(text)
         if found:
             line = int(found.group(1))
             break

@@ -50,14 +50,6 @@ class ProgramInfo:
     def file(self, node: ast.Node) -> str:
         return self.file_of.get(id(node), self.main_file)
 
-    def source_line(self, node: ast.Node) -> str:
-        lines = self._lines.get(self.file_of.get(id(node), self.main_file))
-        if lines is None:
-            lines = self._lines.setdefault(self.main_file, self.sources.get(self.main_file, "").splitlines())
-        if 1 <= node.line <= len(lines):
-            return lines[node.line - 1].strip()
-        return ""
-
     def line_text(self, node: ast.Node, line: int) -> str:
         """Source line `line` of the file `node` comes from."""
         lines = self._lines.get(self.file(node), [])
