@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
     rules_check = rules_sub.add_parser("check", help="validate a rules file")
     rules_check.add_argument("file", metavar="R.yaml")
+    for command in (console, check, comp, run):
+        command.add_argument("--allow-imports-outside", action="store_true",
+                             help="let imports reach files outside the folder of the file given here")
     return parser
 
 
@@ -96,6 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in TEXT_ARGUMENTS:
         if isinstance(getattr(args, name, None), str):
             setattr(args, name, utf8_text(getattr(args, name)))
+    allowed = bool(getattr(args, "allow_imports_outside", False))
+    if allowed or "engine.lang.compiler" in sys.modules:  # set for this command, whatever an earlier one set
+        from engine.lang.compiler import allow_imports_outside
+
+        allow_imports_outside(allowed)
     module = importlib.import_module(_COMMANDS[args.command])
     try:
         return int(module.main(args))
