@@ -171,3 +171,24 @@ def test_fuzz_cli_never_prints_a_traceback(tmp_path: Path):
         (tmp_path / f"m{k}.sr").write_text(text)
     r = subprocess.run([sys.executable, "-m", "engine", "check", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode in (0, 1) and "Traceback" not in r.stdout + r.stderr
+
+
+def test_numbers_too_long_are_errors_not_crashes(tmp_path: Path):
+    """An int of 4,300+ digits cannot be printed by Python and a float past 1.8e308 is `inf`, which
+    the generated code would write as an undefined name: each is E0004 at the number."""
+    big, huge = "1" * 5000, "9" * 400 + ".5"
+    cases = {
+        f"flow main:\n    return {big}\n": [(2, 12)],
+        f"flow main:\n    return -{huge}\n": [(2, 13)],
+        f"timeout t = {huge} seconds\nflow main:\n    return 1\n": [(1, 13)],
+        f"policy p:\n    x: {huge}\n    preserve: [last {big} messages]\nflow main:\n    return 1\n": [(2, 8), (3, 16)],
+        f"model m:\n    provider: a\n    name: x\n    temperature: {huge}\nflow main:\n    return 1\n": [(4, 18)],
+        f"retry r = {big} times\nflow main:\n    loop max {big} do\n        return 1\n    end\n": [(1, 11), (3, 14)],
+        f'prompt p: """x ${{{big}}}"""\nagent a:\n    instruction p\n    timeout {huge} seconds\n': [(1, 16), (4, 13)],
+    }
+    for text, where in cases.items():
+        r = compile_source(text, tmp_path / "n.sr")
+        assert [(d.code, d.line, d.column) for d in r.diagnostics] == [("E0004", ln, col) for ln, col in where], r.diagnostics
+        assert r.diagnostics[0].message == "number too long: more than 300 digits"
+    r = compile_source(f"flow main:\n    return {'9' * 150}.{'9' * 150}\n", tmp_path / "n.sr")  # the longest allowed
+    assert workflow_class(r).FLOWS
