@@ -176,7 +176,7 @@ def compile_source(source: str, path: Path) -> CompileResult:
     gc.disable()  # the pipeline allocates many short-lived trees; cyclic GC passes only cost time
     try:
         return _compile_source(source, Path(path))
-    except RecursionError:
+    except (RecursionError, MemoryError):  # Python's own parser gives up on a chain of some 5,000 `elif`s with either
         return CompileResult(Path(path), [error(path, 1, 1, "E0007", "the program nests too deeply to compile")], None, False)
     except Exception as exc:  # a compiler bug must still be one clear line, never a traceback
         return CompileResult(Path(path), [error(path, 1, 1, "E0007", f"internal compiler error: {type(exc).__name__}: {exc}")],

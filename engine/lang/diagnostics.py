@@ -37,6 +37,7 @@ CODES: dict[str, str] = {
     "E0021": "prompts include each other",
     "E0022": "nests too deeply to run",
     "W0002": "agent has both delegate and use",
+    "W0003": "program too large to check variables",
 }
 
 
