@@ -123,8 +123,10 @@ def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> l
                 continue
             try:
                 target = ((path.parent if path else base) / d.path).resolve()
-            except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL in the path
-                diagnostics.append(error(unit.file, d.line, d.column, "E0005", f"cannot import '{d.path}': not a usable file name"))
+            except (OSError, RuntimeError, ValueError) as exc:
+                why = ("its symbolic links loop" if isinstance(exc, RuntimeError)
+                       else exc.strerror or str(exc) if isinstance(exc, OSError) else "not a usable file name")
+                diagnostics.append(error(unit.file, d.line, d.column, "E0005", f"cannot import '{d.path}': {why}"))
                 continue
             if not _imports_outside_allowed and not target.is_relative_to(project):
                 diagnostics.append(error(unit.file, d.line, d.column, "E0005",

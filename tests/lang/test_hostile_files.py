@@ -162,3 +162,11 @@ def test_check_output_holds_no_terminal_control(tmp_path: Path):
     assert b"\x1b" not in both and b"\x07" not in both
     assert b"a\\x1b]52;c;aGk=\\x07b.sr:2:12: error[E0001]" in r.stdout
     assert b"cannot import './\\x1b]52;c;aGk=\\x07x.sr'" in r.stdout
+
+
+def test_import_paths_that_name_no_file(tmp_path: Path):
+    (tmp_path / "loop.sr").symlink_to(tmp_path / "loop.sr")
+    (tmp_path / "m.sr").write_text(f"import ./loop.sr\nimport ./a\x00b.sr\nimport ./{'x' * 300}.sr\nimport ./.\n{USES_LIB}")
+    got = [(d.code, d.line, d.message.split(": ", 1)[1]) for d in compile_file(tmp_path / "m.sr").diagnostics]
+    assert got == [("E0005", 1, "its symbolic links loop"), ("E0005", 2, "not a usable file name"),
+                   ("E0005", 3, "File name too long"), ("E0005", 4, "it is a directory")]
