@@ -1,7 +1,8 @@
-"""Reading a file the user named without trusting it: regular files only, bounded, never blocking.
+"""Reading files the user names (workflows, imports, rules, scripts, answers) without hanging.
 
-A FIFO with no writer blocks a plain open() forever, /dev/zero never ends and a huge file would
-be read whole into memory; all of them are one-line errors here instead.
+`Path.read_bytes()` blocks for ever on a FIFO with no writer and never ends on `/dev/zero`; a
+huge file fills memory. `read_limited` opens without blocking, refuses anything that is not a
+regular file, and reads at most `limit + 1` bytes, so neither can happen.
 """
 
 from __future__ import annotations
@@ -10,60 +11,80 @@ import os
 import stat
 from pathlib import Path
 
-_CHUNK = 1 << 20
-
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+MIB = 1024 * 1024
 
 
 class UnreadableFile(Exception):
-    """Why a file cannot be read: one human line without the path (the caller names the file)."""
+    """Why a file cannot be read: one line for a human, without the file's name (the caller,
+    which knows how the user named the file, puts it in front)."""
 
 
 def read_limited(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file `path`, refusing anything else and anything over `limit`."""
+    """The bytes of the regular file `path`, at most `limit` of them; raises UnreadableFile."""
+    check_regular(path)  # before opening: a device is never opened
     try:
-        # O_NONBLOCK: opening a FIFO that has no writer returns at once instead of waiting.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise UnreadableFile("no such file") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
-        raise UnreadableFile(_reason(exc)) from None
+        raise UnreadableFile(_os_reason(exc)) from None
     try:
-        mode = os.fstat(fd).st_mode  # of what was opened: no race with a swapped path
-        if stat.S_ISDIR(mode):
-            raise UnreadableFile("it is a directory")
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "a special file")
-            raise UnreadableFile(f"it is not a regular file ({kind})")
+        info = os.fstat(fd)
+        _refuse_special(info)  # what was opened, whatever the path pointed to when checked
+        if info.st_size > limit:
+            raise UnreadableFile(_too_large(limit))
         chunks: list[bytes] = []
-        left = limit + 1  # one byte more than allowed tells "too large" without reading it all
-        while left > 0:
-            chunk = os.read(fd, min(left, _CHUNK))
+        size = 0
+        while size <= limit:  # st_size may lie (/proc files, a file growing as we read)
+            chunk = os.read(fd, min(limit + 1 - size, MIB))
             if not chunk:
                 break
             chunks.append(chunk)
-            left -= len(chunk)
+            size += len(chunk)
     except OSError as exc:
-        raise UnreadableFile(_reason(exc)) from None
+        raise UnreadableFile(_os_reason(exc)) from None
     finally:
         os.close(fd)
-    if left <= 0:
-        raise UnreadableFile(f"it is larger than {_size(limit)}")
+    if size > limit:
+        raise UnreadableFile(_too_large(limit))
     return b"".join(chunks)
 
 
-def _reason(exc: OSError) -> str:
-    return (exc.strerror or str(exc)).lower()
+def check_regular(path: Path) -> None:
+    """Raise UnreadableFile unless `path` is (a symbolic link to) a regular file."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise UnreadableFile(_os_reason(exc)) from None
+    except ValueError:  # a NUL character in the name
+        raise UnreadableFile("not a usable file name") from None
+    _refuse_special(info)
 
 
-def _size(limit: int) -> str:
-    if limit % (1 << 20) == 0:
-        return f"{limit >> 20} MiB"
-    if limit % (1 << 10) == 0:
-        return f"{limit >> 10} KiB"
-    return f"{limit} bytes"
+def _refuse_special(info: os.stat_result) -> None:
+    if stat.S_ISREG(info.st_mode):
+        return
+    if stat.S_ISDIR(info.st_mode):
+        raise UnreadableFile("it is a directory")
+    raise UnreadableFile(f"not a regular file (it is a {_kind(info.st_mode)})")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
+
+
+def _too_large(limit: int) -> str:
+    size = f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
+    return f"larger than {size}, the limit"
+
+
+def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a directory"
+    return exc.strerror or str(exc)

@@ -25,10 +25,11 @@ def main(args: argparse.Namespace) -> int:
         return 1
     if args.output:
         try:
-            Path(args.output).write_text(result.python, encoding="utf-8")
+            Path(args.output).write_bytes(result.python.encode("utf-8"))
         except OSError as exc:
             write_line(f"{args.output}: error: cannot write: {exc.strerror or exc}")
             return 2
-    else:
-        sys.stdout.write(result.python)
+    else:  # UTF-8, as the module's first line declares, whatever the terminal's encoding
+        sys.stdout.flush()
+        sys.stdout.buffer.write(result.python.encode("utf-8"))
     return 0

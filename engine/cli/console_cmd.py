@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.cli.main import EXIT_OK, EXIT_USAGE, write_line
+from engine.files import UnreadableFile, check_regular
 
 if TYPE_CHECKING:
     from tui.app import EscalateApp
@@ -118,8 +119,10 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:
         raise UsageError("--input is only used with --run")
     files = [Path(f) for f in args.files] if args.files else demo_workflows()
     for path in files:
-        if not path.is_file():
-            raise UsageError(f"{path}: {'it is a directory' if path.is_dir() else 'no such file'}")
+        try:
+            check_regular(path)  # a FIFO or device is refused here, never opened
+        except UnreadableFile as exc:
+            raise UsageError(f"{path}: {exc}") from None
     script = Path(args.script) if args.script else None
     if args.files or script:  # the bundled demo is known good; the user's files are checked now
         for path in files:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import sys
 from typing import Sequence, TextIO
 
@@ -99,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
     rules_check = rules_sub.add_parser("check", help="validate a rules file")
     rules_check.add_argument("file", metavar="R.yaml")
+    for command in (console, check, comp, run):
+        command.add_argument("--allow-imports-outside", action="store_true",
+                             help="let imports reach files outside the folder of the file given here")
     return parser
 
 
@@ -120,11 +124,20 @@ TEXT_ARGUMENTS = ("input", "task", "flow", "text", "instructions")  # free text,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Text a terminal's encoding cannot show (PYTHONIOENCODING=ascii, a Latin-1 locale) is
+    # escaped rather than a UnicodeEncodeError traceback.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     for name in TEXT_ARGUMENTS:
         if isinstance(getattr(args, name, None), str):
             setattr(args, name, utf8_text(getattr(args, name)))
+    allowed = bool(getattr(args, "allow_imports_outside", False))
+    if allowed or "engine.lang.compiler" in sys.modules:  # set for this command, whatever an earlier one set
+        from engine.lang.compiler import allow_imports_outside
+
+        allow_imports_outside(allowed)
     module = importlib.import_module(_COMMANDS[args.command])
     try:
         return int(module.main(args))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli.main import write_line as _err  # every message goes through the sanitizer
+from engine.files import UnreadableFile, check_regular
 from engine.text_safety import utf8_text
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STOPPED, EXIT_WAITING = 0, 1, 2, 3, 4
@@ -45,9 +46,10 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
     from rules.loader import RulesError, load_rules
 
     source = Path(args.file)
-    if not source.is_file():
-        why = "it is a directory" if source.is_dir() else "no such file"
-        raise UsageError(f"{args.file}:1:1: cannot read workflow file: {why}")
+    try:
+        check_regular(source)  # a FIFO or device is refused here, never opened
+    except UnreadableFile as exc:
+        raise UsageError(f"{args.file}:1:1: cannot read workflow file: {exc}") from None
     try:
         rules = load_rules(args.rules) if args.rules else load_rules()
         script = load_script(args.script) if args.script else None

@@ -7,8 +7,9 @@ or where a flow that runs this one, or an `on start` handler, may have (language
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Collection, Iterable, Iterator
 
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
@@ -23,6 +24,8 @@ PRIMITIVE_TYPES = ("string", "int", "float", "bool", "list")
 # Per-call variables of an agent turn: they exist in handlers and `escalate if`, not when an
 # agent's system instruction is built.
 RUN_TIME_VARS = ("output", "tool_call", "tool_result")
+# Names compared for "did you mean" in one program, all errors together (far above any real one).
+SUGGEST_BUDGET = 300_000
 
 
 @dataclass(frozen=True)
@@ -41,17 +44,38 @@ class Ctx:
         return Ctx(**{**self.__dict__, **changes})
 
 
+def _cycle_text(path: list[str], start: int) -> str:
+    """`a -> b -> a` for the cycle path[start:] back to path[start]; a long one shortened."""
+    cycle = path[start:start + 6] if len(path) - start <= 6 else path[start:start + 3] + ["..."] + path[-2:]
+    more = f" ({len(path) - start} agents)" if len(path) - start > 6 else ""
+    return " -> ".join(cycle + [path[start]]) + more
+
+
 class Analyzer:
     def __init__(self, info: ProgramInfo) -> None:
         self.info = info
         self.diags: list[Diagnostic] = []
         self.instruction_users: dict[str, list[ast.Agent]] = {}  # prompt -> agents using it
-        # Per flow: the variables that may be set when it starts, and once it has run.
-        self.set_before, self.set_after = flow_variables(info)
+        self.suggest_budget = SUGGEST_BUDGET
+        self.prompt_vars = info.assigned | set(BUILTIN_VARS) | set(info.prompts)  # what `${name}` may name
+        # Per flow: the variables that may be set when it starts, and once it has run (None: too
+        # large a program to track them; W0003 says so).
+        tracked = flow_variables(info)
+        self.track_vars = tracked is not None
+        self.set_before, self.set_after = tracked or ({}, {})
         for a in info.agents.values():
             name = info.agent_fields(a).get("instruction")
             if name:
                 self.instruction_users.setdefault(name, []).append(a)
+
+    def suggest(self, name: str, *pools: Collection[str]) -> str | None:
+        """`did_you_mean` over the pools, while the program's budget of names compared lasts: a
+        hostile file with a hundred thousand names and as many typos would take hours."""
+        size = sum(len(p) for p in pools)
+        if size > self.suggest_budget:
+            return None
+        self.suggest_budget -= size
+        return did_you_mean(name, itertools.chain(*pools))
 
     def err(self, file: str, node: ast.Node, code: str, msg: str, help: str | None = None) -> None:
         self.diags.append(error(file, node.line, node.column, code, msg, help))
@@ -59,7 +83,7 @@ class Analyzer:
     def ref(self, file: str, node: ast.Node, kind: str, name: str, table: dict, extra: str = "") -> bool:
         if name in table:
             return True
-        self.err(file, node, "E0001", f"undefined {kind} '{name}'{extra}", did_you_mean(name, table))
+        self.err(file, node, "E0001", f"undefined {kind} '{name}'{extra}", self.suggest(name, table))
         return False
 
     # ---------------------------------------------------------------- entry
@@ -79,6 +103,9 @@ class Analyzer:
         for p in info.policies.values():
             for _, value, *_ in p.properties:
                 self.policy_value(info.file(p), value)
+        if not self.track_vars:
+            self.diags.append(warning(info.main_file, 1, 1, "W0003", "too many flows and statements to check variables",
+                                      "undefined or unset variables are reported when the run reaches them"))
         for f in info.flows.values():
             self.flow(f)
         for h in info.handlers:
@@ -93,7 +120,7 @@ class Analyzer:
         for key, (line, col) in m.prop_lines.items():
             if key not in MODEL_KEYS:
                 self.diags.append(error(file, line, col, "E0017", f"unknown model property '{key}'",
-                                        did_you_mean(key, MODEL_KEYS) or "model properties: " + ", ".join(MODEL_KEYS)))
+                                        self.suggest(key, MODEL_KEYS) or "model properties: " + ", ".join(MODEL_KEYS)))
         for key in ("provider", "name"):
             if key not in m.properties:
                 self.err(file, m, "E0010", f"model '{m.name}' has no '{key}'", f"add `{key}: ...` to the block")
@@ -122,7 +149,7 @@ class Analyzer:
             return
         if t.name not in PRIMITIVE_TYPES and t.name not in self.info.schemas:
             self.err(file, t, "E0001", f"undefined type '{t.name}'",
-                     did_you_mean(t.name, list(PRIMITIVE_TYPES) + list(self.info.schemas)))
+                     self.suggest(t.name, PRIMITIVE_TYPES, self.info.schemas))
 
     def tool(self, t: ast.Tool) -> None:
         file = self.info.file(t)
@@ -130,7 +157,7 @@ class Analyzer:
             return
         for key, (line, col) in t.prop_lines.items():
             if key not in TOOL_KEYS:
-                self.diags.append(error(file, line, col, "E0017", f"unknown tool property '{key}'", did_you_mean(key, TOOL_KEYS)))
+                self.diags.append(error(file, line, col, "E0017", f"unknown tool property '{key}'", self.suggest(key, TOOL_KEYS)))
         if "type" not in t.properties:
             self.err(file, t, "E0010", f"tool '{t.name}' has no 'type'", "add `type: mcp` or `type: builtin`")
         elif t.kind not in TOOL_TYPES:
@@ -150,7 +177,7 @@ class Analyzer:
         if p.expecting is not None:
             self.ref(file, p, "schema", p.expecting, info.schemas)
         instruction_of = self.instruction_users.get(p.name, [])
-        known = info.assigned | set(BUILTIN_VARS) | set(info.prompts)
+        known = self.prompt_vars
         if p.body is not None:
             for e in iter_exprs(p.body):
                 if isinstance(e, ast.Var):
@@ -159,7 +186,7 @@ class Analyzer:
                                  f"it is the system instruction of agent '{instruction_of[0].name or '(unnamed)'}'")
                     elif e.name not in known and e.name not in RUN_TIME_VARS:
                         self.err(file, e, "E0015", f"unknown variable '${{{e.name}}}' in prompt '{p.name}'",
-                                 did_you_mean(e.name, known) or "no flow assigns it; `$name` without braces is left as written when unset")
+                                 self.suggest(e.name, known) or "no flow assigns it; `$name` without braces is left as written when unset")
             self.pure_only(file, p.body, "a prompt body")
             cycle = self.prompt_cycle(p.name, [])
             if cycle:
@@ -192,7 +219,7 @@ class Analyzer:
         for p in a.props:
             if p.key not in AGENT_KEYS:
                 self.err(file, p, "E0017", f"unknown agent property '{p.key}'",
-                         did_you_mean(p.key, AGENT_KEYS) or "agent properties: " + ", ".join(AGENT_KEYS))
+                         self.suggest(p.key, AGENT_KEYS) or "agent properties: " + ", ".join(AGENT_KEYS))
                 continue
             if p.key in seen and p.key not in ("tools", "delegate", "use"):
                 self.err(file, p, "E0003", f"'{p.key}' is set twice in {label}")
@@ -240,33 +267,38 @@ class Analyzer:
             self.handler(file, h)
 
     def agent_cycles(self) -> None:
+        """E0011 once per agent a cycle comes back to. Iterative and linear: a hostile file may
+        chain a hundred thousand agents, each referring back to all the others."""
         info = self.info
         graph = {name: [n for n in (info.agent_fields(a).get("delegate", []) + info.agent_fields(a).get("use", []))
                         if n in info.agents and n != name]
                  for name, a in info.agents.items()}
-        state: dict[str, int] = {}
-        reported: set[frozenset[str]] = set()
-
-        def dfs(node: str, path: list[str]) -> None:
-            state[node] = 1
-            path.append(node)
-            for nxt in graph.get(node, []):
-                if state.get(nxt) == 1:
-                    cycle = path[path.index(nxt):] + [nxt]
-                    key = frozenset(cycle)
-                    if key not in reported:
-                        reported.add(key)
-                        first = info.agents[cycle[0]]
-                        self.err(info.file(first), first, "E0011", "circular agent reference: " + " -> ".join(cycle),
+        done: set[str] = set()
+        reported: set[str] = set()
+        for root in graph:
+            if root in done:
+                continue
+            path: list[str] = [root]
+            on_path = {root: 0}  # agent -> its index in path
+            todo = [iter(graph[root])]
+            while todo:
+                nxt = next(todo[-1], None)
+                if nxt is None:
+                    todo.pop()
+                    node = path.pop()
+                    del on_path[node]
+                    done.add(node)
+                    continue
+                if nxt in on_path:
+                    if nxt not in reported:
+                        reported.add(nxt)
+                        self.err(info.file(info.agents[nxt]), info.agents[nxt], "E0011",
+                                 "circular agent reference: " + _cycle_text(path, on_path[nxt]),
                                  "delegate/use must form a tree: remove one of these references")
-                elif state.get(nxt) is None:
-                    dfs(nxt, path)
-            path.pop()
-            state[node] = 2
-
-        for name in graph:
-            if name not in state:
-                dfs(name, [])
+                elif nxt not in done:
+                    on_path[nxt] = len(path)
+                    path.append(nxt)
+                    todo.append(iter(graph[nxt]))
 
     def policy_value(self, file: str, e: ast.Expr) -> None:
         for sub in iter_exprs(e):
@@ -281,7 +313,8 @@ class Analyzer:
             if p in seen:
                 self.err(file, f, "E0003", f"parameter '${p}' appears twice in flow '{f.name}'")
             seen.add(p)
-        self.block(f.body, Ctx(file), set(BUILTIN_VARS) | set(f.params) | self.set_before[f.name])
+        self.block(f.body, Ctx(file, check_vars=self.track_vars),
+                   set(BUILTIN_VARS) | set(f.params) | self.set_before.get(f.name, set()))
 
     def handler(self, file: str, h: ast.Handler) -> None:
         self.block(h.body, Ctx(file, in_handler=True, check_vars=False), set())
@@ -304,6 +337,9 @@ class Analyzer:
         return defined
 
     def stmt(self, s: ast.Stmt, ctx: Ctx, defined: set[str]) -> set[str]:
+        """Checks one statement; returns the variables definitely assigned after it. `defined` is
+        the calling block's own set: an assignment adds to it in place (a copy per statement
+        made long flows quadratic)."""
         file = ctx.file
         if isinstance(s, ast.Assign):
             self.value(s.value, ctx, defined)
@@ -314,10 +350,13 @@ class Analyzer:
                 return defined  # not assignable: reported as E0018 by the transformer
             if root is not s.target:
                 self.use(root, ctx, defined)
-            return defined | {root.name} | self.produced(s.value)
+            defined.add(root.name)
+            defined |= self.produced(s.value)
+            return defined
         if isinstance(s, ast.ExprStmt):
             self.value(s.expr, ctx, defined)
-            return defined | self.produced(s.expr)
+            defined |= self.produced(s.expr)
+            return defined
         if isinstance(s, ast.Return):
             if ctx.in_handler:
                 self.err(file, s, "E0009", "'return' is not allowed in a handler", "handlers react to events; use `block if`, `warn` or `retry step`")
@@ -332,7 +371,9 @@ class Analyzer:
             root = s.target
             while isinstance(root, ast.GetAttr):
                 root = root.target
-            return defined | ({root.name} if isinstance(root, ast.Var) else set())
+            if isinstance(root, ast.Var):
+                defined.add(root.name)
+            return defined
         if isinstance(s, ast.Continue):
             if not ctx.in_loop:
                 self.err(file, s, "E0012", "'continue' outside a loop", "continue works inside `for ... do` and `loop ... do`")
@@ -355,12 +396,12 @@ class Analyzer:
                     names = guardrail_names()
                     if e.name not in names:
                         self.err(file, e, "E0001", f"unknown guardrail '{e.name}'",
-                                 did_you_mean(e.name, names) or "built-in guardrails: " + ", ".join(names))
+                                 self.suggest(e.name, names) or "built-in guardrails: " + ", ".join(names))
                 elif e is not None:
                     self.expr(e, ctx, defined)
             if isinstance(s, ast.Mask) and s.guardrail not in guardrail_names()[1:]:
                 self.err(file, s, "E0001", f"unknown guardrail '{s.guardrail}' for mask",
-                         did_you_mean(s.guardrail, guardrail_names()[1:]) or "mask works with: " + ", ".join(guardrail_names()[1:]))
+                         self.suggest(s.guardrail, guardrail_names()[1:]) or "mask works with: " + ", ".join(guardrail_names()[1:]))
             return defined
         if isinstance(s, ast.If):
             outs = []
@@ -475,7 +516,7 @@ class Analyzer:
                      "assign it on every path before this line, in a flow that runs this one, or in an `on start` handler")
         else:
             self.err(ctx.file, v, "E0001", f"undefined variable '{label}'",
-                     did_you_mean(v.name, defined | self.info.assigned))
+                     self.suggest(v.name, defined, self.info.assigned))
 
     def expr(self, e: ast.Expr, ctx: Ctx, defined: set[str]) -> None:
         """One walk: variable uses, misplaced forms and literal type mismatches."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import re
 import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.files import MIB, UnreadableFile, read_limited
 from engine.lang import ast
 from engine.lang.analyzer import analyze
 from engine.lang.diagnostics import Diagnostic, error, sort_key
@@ -63,7 +63,7 @@ class _Parsed:
 
 
 _parse_cache: dict[tuple[str, str], _Parsed] = {}
-_result_cache: dict[tuple[str, str], CompileResult] = {}
+_result_cache: dict[tuple[str, str, bool], CompileResult] = {}
 _class_cache: dict[str, type] = {}
 _lock = threading.Lock()
 _CACHE_LIMIT = 256
@@ -87,24 +87,53 @@ def _parse(text: str, file: str) -> _Parsed:
     return parsed
 
 
+SOURCE_LIMIT = 16 * MIB  # the largest .sr file read (docs/language.md): no FIFO, device or huge file hangs us
+
+
 def _read(path: Path) -> str:
-    data = path.read_bytes()
-    return data.decode("utf-8")
+    """A .sr file's text; raises UnreadableFile or UnicodeDecodeError."""
+    return read_limited(path, SOURCE_LIMIT).decode("utf-8")
 
 
 # ------------------------------------------------------------------ imports
 
+# `--allow-imports-outside`: the command line sets it once for the whole process.
+_imports_outside_allowed = False
+
+
+def allow_imports_outside(allowed: bool = True) -> None:
+    """Let imports reach files outside the project folder (docs/language.md, "Files")."""
+    global _imports_outside_allowed
+    _imports_outside_allowed = allowed
+
+
 def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> list[Unit]:
-    """Load imported files depth first; dependencies come before the files that import them."""
+    """Load imported files depth first; dependencies come before the files that import them.
+    Every target stays under the project folder, the top-level file's own folder (symbolic links
+    followed), unless imports outside are allowed: an outside target is refused unread."""
     ordered: list[Unit] = []
     done: set[Path] = set()
     stack: list[Path] = []
+    top = Path(main.file).resolve() if main.file and Path(main.file).exists() else None
+    project = top.parent if top else base.resolve()
 
     def visit(unit: Unit, path: Path | None) -> None:
         for d in unit.module.definitions:
             if not isinstance(d, ast.Import) or d.path is None:
                 continue
-            target = ((path.parent if path else base) / d.path).resolve()
+            try:
+                target = ((path.parent if path else base) / d.path).resolve()
+            except (OSError, RuntimeError, ValueError) as exc:
+                why = ("its symbolic links loop" if isinstance(exc, RuntimeError)
+                       else exc.strerror or str(exc) if isinstance(exc, OSError) else "not a usable file name")
+                diagnostics.append(error(unit.file, d.line, d.column, "E0005", f"cannot import '{d.path}': {why}"))
+                continue
+            if not _imports_outside_allowed and not target.is_relative_to(project):
+                diagnostics.append(error(unit.file, d.line, d.column, "E0005",
+                                         f"cannot import '{d.path}': it is outside the project folder {project}",
+                                         "imports stay under the folder of the file given on the command line; "
+                                         "--allow-imports-outside lifts that"))
+                continue
             if target in stack or (path is not None and target == path):
                 chain = " -> ".join(p.name for p in stack + [target])
                 diagnostics.append(error(unit.file, d.line, d.column, "E0006", f"circular import: {chain}",
@@ -114,8 +143,9 @@ def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> l
                 continue
             try:
                 text = _read(target)
-            except (OSError, UnicodeDecodeError):
-                diagnostics.append(error(unit.file, d.line, d.column, "E0005", f"cannot import '{d.path}': no such file",
+            except (UnreadableFile, UnicodeDecodeError) as exc:
+                why = str(exc) if isinstance(exc, UnreadableFile) else "not UTF-8 text"
+                diagnostics.append(error(unit.file, d.line, d.column, "E0005", f"cannot import '{d.path}': {why}",
                                          f"looked for {target}"))
                 continue
             file = str(target)
@@ -133,9 +163,9 @@ def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> l
             done.add(target)
             ordered.append(sub)
 
-    if main.file and Path(main.file).exists():
-        stack.append(Path(main.file).resolve())
-    visit(main, Path(main.file).resolve() if main.file and Path(main.file).exists() else None)
+    if top is not None:
+        stack.append(top)
+    visit(main, top)
     return ordered
 
 
@@ -148,7 +178,7 @@ def compile_source(source: str, path: Path) -> CompileResult:
     gc.disable()  # the pipeline allocates many short-lived trees; cyclic GC passes only cost time
     try:
         return _compile_source(source, Path(path))
-    except RecursionError:
+    except (RecursionError, MemoryError):  # Python's own parser gives up on a chain of some 5,000 `elif`s with either
         return CompileResult(Path(path), [error(path, 1, 1, "E0007", "the program nests too deeply to compile")], None, False)
     except Exception as exc:  # a compiler bug must still be one clear line, never a traceback
         return CompileResult(Path(path), [error(path, 1, 1, "E0007", f"internal compiler error: {type(exc).__name__}: {exc}")],
@@ -168,7 +198,7 @@ def _compile_source(source: str, path: Path) -> CompileResult:
     main = Unit(file, parsed.module, source)
     deps = _resolve_imports(main, path.parent, diagnostics) if _has_imports(parsed.module) else []
     units = deps + [main]
-    key = (file, _sha("\x00".join(u.source for u in units)))
+    key = (file, _sha("\x00".join(u.source for u in units)), _imports_outside_allowed)
     cached = _result_cache.get(key)
     if cached is not None:
         return cached
@@ -205,10 +235,12 @@ _PYTHON_LIMITS = {
 
 
 def _python_limit(exc: SyntaxError, python: str, file: str, source: str) -> Diagnostic:
-    """E0022 at the .sr statement whose generated code Python refused (its `# LINE:` comment)."""
+    """E0022 at the .sr statement whose generated code Python refused (its line comment)."""
+    from engine.lang.codegen import LINE_COMMENT
+
     line = 1
     for text in reversed(python.splitlines()[: exc.lineno or 0]):
-        found = re.match(r"\s*# (\d+): ", text)
+        found = LINE_COMMENT.match(text)
         if found:
             line = int(found.group(1))
             break
@@ -244,16 +276,12 @@ def compile_file(path: Path) -> CompileResult:
     path = Path(path)
     try:
         text = _read(path)
-    except FileNotFoundError:
-        return CompileResult(path, [error(path, 1, 1, "E0020", "cannot read file: no such file")], None, False)
-    except IsADirectoryError:
-        return CompileResult(path, [error(path, 1, 1, "E0020", "cannot read file: it is a directory")], None, False)
+    except UnreadableFile as exc:
+        return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: {exc}")], None, False)
     except UnicodeDecodeError as exc:
         line, column = byte_position(exc.object, exc.start)
         return CompileResult(path, [error(path, line, column, "E0020", f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")],
                              None, False)
-    except OSError as exc:
-        return CompileResult(path, [error(path, 1, 1, "E0020", f"cannot read file: {exc.strerror or exc}")], None, False)
     return compile_source(text, path)
 
 

@@ -37,6 +37,7 @@ CODES: dict[str, str] = {
     "E0021": "prompts include each other",
     "E0022": "nests too deeply to run",
     "W0002": "agent has both delegate and use",
+    "W0003": "program too large to check variables",
 }
 
 
@@ -78,7 +79,9 @@ def render_text(diags: Iterable[Diagnostic], sources: Mapping[str, str] | None =
     sources = sources or {}
     out: list[str] = []
     for d in diags:
-        out.append(f"{d.file}:{d.line}:{d.column}: {d.severity}[{d.code}]: {d.message}")
+        # File names (a folder's files), import paths and names in messages are the file's own
+        # text: an escape sequence in them must not reach the terminal.
+        out.append(f"{_printable(d.file)}:{d.line}:{d.column}: {d.severity}[{d.code}]: {_printable(d.message)}")
         text = sources.get(d.file)
         if text is not None:
             lines = text.splitlines()
@@ -90,7 +93,7 @@ def render_text(diags: Iterable[Diagnostic], sources: Mapping[str, str] | None =
                 out.append(f" {gutter} | {_printable(src)}")
                 out.append(f" {' ' * len(gutter)} | {' ' * caret}^")
         if d.help:
-            out.append(f"  help: {d.help}")
+            out.append(f"  help: {_printable(d.help)}")
     return "\n".join(out) + ("\n" if out else "")
 
 

@@ -26,7 +26,12 @@ TABLE_PATH = Path(__file__).with_name("parse_table.json")
 
 
 class FastFail(Exception):
-    """The input is not a valid program: re-parse with Lark for the diagnostic."""
+    """The input is not a valid program: re-parse with Lark for the diagnostic. `where`: the
+    (line, column) of the token refused, when known (for the rare input Lark's lexer accepts)."""
+
+    def __init__(self, where: tuple[int, int] | None = None) -> None:
+        super().__init__()
+        self.where = where
 
 # Alternatives start with distinct characters (but TRIPLE before STRING, NUMBER before INT): the
 # most frequent come first, which the regex engine tries in order.
@@ -278,7 +283,7 @@ class FastParser:
                 top = stack[-1]
                 m = master(text, pos)
                 if m is None:
-                    raise FastFail()
+                    raise FastFail((line, pos - line_start + 1))
                 kind = m.lastgroup
                 end = m.end()
                 if kind == "NL":
@@ -365,7 +370,7 @@ class FastParser:
                 if ttype not in row:
                     if ttype == "$END" and top == end_state and len(stack) == 2:
                         return values[-1]
-                    raise FastFail()
+                    raise FastFail(tok if type(tok) is tuple else (tok.line, tok.column))
                 act = row[ttype]
                 kind_ = type(act)
                 if kind_ is int:  # shift

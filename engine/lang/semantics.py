@@ -50,14 +50,6 @@ class ProgramInfo:
     def file(self, node: ast.Node) -> str:
         return self.file_of.get(id(node), self.main_file)
 
-    def source_line(self, node: ast.Node) -> str:
-        lines = self._lines.get(self.file_of.get(id(node), self.main_file))
-        if lines is None:
-            lines = self._lines.setdefault(self.main_file, self.sources.get(self.main_file, "").splitlines())
-        if 1 <= node.line <= len(lines):
-            return lines[node.line - 1].strip()
-        return ""
-
     def line_text(self, node: ast.Node, line: int) -> str:
         """Source line `line` of the file `node` comes from."""
         lines = self._lines.get(self.file(node), [])
@@ -223,22 +215,36 @@ def assigned_names(stmts: list[ast.Stmt]) -> set[str]:
     return names
 
 
-def flow_variables(info: ProgramInfo) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+# Tracking variables across flows costs about (flows + statements of flows that run flows) x
+# (flows + calls + variables assigned):
+# past this, a program (far larger than any written by hand) is not tracked, rather than a
+# hostile file keeping `escalate check` busy for hours.
+TRACKING_BUDGET = 20_000_000
+
+
+def flow_variables(info: ProgramInfo) -> tuple[dict[str, set[str]], dict[str, set[str]]] | None:
     """Variables are flat per run. Per flow: (what it may find set when it starts: what `on start`
     handlers and every flow that runs it, directly or not, assign; what it and the flows it
     runs may leave set). Assigned counts every assignment, parameter, `for` variable and the
-    `produces` of agents run."""
+    `produces` of agents run. None past TRACKING_BUDGET."""
     start = set().union(*(assigned_names(walk_statements(h.body)) for h in info.handlers if h.event == "start"))
     callers: dict[str, set[str]] = {name: set() for name in info.flows}
     callees: dict[str, set[str]] = {}
     own: dict[str, set[str]] = {}
+    statements = 0
     for name, flow in info.flows.items():
         refs = _references(flow)
         callees[name] = refs & callers.keys()
         for callee in callees[name]:
             callers[callee].add(name)
         produced = {info.agent_fields(info.agents[a]).get("produces") for a in refs & info.agents.keys()}
-        own[name] = assigned_names(walk_statements(flow.body)) | set(flow.params) | {p for p in produced if isinstance(p, str)}
+        body = walk_statements(flow.body)
+        if callees[name]:  # each `run` of a flow adds what that flow may set
+            statements += len(body)
+        own[name] = assigned_names(body) | set(flow.params) | {p for p in produced if isinstance(p, str)}
+    flows, calls = len(own), sum(len(c) for c in callees.values())
+    if (flows + statements) * (flows + calls + sum(len(o) for o in own.values())) > TRACKING_BUDGET:
+        return None
     before = {name: start | _reach(name, callers, own) for name in info.flows}
     after = {name: own[name] | _reach(name, callees, own) for name in info.flows}
     return before, after

@@ -27,11 +27,21 @@ def unescape(body: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), body, flags=re.S)
 
 
-def _position(text: str, index: int, line: int, column: int) -> tuple[int, int]:
-    nl = text.count("\n", 0, index)
-    if nl == 0:
-        return line, column + index
-    return line + nl, index - text.rfind("\n", 0, index)
+class _Positions:
+    """(line, column) of indices into `text`, asked in increasing order: each call counts only the
+    newlines since the previous one, so a body with many `$` stays linear."""
+
+    def __init__(self, text: str, line: int, column: int) -> None:
+        self.text = text
+        self.index, self.line, self.line_start = 0, line, -column  # column of index i: i - line_start
+
+    def at(self, index: int) -> tuple[int, int]:
+        nl = self.text.count("\n", self.index, index)
+        if nl:
+            self.line += nl
+            self.line_start = self.text.rfind("\n", self.index, index)
+        self.index = index
+        return self.line, index - self.line_start
 
 
 def build_text(
@@ -54,6 +64,7 @@ def build_text(
     literal: list[str] = []
     i = 0
     n = len(body)
+    positions = _Positions(body, line, column)
 
     def flush() -> None:
         if literal:
@@ -78,7 +89,7 @@ def build_text(
                 break
             flush()
             src = body[j + 2 : end]
-            el, ec = _position(body, j, line, column)
+            el, ec = positions.at(j)
             parts.append(_parse_interpolation(src, el, ec, file, build_expr, diagnostics))
             i = end + 1
             continue
@@ -88,7 +99,7 @@ def build_text(
             i = j + 1
             continue
         flush()
-        el, ec = _position(body, j, line, column)
+        el, ec = positions.at(j)
         path = tuple(p for p in m.group(2).split(".") if p)
         parts.append(ast.SoftVar(el, ec, m.group(1), path, m.group(0)))
         i = m.end()

@@ -15,6 +15,7 @@ from engine.lang.text import build_text, unescape
 EVENTS = ("start", "input", "output", "tool-call", "tool-result")
 TIME_UNITS = {"second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600}
 BACKOFFS = ("exponential", "linear", "fixed")
+MAX_DIGITS = 300  # in one number literal: far past any real value, well inside what Python can print
 
 
 def _pos(node: Any) -> tuple[int, int]:
@@ -45,6 +46,18 @@ class Builder:
 
     def pos(self, node: Any) -> tuple[int, int]:
         return self._fixed or _pos(node)
+
+    def number(self, tok: Any, text: str | None = None) -> int | float:
+        """A number token's value (`text`: its digits, when the token holds more). Python cannot
+        turn an int of 4,300+ digits into text, and a float past 1.8e308 is `inf`, which no
+        literal can write back: past MAX_DIGITS a number is an error, never a crash later."""
+        while isinstance(tok, Tree):
+            tok = tok.children[0]
+        s = str(tok) if text is None else text
+        if sum(c.isdigit() for c in s) > MAX_DIGITS:
+            self.err(tok, "E0004", f"number too long: more than {MAX_DIGITS} digits")
+            return 0
+        return float(s) if "." in s else int(s)
 
     def module(self, tree: Tree) -> ast.Module:
         version = None
@@ -122,10 +135,8 @@ class Builder:
             value: Any = str(value_tok)
             if value_tok.type == "STRING":
                 value = unescape(value[1:-1])
-            elif value_tok.type == "INT":
-                value = int(value)
-            elif value_tok.type == "NUMBER":
-                value = float(value)
+            elif value_tok.type in ("INT", "NUMBER"):
+                value = self.number(value_tok)
             if key in model.properties:
                 self.err(key_tok, "E0003", f"property '{key}' is set twice in model '{name}'")
             model.properties[key] = value
@@ -191,7 +202,7 @@ class Builder:
 
     def d_retry_def(self, t: Tree) -> ast.RetryPolicy:
         kids = t.children
-        pol = ast.RetryPolicy(*_pos(t), name=str(kids[0]), times=int(kids[1]))
+        pol = ast.RetryPolicy(*_pos(t), name=str(kids[0]), times=self.number(kids[1]))
         if len(kids) > 2:
             kind, word = str(kids[2]), str(kids[3])
             if kind not in BACKOFFS or word != "backoff":
@@ -202,7 +213,7 @@ class Builder:
 
     def d_timeout_def(self, t: Tree) -> ast.TimeoutPolicy:
         name, amount, unit = t.children
-        value = _number(amount)
+        value = self.number(amount)
         if str(unit) not in TIME_UNITS:
             self.err(unit, "E0017", f"unknown time unit '{unit}'", "use seconds, minutes or hours")
         return ast.TimeoutPolicy(*_pos(t), name=str(name), amount=value, unit=str(unit))
@@ -286,10 +297,10 @@ class Builder:
         if v.data == "dotted":
             return _dotted(v)
         if v.data == "agent_number":
-            num = _number(v.children[0].children[0])
+            num = self.number(v.children[0])
             unit = str(v.children[1]) if len(v.children) > 1 else None
             return (num, unit, *_pos(v))
-        return (_number(v.children[0]), None, *_pos(v))  # bare number
+        return (self.number(v.children[0]), None, *_pos(v))  # bare number
 
     def d_handler(self, t: Tree) -> ast.Handler:
         timing = str(t.children[0].children[0])
@@ -420,7 +431,7 @@ class Builder:
         return self.text(k[0])
 
     def x_number(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
-        return ast.Literal(line, col, _number(k[0]))
+        return ast.Literal(line, col, self.number(k[0]))
 
     def x_true(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
         return ast.Literal(line, col, True)
@@ -450,7 +461,7 @@ class Builder:
         return ast.ImplicitField(line, col, tuple(str(c) for c in k))
 
     def x_preserve_last(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
-        return ast.PreserveItem(line, col, "last", int(str(k[0]).split()[1]))
+        return ast.PreserveItem(line, col, "last", self.number(k[0], str(k[0]).split()[1]))
 
     def x_preserve_tool(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
         return ast.PreserveItem(line, col, "tool_results")
@@ -513,7 +524,7 @@ class Builder:
         if t.type == "NAME":
             return ast.Var(line, col, str(t), dollar=False)
         if t.type in ("INT", "NUMBER"):
-            return ast.Literal(line, col, _number(t))
+            return ast.Literal(line, col, self.number(t))
         if t.type == "STRING":
             return self.text(t)
         raise AssertionError(f"unexpected token {t.type}")  # pragma: no cover
@@ -575,11 +586,6 @@ def _dotted(t: Tree) -> str:
     return ".".join(str(c) for c in t.children)
 
 
-def _number(tok: Any) -> int | float:
-    while isinstance(tok, Tree):
-        tok = tok.children[0]
-    s = str(tok)
-    return float(s) if "." in s else int(s)
 
 
 def _str_or_none(v: Any) -> str | None:

@@ -65,3 +65,17 @@ def test_examples_check_clean():
     assert {f.stem for f in files} >= {"pingpong", "coordinator", "hierarchical", "iterative", "combined"}
     r = escalate("check", str(EXAMPLES), "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout) == []
+
+
+def test_non_ascii_output_on_an_ascii_terminal(tmp_path: Path):
+    """The module is UTF-8 (its first line says so) whatever the terminal's encoding; diagnostics
+    the terminal cannot show are escaped, never a UnicodeEncodeError traceback."""
+    src = tmp_path / "w.sr"
+    src.write_text('flow main:\n    return "h\u00e9llo \u2603"\n', encoding="utf-8")
+    env = {**__import__("os").environ, "PYTHONIOENCODING": "ascii"}
+    r = subprocess.run([sys.executable, "-m", "engine", "compile", str(src)], capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(b"# -*- coding: utf-8 -*-\n")
+    assert "'h\u00e9llo \u2603'".encode("utf-8") in r.stdout
+    src.write_text('flow main:\n    return "h\u00e9llo" + nope\n', encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "engine", "check", str(src)], capture_output=True, env=env, timeout=60)
+    assert r.returncode == 1 and b"Traceback" not in r.stdout + r.stderr and b"h\\xe9llo" in r.stdout

@@ -203,7 +203,7 @@ async def test_handlers_run_guardrails():
 
 def test_generated_code_is_readable_with_line_comments():
     r = compile_text(HEAD + "flow default:\n    $x = run agent a $input_prompt, on escalate return $input_prompt\n    return $x\n")
-    assert "# 9: $x = run agent a $input_prompt, on escalate return $input_prompt" in r.python
+    assert "# line 9\n" in r.python and "run agent a" not in r.python  # the .sr line, no user text in comments
     assert "async def flow_0(self, ctx, args):" in r.python
     compile(r.python, "x", "exec")
 

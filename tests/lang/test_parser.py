@@ -89,3 +89,13 @@ def test_windows_line_ends_parse_like_newlines():
     assert r.ok, r.diagnostics
     prompts = workflow_class(r).PROMPTS
     assert prompts["q"].body(None) == "hello" and prompts["t"].body(None) == "a\nb"
+
+
+def test_keyword_glued_to_a_name_is_a_syntax_error_at_the_word():
+    # Lark's contextual lexer reads `retryx = 3 times` as `retry x = ...`; the parser does not
+    # (found by fuzzing: it was an "internal error" at 1:1).
+    for src, col in (("retryx = 3 times\n", 1), ("timeoutz = 2 minutes\n", 1), ("flow main:\n    $a = 1\nretryWORDault = 3 times\n", 1)):
+        r = compile_text(src + "flow f:\n    return 1\n")
+        [d] = r.diagnostics
+        word = src.splitlines()[d.line - 1].split()[0]
+        assert (d.code, d.column, d.message) == ("E0007", col, f"unexpected {word!r}"), d

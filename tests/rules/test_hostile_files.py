@@ -47,14 +47,14 @@ def zero_link(tmp_path: Path) -> Path:
 
 
 CASES: list[tuple[str, Callable[[Path], Path], str]] = [
-    ("fifo", fifo, "it is not a regular file (a FIFO)"),
-    ("dev-zero", lambda _: Path("/dev/zero"), "it is not a regular file (a character device)"),
-    ("dev-null", lambda _: Path("/dev/null"), "it is not a regular file (a character device)"),
-    ("link-to-dev-zero", zero_link, "it is not a regular file (a character device)"),
+    ("fifo", fifo, "not a regular file (it is a named pipe)"),
+    ("dev-zero", lambda _: Path("/dev/zero"), "not a regular file (it is a device)"),
+    ("dev-null", lambda _: Path("/dev/null"), "not a regular file (it is a device)"),
+    ("link-to-dev-zero", zero_link, "not a regular file (it is a device)"),
     ("socket", unix_socket, "no such device or address"),
     ("directory", lambda tmp: tmp, "it is a directory"),
     ("missing", lambda tmp: tmp / "nope.yaml", "no such file"),
-    ("too-big", big, "it is larger than 4 MiB"),
+    ("too-big", big, "larger than 4 MiB, the limit"),
     ("proc-mem", lambda _: Path("/proc/self/mem"), "input/output error"),
 ]
 
@@ -78,10 +78,10 @@ def test_read_limited_reads_regular_files_whole_and_names_sizes(tmp_path: Path) 
     path = tmp_path / "f"
     path.write_bytes(b"abc")
     assert read_limited(path, 3) == b"abc"
-    with pytest.raises(UnreadableFile, match="^it is larger than 2 bytes$"):
+    with pytest.raises(UnreadableFile, match="^larger than 2 bytes, the limit$"):
         read_limited(path, 2)
     path.write_bytes(b"x" * 3000)
-    with pytest.raises(UnreadableFile, match="^it is larger than 2 KiB$"):
+    with pytest.raises(UnreadableFile, match="^larger than 2048 bytes, the limit$"):
         read_limited(path, 2048)
 
 
@@ -90,5 +90,5 @@ def test_an_unreadable_file_says_why(tmp_path: Path) -> None:
     path = tmp_path / "secret.yaml"
     path.write_text("[]")
     path.chmod(0)
-    with pytest.raises(YamlUnreadable, match=": cannot read file: permission denied$"):
+    with pytest.raises(YamlUnreadable, match=": cannot read file: Permission denied$"):
         load_answers(path)
