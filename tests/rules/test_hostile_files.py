@@ -51,11 +51,11 @@ CASES: list[tuple[str, Callable[[Path], Path], str]] = [
     ("dev-zero", lambda _: Path("/dev/zero"), "not a regular file (it is a device)"),
     ("dev-null", lambda _: Path("/dev/null"), "not a regular file (it is a device)"),
     ("link-to-dev-zero", zero_link, "not a regular file (it is a device)"),
-    ("socket", unix_socket, "no such device or address"),
+    ("socket", unix_socket, "not a regular file (it is a socket)"),
     ("directory", lambda tmp: tmp, "it is a directory"),
     ("missing", lambda tmp: tmp / "nope.yaml", "no such file"),
     ("too-big", big, "larger than 4 MiB, the limit"),
-    ("proc-mem", lambda _: Path("/proc/self/mem"), "input/output error"),
+    ("proc-mem", lambda _: Path("/proc/self/mem"), "Input/output error"),
 ]
 
 

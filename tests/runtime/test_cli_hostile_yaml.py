@@ -87,9 +87,9 @@ def _big(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("option", ["--rules", "--script", "--answers"])
 @pytest.mark.parametrize(("make", "why"), [
-    (_fifo, "it is not a regular file (a FIFO)"),
-    (lambda _: Path("/dev/zero"), "it is not a regular file (a character device)"),
-    (_big, "it is larger than 4 MiB"),
+    (_fifo, "not a regular file (it is a named pipe)"),
+    (lambda _: Path("/dev/zero"), "not a regular file (it is a device)"),
+    (_big, "larger than 4 MiB, the limit"),
 ], ids=["fifo", "dev-zero", "big"])
 def test_what_is_not_a_file_is_exit_2_at_once(option: str, make, why: str, tmp_path: Path) -> None:
     path = make(tmp_path)
