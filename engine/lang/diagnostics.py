@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from engine.text_safety import visible
+
 # code -> short title, used in docs and tests to keep the table honest.
 CODES: dict[str, str] = {
     "E0001": "undefined reference",
@@ -98,8 +100,9 @@ def render_text(diags: Iterable[Diagnostic], sources: Mapping[str, str] | None =
 
 
 def _printable(text: str) -> str:
-    """Source shown in a terminal: control characters escaped (a file may hold anything)."""
-    return "".join(c if c.isprintable() or c == " " else f"\\x{ord(c):02x}" for c in text)
+    """Source shown in a terminal: through the one sanitizer (a file may hold anything); one sign
+    per control character keeps the caret under its column."""
+    return visible(text).replace("\n", "␊")
 
 
 def render_json(diags: Iterable[Diagnostic]) -> str:
