@@ -29,17 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT))
 
-FLOW = """
-prompt p: \"\"\"Repeat what you are given.\"\"\"
-agent echo:
-    instruction p
-flow main:
-    $x = $input
-    loop max {n} do
-        $x = run agent echo $x
-    end
-    return $x
-"""
+from bench_runtime import FLOW  # noqa: E402  the same flow of N sequential agent calls
 
 
 async def one_run(turns: int, folder: Path, durable: bool) -> float:
