@@ -37,6 +37,7 @@ APP_TITLE = "escalate"
 MAIN_SCREEN_ACTIONS = frozenset({"start_run", "cancel_run", "previous_decision", "next_decision"})
 RUN_EVENT_BATCH = 0.05  # seconds: run events are drawn at most 20 times a second
 QUIT_GRACE = 2.0  # seconds cancelled runs get to unwind when the user quits
+RESUMING_AT_ONCE = 50  # interrupted runs handed to DBOS together when the console opens
 
 
 def _escalate_commands() -> type:
@@ -135,15 +136,20 @@ class EscalateApp(App[int]):
     async def _continue_interrupted(self) -> None:
         """Runs a crash or a quit left behind continue here, from their last recorded step."""
         interrupted = await asyncio.to_thread(self.session.interrupted_runs)
-        for run_id in interrupted:
-            try:
-                handle = await self.session.engine.resume_run(run_id)
-            except Exception as exc:  # one run that cannot continue (its file is gone) must not stop the others
-                self.notify(f"{run_id}: {exc}", title="A run could not continue", severity="error", markup=False)
-                continue
+        at_once = asyncio.Semaphore(RESUMING_AT_ONCE)
+
+        async def resume(run_id: str) -> None:
+            async with at_once:
+                try:
+                    handle = await self.session.engine.resume_run(run_id)
+                except Exception as exc:  # one run that cannot continue (its file is gone) must not stop the others
+                    self.notify(f"{run_id}: {exc}", title="A run could not continue", severity="error", markup=False)
+                    return
             if handle is not None:
                 self.main.add_run(handle)
                 self._follow(handle)
+
+        await asyncio.gather(*(resume(run_id) for run_id in interrupted))
 
     def on_engine_ready(self, _: EngineReady) -> None:
         self.engine_ready.set()

@@ -143,6 +143,7 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
     from engine.runtime.engine import RunStatus
 
     stuck: list[str] = []
+    stopped = asyncio.Event()  # nobody can answer: the run is left waiting in the database
     handle: Any = None
 
     def on_waiting(pending: Any) -> None:
@@ -154,6 +155,7 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
         # waiting; `escalate answer` then `escalate resume` continue it.
         stuck.append(waiting_message(pending))
         engine.detach()
+        stopped.set()
 
     responder = HeadlessResponder(engine.broker, answers, on_waiting=on_waiting, wait=wait)
     engine.subscribe(_echo_log)
@@ -173,14 +175,11 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
         if handle is None:
             return EXIT_ERROR
         _err(f"run {handle.id}")
-        if stuck:
-            status = handle.status
-        else:
-            waiter = asyncio.ensure_future(handle.wait())
-            while not waiter.done() and not stuck:
-                await asyncio.wait([waiter], timeout=0.05)
-            status = handle.status
-            waiter.cancel()
+        ended, left = asyncio.ensure_future(handle.wait()), asyncio.ensure_future(stopped.wait())
+        await asyncio.wait([ended, left], return_when=asyncio.FIRST_COMPLETED)
+        ended.cancel()
+        left.cancel()
+        status = handle.status
     finally:
         responder.close()
         for signum in (signal.SIGTERM, signal.SIGHUP):

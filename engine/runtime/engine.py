@@ -36,6 +36,7 @@ __all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle
 # One scripted agent call: enough to import and first-use everything a run touches in ADK.
 _WARM_UP_SOURCE = 'prompt p: """Warm up."""\nagent w:\n    instruction p\nflow main:\n    $x = run agent w $input\n    return $x\n'
 _WARM_UP_SCRIPT = "agents:\n  w: [ready]\n"
+RESUME_TIMEOUT = 60.0  # seconds for DBOS to hand a resumed run back to this process
 
 
 class RunStatus(str, Enum):
@@ -145,6 +146,7 @@ class Engine:
         self.db = db
         self.host = host
         self._prepared: dict[str, tuple[RunHandle, CompiledWorkflow, Script | None]] = {}
+        self._arrivals: dict[str, asyncio.Future[RunHandle]] = {}  # resumed runs, until their body starts
         if host is not None:
             host.executor = self
 
@@ -220,14 +222,16 @@ class Engine:
     async def resume_run(self, run_id: str) -> RunHandle | None:
         """Continue an interrupted durable run in this process (None: another process has it)."""
         assert self.host is not None
-        if not await self.host.resume(run_id):
-            return None
-        for _ in range(600):  # DBOS hands the run over through this process's queue
-            handle = self.run(run_id)
-            if handle is not None:
-                return handle
-            await asyncio.sleep(0.05)
-        raise RuntimeError(f"run {run_id} did not start again")
+        arrived = self._arrivals.setdefault(run_id, asyncio.get_running_loop().create_future())
+        try:
+            if not await self.host.resume(run_id):
+                return None
+            # DBOS hands the run back through this process's queue, to execute_durable.
+            return await asyncio.wait_for(asyncio.shield(arrived), RESUME_TIMEOUT)
+        except TimeoutError:
+            raise RuntimeError(f"run {run_id} did not start again within {RESUME_TIMEOUT:g} s") from None
+        finally:
+            self._arrivals.pop(run_id, None)
 
     def run(self, run_id: str) -> RunHandle | None:
         return next((h for h in self.runs if h.id == run_id), None)
@@ -251,6 +255,9 @@ class Engine:
         else:
             handle, workflow, script = prepared
         handle._task = asyncio.current_task()
+        arrived = self._arrivals.get(run_id)
+        if arrived is not None and not arrived.done():
+            arrived.set_result(handle)
         await self._execute(handle, workflow, script, durable=True)
 
     def detach(self) -> list["asyncio.Task[None]"]:
@@ -274,7 +281,9 @@ class Engine:
         db = self.db if durable else None
         record = None
         if db is not None:
-            record = lambda seq, event: db.add_event(run_id, seq, event.type, event.time, event.to_json())  # noqa: E731
+            def record(seq: int, event: RunEvent) -> None:
+                db.add_event(run_id, seq, event.type, event.time, event.to_json())
+
             handle._on_status = lambda status: db.update_run(run_id, status=status.value)
         sink = EventSink(run_id, self.events_file, record=record, replayed=len(handle.events))
         sink.subscribe(lambda event: self._fan_out(handle, event))
