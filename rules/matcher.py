@@ -3,7 +3,8 @@
 A plain pattern matches case-insensitively with `_` and `-` counting as spaces (so "delete
 file" matches the tool `delete_file` and the reason `breaking_change` matches "breaking
 change"); a `re:` prefix makes it a regular expression, searched case-insensitively in the raw
-text.
+text. For one simple command of a `run_command` call (rules.shell), a plain pattern also matches
+when its words do (`rm -rf` matches `rm -r -f /`): see `rules.shell.words_match`.
 
 Rule regexes are RE2's (google-re2): matching takes linear time in the text, whatever the
 pattern, so a pattern like `(a+)+$` cannot hang a run on a long tool argument. RE2 has no
@@ -19,6 +20,7 @@ from typing import Any
 import re2
 
 from engine.escalation.model import Escalation
+from rules.shell import match_words, pattern_words, words_match
 
 REGEX_PREFIX = "re:"
 _SEPARATORS = re.compile(r"[\s_\-]+")
@@ -43,21 +45,25 @@ def normalize(text: str) -> str:
 class Pattern:
     """A compiled rule pattern. Raises BadPattern for a bad regex (the loader reports where)."""
 
-    __slots__ = ("source", "_regex", "_needle")
+    __slots__ = ("source", "_regex", "_needle", "_words")
 
     def __init__(self, source: str) -> None:
         self.source = source
+        self._words: tuple[str, ...] | None = None
         if source.startswith(REGEX_PREFIX):
             self._regex: Any = _compile(source[len(REGEX_PREFIX) :])
             self._needle = ""
         else:
             self._regex = None
             self._needle = normalize(source)
+            self._words = pattern_words(source)
 
     def matches(self, activity: "Activity") -> bool:
         if self._regex is not None:
             return self._regex.search(activity.utf8) is not None
-        return self._needle in activity.normalized
+        if self._needle in activity.normalized:
+            return True
+        return self._words is not None and activity.words is not None and words_match(self._words, activity.words)
 
 
 def _compile(regex: str) -> Any:
@@ -74,13 +80,14 @@ def _compile(regex: str) -> Any:
 class Activity:
     """The text a rule is matched against, normalized (and encoded for RE2) once for all rules."""
 
-    __slots__ = ("raw", "normalized", "utf8")
+    __slots__ = ("raw", "normalized", "utf8", "words")
 
-    def __init__(self, raw: str) -> None:
+    def __init__(self, raw: str, words: tuple[str, ...] | None = None) -> None:
         self.raw = raw
         self.normalized = normalize(raw)
         # Agent text may hold lone surrogates (JSON "\ud800"): carried through, never a crash.
         self.utf8 = raw.encode("utf-8", "surrogatepass")
+        self.words = words  # one simple command's words (match_words), for a shell command
 
     @classmethod
     def of_escalation(cls, escalation: Escalation) -> "Activity":
@@ -90,6 +97,11 @@ class Activity:
     def of_tool(cls, tool: str, args: dict[str, Any]) -> "Activity":
         parts = [tool] + [f"{key}: {_arg_text(value)}" for key, value in args.items()]
         return cls(" ".join(parts))
+
+    @classmethod
+    def of_simple_command(cls, tool: str, words: tuple[str, ...]) -> "Activity":
+        """One simple command of a shell command, as text (quotes removed) and as words."""
+        return cls(f"{tool} command: {' '.join(words)}", match_words(words))
 
 
 def _arg_text(value: Any) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.escalation.model import Escalation, OnTimeout, Origin, Reason, TimeoutPolicy
 from rules.matcher import Activity, Pattern, normalize
+from rules.shell import SHELL_TOOL, parse_command
 
 DEFAULT_TIMEOUT = 300.0  # seed 004: "Default if no response in 5min"
 # Upper bounds for what the files say; beyond them a value is a typo or an attack (a deadline
@@ -34,8 +35,11 @@ class Rule:
     timeout: float | None = None  # optional: deadline for what this rule sends to a human
     line: int = 0
     column: int = 0
+    why: str = ""  # set on the stand-in rule for a shell command rules cannot check
 
     def describe(self) -> str:
+        if self.why:
+            return self.why
         return f"rule {self.pattern.source!r} ({self.action.value}, line {self.line})"
 
 
@@ -95,7 +99,22 @@ class Rules:
         return self.match(escalation.task_id, Activity.of_escalation(escalation))
 
     def match_tool(self, task: str, tool: str, args: dict[str, Any]) -> Rule | None:
-        return self.match(task, Activity.of_tool(tool, args))
+        """The rule that decides a tool call. For `run_command`, every simple command of the
+        shell command is matched on its own (first match wins within each, as the text of the
+        whole call is too) and the strictest outcome decides: stop, deny, ask_user, allow. A
+        command whose words rules cannot know (rules.shell) asks a human unless a rule denies
+        or stops it: then a stand-in ask_user rule saying why is returned."""
+        activity = Activity.of_tool(tool, args)
+        command = args.get("command")
+        if tool != SHELL_TOOL or not isinstance(command, str):
+            return self.match(task, activity)
+        parsed = parse_command(command)
+        found = [self.match(task, activity)]
+        found += [self.match(task, Activity.of_simple_command(tool, words)) for words in parsed.commands]
+        strictest = max(found, key=_severity)
+        if parsed.unresolved and _severity(strictest) < _SEVERITY[Action.ASK_USER]:
+            return Rule(_UNCHECKED, Action.ASK_USER, why=f"{parsed.unresolved}: a human decides")
+        return strictest
 
     def timeout_policy(self, escalation: Escalation, now: float, rule: Rule | None = None) -> TimeoutPolicy:
         """When this escalation expires and what then happens.
@@ -133,6 +152,14 @@ class Rules:
             _count(len(self.defaults), "reason default"),
             _count(len(self.policy.paths), "agent escalation source"),
         ])
+
+
+_UNCHECKED = Pattern(SHELL_TOOL)  # the stand-in rule's pattern (never matched: not in any list)
+_SEVERITY = {Action.ALLOW: 1, Action.ASK_USER: 2, Action.DENY: 3, Action.STOP: 4}
+
+
+def _severity(rule: Rule | None) -> int:
+    return _SEVERITY[rule.action] if rule is not None else 0
 
 
 def _count(n: int, noun: str) -> str:

@@ -42,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
 def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
     """Every input file validated before anything runs (nothing half-applies)."""
     from engine.escalation.answers import AnswersError, load_answers
+    from engine.runtime.events import prepare_events_file
     from engine.runtime.script import ScriptError, load_script
     from rules.loader import RulesError, load_rules
 
@@ -62,7 +63,7 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
     events = Path(args.events) if args.events else None
     if events is not None:
         try:
-            events.write_text("", encoding="utf-8")  # this run's events only
+            prepare_events_file(events)  # this run's events only; never blocks on a FIFO
         except OSError as exc:
             raise UsageError(f"--events {args.events}: cannot write: {exc.strerror or exc}") from None
     return {"source": source, "rules": rules, "script": script, "answers": answers, "workspace": workspace, "events": events}

@@ -129,6 +129,8 @@ class EscalationDesk:
             result = ToolVerdict(STOP, f"The tool call {tool} stopped the task ({_rule_name(rule)}).")
         else:
             escalation = await minted(_tool_escalation(run_id, task, agent, tool, args), self.clock)
+            if rule is not None and rule.why:  # a shell command rules cannot check: say why a human is asked
+                escalation = replace(escalation, context=f"{escalation.context}\n{rule.why}")
             result = _tool_result(tool, await self._wait_for_human(escalation, rule))
         stopped = result == STOP
         fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": DENIED if stopped else str(result)}

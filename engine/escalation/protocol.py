@@ -11,6 +11,7 @@ import json
 import math
 from typing import Any
 
+from engine.escalation.json_scan import json_values
 from engine.escalation.model import (
     Decision,
     Escalation,
@@ -46,27 +47,36 @@ file conflict, a dependency issue):
 question should not wait forever.
 3. WAIT for the answer: it arrives as your next input. Then continue accordingly."""
 
-_DECODER = json.JSONDecoder()
 _TRUE_WORDS = {"true", "yes", "1"}
 
 
 def find_escalation(text: object) -> dict[str, Any] | None:
     """The first JSON object in `text` with `"escalation": true`, or None.
 
-    Tries a JSON decode at every `{` so prose, code fences and stray braces around the object
-    do not matter; nested objects are found too. Never raises.
+    Bare, fenced or amid prose, nested in another object too. Linear in the text and bounded
+    (engine.escalation.json_scan): only objects containing the key `"escalation"` are decoded,
+    within the first MAX_SCAN_CHARS characters. Never raises.
     """
-    if not isinstance(text, str) or "escalation" not in text:
+    if not isinstance(text, str):
         return None
-    start = text.find("{")
-    while start != -1:
-        try:
-            obj, _ = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            obj = None
-        if isinstance(obj, dict) and _truthy(obj.get("escalation")):
-            return obj
-        start = text.find("{", start + 1)
+    for value in json_values(text, "{", needle='"escalation"'):
+        found = _first_escalation(value)
+        if found is not None:
+            return found
+    return None
+
+
+def _first_escalation(value: Any) -> dict[str, Any] | None:
+    """The first object (in text order) with a true `escalation`, inside a decoded value."""
+    stack = [value]  # iterative: a decoded value may nest as deep as the decoder allows
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if _truthy(item.get("escalation")):
+                return item
+            stack.extend(reversed(item.values()))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
     return None
 
 

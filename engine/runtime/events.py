@@ -2,12 +2,20 @@
 
 One `RunEvent` per happening; an `EventSink` per run keeps them, hands them to subscribers (the
 engine, the console) and optionally appends them to a JSONL file as they happen.
+
+The events file is the user's to choose, so it can be anything: `escalate run` checks at start
+that it can be opened for appending (`prepare_events_file`: a usage error otherwise), and a
+write that fails later (a full disk, a reader that went away) never ends the run: the sink says
+so once, as a `log` warning, and writes no more events to the file.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,6 +65,32 @@ class RunEvent:
         return {"type": self.type, "time": self.time, **jsonable(self.fields)}
 
 
+def open_for_append(path: Path) -> TextIO:
+    """Open `path` for appending text without ever blocking on the open: a FIFO that nobody
+    reads is an error (ENXIO), not a hang. Raises OSError, e.g. for /proc/self/mem, which
+    cannot be positioned at its end."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(exc.errno, "a FIFO that no process is reading", str(path)) from None
+        raise
+    try:
+        os.set_blocking(fd, True)  # writes wait for a slow reader, as they would for a file
+        return open(fd, "a", encoding="utf-8")  # seeks to the end: fails where appending cannot work
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def prepare_events_file(path: Path) -> None:
+    """Check at start that `path` takes appended events, and empty it if it is a regular file
+    (this run's events only). Raises OSError naming why not."""
+    with open_for_append(path) as f:
+        if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            f.truncate(0)
+
+
 class EventSink:
     """Collects one run's events; subscribers are called synchronously, in order."""
 
@@ -74,7 +108,8 @@ class EventSink:
         self.run_id = run_id
         self.events: list[RunEvent] = []
         self._subscribers: list[Callable[[RunEvent], None]] = []
-        self._file: TextIO | None = open(events_file, "a", encoding="utf-8") if events_file else None
+        self._path = events_file
+        self._file: TextIO | None = None  # opened at the first event
         self._record = record
         self._replayed = replayed
         self._seq = 0
@@ -94,17 +129,34 @@ class EventSink:
             except Exception:  # the log is not worth a run: the database may be busy
                 log.exception("event not recorded")
         self.events.append(event)
-        if self._file is not None:
-            self._file.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
-            self._file.flush()
+        failure = self._write(event) if self._path is not None else None
         for callback in list(self._subscribers):
             try:
                 callback(event)
             except Exception:  # a broken subscriber (UI) must not kill the run
                 log.exception("event subscriber failed")
+        if failure is not None:  # after this event's subscribers, so the warning comes second
+            self.emit("log", message=failure, level="warning")
         return event
+
+    def _write(self, event: RunEvent) -> str | None:
+        """Append one line; on failure stop writing for good and return the one-line reason."""
+        assert self._path is not None
+        try:
+            if self._file is None:
+                self._file = open_for_append(self._path)
+            self._file.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+            self._file.flush()
+            return None
+        except OSError as exc:
+            path, self._path = self._path, None  # no more attempts, so the reason is told once
+            self.close()
+            return f"events file {path}: cannot write: {exc.strerror or exc}; no more events are written to it"
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError:  # its last buffered line could not be written either
+                pass

@@ -6,10 +6,10 @@ import json
 import re
 from typing import Any
 
+from engine.escalation.json_scan import json_values
 from engine.runtime.spec import SchemaSpec, TypeSpec
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-_DECODER = json.JSONDecoder()
 
 
 class SchemaMismatch(Exception):
@@ -22,14 +22,10 @@ def parse_json(text: str) -> Any:
     for candidate in candidates:
         try:
             return json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # deep nesting is not JSON we can use either
             pass
-    for index, char in enumerate(text):
-        if char in "{[":
-            try:
-                return _DECODER.raw_decode(text, index)[0]
-            except ValueError:
-                continue
+    for value in json_values(text, "{["):  # linear: a reply of a million `{` is hostile
+        return value
     raise SchemaMismatch("the reply is not JSON")
 
 

@@ -95,3 +95,41 @@ async def test_unmatched_tool_runs(tmp_path) -> None:
     assert await h.finish(handle) is RunStatus.DONE
     assert (h.workspace / "notes.txt").read_text() == "v1.4.2"
     assert h.events(handle, "tool_call")[0]["verdict"] == "allowed"
+
+
+CLI_AGENT = TOOL_AGENT.replace("builtin streetrace.fs", "builtin streetrace.cli")
+RM_RULES = """\
+escalationRules:
+  global:
+    - {pattern: "rm -rf", action: deny}
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "asks"),
+    [("rm -r -f victim", False), ("'rm' -fr victim", False), ("$(echo rm) -rf victim", True), ("rm${IFS}-rf victim", True)],
+)
+async def test_a_deny_rule_for_rm_rf_holds_against_other_spellings(tmp_path, command: str, asks: bool) -> None:
+    """A real shell would delete the folder for each of these; the rule (or a human) stops it."""
+    script = f"""\
+agents:
+  helper:
+    - tool: run_command
+      args: {{command: {command!r}}}
+    - text: "not run"
+      when: "refused"
+    - text: "not run"
+      when: "denied"
+    - "ran"
+"""
+    h = Harness(tmp_path, CLI_AGENT, script, RM_RULES)
+    (h.workspace / "victim").mkdir()
+    (h.workspace / "victim" / "f.txt").write_text("keep")
+    handle = h.start()
+    if asks:
+        pending = await h.pending()
+        assert pending.escalation.origin.value == "tool_approval"
+        h.broker.answer(pending.escalation.id, Response(ResponseType.OPTION, "deny"))
+    assert await h.finish(handle) is RunStatus.DONE
+    assert handle.result == "not run"
+    assert (h.workspace / "victim" / "f.txt").read_text() == "keep"

@@ -138,3 +138,45 @@ def test_decision_value() -> None:
     assert decision_value(esc, _decision(Response(ResponseType.OPTION, "opt1"))) == "Yes, use JWT"
     assert decision_value(esc, _decision(Response(ResponseType.TEXT, text_response="hi"))) == "hi"
     assert decision_value(esc, _decision(Response(ResponseType.SKIP))) == "skip"
+
+
+# Hostile replies: finding the object is linear in the reply and bounded (json_scan). Each of
+# these took minutes with a decode tried at every `{`; the time limit only catches such a hang.
+HOSTILE = {
+    "open-braces": "escalation " + "{" * 1_000_000,
+    "quoted-key-then-open-braces": '"escalation" ' + "{" * 1_000_000,
+    "deep-nesting": '{"escalation":' * 70_000,
+    "many-bad-objects": '{"escalation": tru} ' * 50_000,
+    "many-keys-in-one-string": '{"a": "' + '\\"escalation\\" {' * 60_000 + '"}',
+    "nested-failing": '{"escalation": 1, "a": ' * 40_000 + "x",
+}
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_replies_are_plain_output_quickly(text: str) -> None:
+    assert find_escalation(text) is None
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{" * 100_000 + RAW,
+        '{"escalation": false} ' * 5_000 + RAW,
+        '{"a": "unterminated\n' + RAW,
+        '{"a": {"escalation": true, "question": "Use JWT?"}, "b": tru}',
+        "[" * 100 + RAW,
+    ],
+    ids=["after-open-braces", "after-many-objects", "after-a-stray-quote", "inside-a-broken-object", "inside-brackets"],
+)
+def test_found_after_hostile_noise(text: str) -> None:
+    found = find_escalation(text)
+    assert found is not None and found["question"] == "Use JWT?"
+
+
+def test_only_the_first_part_of_a_huge_reply_is_looked_at() -> None:
+    from engine.escalation.json_scan import MAX_SCAN_CHARS
+
+    assert find_escalation("x" * (MAX_SCAN_CHARS - len(RAW)) + RAW) == OBJ
+    assert find_escalation("x" * MAX_SCAN_CHARS + RAW) is None
