@@ -194,6 +194,7 @@ async def busy_and_escalating(folder: Path, paths: dict[str, Path], busy_runs: i
         slices = asyncio.get_running_loop().slices
         for r in runs:
             r.cancel()
+        await asyncio.wait([asyncio.ensure_future(r.wait()) for r in runs], timeout=30)  # unwound before DBOS stops
         session.close()
     report(f"escalation raised -> pane on screen ({busy_runs} runs busy, {still_busy} still running at the end, "
            f"{slices} slices of run work)", shown)
