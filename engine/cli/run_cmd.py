@@ -141,7 +141,6 @@ def close_engine(engine: Any) -> None:
 async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str) -> int:
     """Run (or continue) one run headless to its end and give the contract's exit code."""
     from engine.escalation.headless import HeadlessResponder, waiting_message
-    from engine.runtime.engine import RunStatus
 
     stuck: list[str] = []
     stopped = asyncio.Event()  # nobody can answer: the run is left waiting in the database

@@ -279,13 +279,13 @@ class Engine:
 
         run_id = handle.id
         db = self.db if durable else None
-        record = None
-        if db is not None:
-            def record(seq: int, event: RunEvent) -> None:
-                db.add_event(run_id, seq, event.type, event.time, event.to_json())
+        def record(seq: int, event: RunEvent) -> None:
+            assert db is not None
+            db.add_event(run_id, seq, event.type, event.time, event.to_json())
 
+        if db is not None:
             handle._on_status = lambda status: db.update_run(run_id, status=status.value)
-        sink = EventSink(run_id, self.events_file, record=record, replayed=len(handle.events))
+        sink = EventSink(run_id, self.events_file, record=record if db is not None else None, replayed=len(handle.events))
         sink.subscribe(lambda event: self._fan_out(handle, event))
         self._sinks[run_id] = sink
         handle._cancel = lambda: self.broker.cancel_run(run_id)

@@ -89,13 +89,6 @@ def test_not_utf8_is_a_positioned_error(tmp_path: Path) -> None:
         read_store(path)
 
 
-def test_not_utf8_is_a_positioned_error(tmp_path: Path) -> None:
-    path = tmp_path / "h.jsonl"
-    path.write_bytes(agent_line("a", "b").encode() + b'{"v":1,\xff}\n')
-    with pytest.raises(StoreError, match=rf"^{path}:2:8: error: not UTF-8 text$"):
-        read_store(path)
-
-
 def test_a_missing_file_is_an_empty_history(tmp_path: Path) -> None:
     assert store_size(tmp_path / "history.jsonl") == 0
     assert read_store(tmp_path / "history.jsonl").escalations == []
