@@ -186,7 +186,12 @@ class DurableHost:
         if not await asyncio.to_thread(lambda: self.db.claim_run(run_id, self.owner, dead_owner=dead)):
             return False
         self._ensure_beat()
-        await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
+        if await DBOS.get_workflow_status_async(run_id) is None:
+            # The process died between recording the run and starting its workflow: nothing of it
+            # ran, so it starts from the beginning, here.
+            await self.start(run_id)
+        else:
+            await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
         return True
 
     def _ensure_beat(self) -> None:

@@ -158,3 +158,20 @@ def test_a_use_child_waiting_on_a_person_survives_the_process(tmp_path) -> None:
     resumed = escalate(tmp_path, "resume", run_id)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "lead done: helper said postgres"
+
+
+def test_a_run_killed_before_its_workflow_started_starts_on_resume(tmp_path) -> None:
+    """The window between recording a run and starting its DBOS workflow (a kill there left a
+    run that `resume` could not continue; found by the 1,000-kill benchmark)."""
+    db = Database(f"sqlite:///{tmp_path / '.escalate' / 'escalate.db'}")
+    try:
+        db.create_run(run_id="r0badbeef", task="auth-refactor", workflow="auth-refactor", path=str(DEMO / "auth-refactor.sr"),
+                      flow=None, input="Fix login", script=str(DEMO / "auth-refactor.yaml"), rules=None,
+                      workspace=str(tmp_path), status="running", started=time.time(), owner="gone-1-x", heartbeat=None)
+    finally:
+        db.close()
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("- responseType: option\n  selectedOption: jwt\n")
+    resumed = escalate(tmp_path, "resume", "r0badbeef", "--answers", str(answers))
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith("Plan: move auth to JWT")
