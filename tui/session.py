@@ -123,7 +123,7 @@ class ConsoleSession:
 
             self.rules = load_rules(self.rules)
         self.engine = module.Engine(
-            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace, store=self.store,
+            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace,
             db=self.db, host=self.host,
         )
         if self.db is not None:

@@ -118,7 +118,6 @@ class Engine:
         clock: Clock,
         script: Script | None = None,
         workspace: Path | None = None,
-        store: Path | None = None,
         events_file: Path | None = None,
         db: "Database | None" = None,
         host: "DurableHost | None" = None,
@@ -135,7 +134,6 @@ class Engine:
         self.clock = clock
         self.script = script
         self.workspace = (workspace or Path.cwd()).resolve()
-        self.store = store
         self.events_file = events_file  # `escalate run --events`: every run's events appended
         self.runs: list[RunHandle] = []
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
