@@ -1,13 +1,12 @@
 """End to end: the real `escalate` command in a real terminal (tmux), answered with a key.
 
-Skipped when tmux is not installed. Each test starts its own tmux server socket, so nothing is
+Needs tmux (`.ci/run` installs it). Each test starts its own tmux server socket, so nothing is
 shared with the user's tmux.
 """
 
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -17,10 +16,8 @@ import pytest
 
 from engine.demo import demo_dir
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
-]
+# .ci/run installs tmux: without it these tests fail rather than skip.
+pytestmark = pytest.mark.slow
 
 ESCALATE = str(Path(sys.executable).with_name("escalate"))
 
