@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import sys
@@ -68,7 +69,8 @@ async def _serve(args: argparse.Namespace, db_url: str) -> int:
     try:
         port = await server.start()
     except OSError as exc:
-        write_line(f"escalate: error: cannot listen on {_netloc(args.host, args.port)}: {exc.strerror or exc}")
+        write_line(f"escalate: error: cannot listen on {_netloc(args.host, args.port)}: "
+                   f"{os.strerror(exc.errno) if exc.errno else exc}")
         return EXIT_USAGE
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

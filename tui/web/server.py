@@ -99,7 +99,7 @@ class ConsoleServer:
             response = await handler(request)
         elif request.path == "/" and "token" in request.query and (session := self.gate.exchange(request.query["token"])):
             # The token is spent; the cookie stands for it from now on, in this browser only.
-            response = web.HTTPSeeOther("/")
+            response = web.Response(status=303, headers={"Location": "/"})
             response.set_cookie(COOKIE, session, path="/", httponly=True, samesite="Strict")
             log.info("the one-time link was used: this server now answers that browser only")
         else:
