@@ -68,6 +68,9 @@ async def test_the_token_works_once_in_one_browser(served) -> None:
             assert page.headers["Referrer-Policy"] == "no-referrer" and page.headers["Cache-Control"] == "no-store"
         async with first.get(base + "/static/js/textual.js") as script:
             assert script.status == 200 and len(await script.read()) > 100_000
+        async with first.get(base + "/", headers={"X-Forwarded-Proto": "https", "Host": 'proxy.example"><b'}) as proxied:
+            body = await proxied.text()  # behind a TLS proxy: wss://, and the Host header escaped
+            assert 'data-session-websocket-url="wss://proxy.example&quot;&gt;&lt;b/ws"' in body
         async with first.get(link) as again:  # the same browser, the link again: still in (by its cookie)
             assert again.status == 200
 

@@ -118,7 +118,9 @@ class ConsoleServer:
     # ---- the page --------------------------------------------------------------------------
 
     async def _page(self, request: web.Request) -> web.Response:
-        scheme = "wss" if request.secure else "ws"
+        # Behind a TLS proxy the page must open wss:// (the header only shapes this page's own URL).
+        secure = request.secure or request.headers.get("X-Forwarded-Proto") == "https"
+        scheme = "wss" if secure else "ws"
         values = {"title": self.title, "static": "/static", "font_size": _int(request.query.get("fontsize"), 16, 8, 48),
                   "websocket": f"{scheme}://{request.host}/ws"}
         page = _PAGE.substitute({name: html.escape(str(value), quote=True) for name, value in values.items()})
