@@ -32,19 +32,21 @@ def main(args: argparse.Namespace) -> int:
     except UsageError as exc:
         write_line(str(exc) if exc.positioned else f"escalate: error: {exc}")
         return EXIT_USAGE
-    return asyncio.run(_serve(args, db_url))
+    # The consoles get the database through the environment, not their command lines: a
+    # password in a PostgreSQL URL stays out of `ps`.
+    os.environ["ESCALATE_DB"] = db_url
+    return asyncio.run(_serve(args))
 
 
-def console_command(args: argparse.Namespace, db_url: str, *, first: bool) -> list[str]:
-    """`escalate console` with the arguments `serve` was given (paths made absolute, the
-    database named). `--run` starts the first workflow once, in the first browser session:
-    sessions opened later (another tab, a reconnect) find that run in the database."""
+def console_command(args: argparse.Namespace, *, first: bool) -> list[str]:
+    """`escalate console` with the arguments `serve` was given (paths made absolute; the
+    database is $ESCALATE_DB). `--run` starts the first workflow once, in the first browser
+    session: sessions opened later (another tab, a reconnect) find that run in the database."""
     command = [sys.executable, "-m", "engine", "console", *(str(Path(f).absolute()) for f in args.files)]
     for option in ("rules", "script", "store"):
         value = getattr(args, option)
         if value is not None:
             command += [f"--{option}", str(Path(value).absolute())]
-    command += ["--db", db_url]
     if args.allow_imports_outside:
         command.append("--allow-imports-outside")
     if first and args.run:
@@ -54,7 +56,7 @@ def console_command(args: argparse.Namespace, db_url: str, *, first: bool) -> li
     return command
 
 
-async def _serve(args: argparse.Namespace, db_url: str) -> int:
+async def _serve(args: argparse.Namespace) -> int:
     from tui.web.server import ConsoleServer  # aiohttp and textual-serve: only for this command
 
     _log_to_stderr()
@@ -63,7 +65,7 @@ async def _serve(args: argparse.Namespace, db_url: str) -> int:
     def command() -> list[str]:
         nonlocal sessions
         sessions += 1
-        return console_command(args, db_url, first=sessions == 1)
+        return console_command(args, first=sessions == 1)
 
     server = ConsoleServer(args.host, args.port, command)
     try:

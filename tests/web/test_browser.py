@@ -176,13 +176,16 @@ def _runs(url: str) -> list[dict]:
 
 
 def consoles(url: str) -> list[int]:
-    """The console processes on this database (those `serve` started for its browser sessions)."""
+    """The console processes on this database (those `serve` started for its browser sessions:
+    they get the database as $ESCALATE_DB)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:  # not a process, or gone meanwhile
+            environment = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:  # not a process, not ours, or gone meanwhile
             continue
-        if b"console" in argv and url.encode() in argv:
+        if b"console" in argv and b"ESCALATE_DB=" + url.encode() in environment:
+            assert url.encode() not in b" ".join(argv)  # not on its command line
             found.append(int(entry.name))
     return found

@@ -117,3 +117,13 @@ async def test_sessions_beyond_the_limit_are_refused_not_queued() -> None:
             assert handshake.value.status == 503
     finally:
         await server.stop()
+
+
+async def test_a_console_that_fails_to_start_ends_the_page_s_session(served) -> None:
+    server, base = served  # its consoles exit at once, as a broken install would
+    async with client() as http:
+        async with http.get(f"{base}/?token={server.gate.token}"):
+            pass
+        async with http.ws_connect(base + "/ws") as socket:
+            message = await socket.receive(timeout=30)
+            assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING)

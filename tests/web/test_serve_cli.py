@@ -104,10 +104,10 @@ def test_defaults_and_the_console_each_session_runs(tmp_path, monkeypatch) -> No
     monkeypatch.chdir(tmp_path)
     args = build_parser().parse_args(["serve", "flows/a.sr", "--rules", "r.yaml", "--script", "s.yaml", "--run",
                                       "--input", "it's $HOME; rm -rf /", "--allow-imports-outside"])
-    first = console_command(args, "sqlite:///x.db", first=True)
+    first = console_command(args, first=True)
     assert first == [sys.executable, "-m", "engine", "console", str(tmp_path / "flows" / "a.sr"),
                      "--rules", str(tmp_path / "r.yaml"), "--script", str(tmp_path / "s.yaml"),
-                     "--db", "sqlite:///x.db", "--allow-imports-outside", "--run", "--input", "it's $HOME; rm -rf /"]
+                     "--allow-imports-outside", "--run", "--input", "it's $HOME; rm -rf /"]
     # Later sessions (another tab, a reconnect) open the console without starting the run again.
-    assert console_command(args, "sqlite:///x.db", first=False) == first[:-3]
+    assert console_command(args, first=False) == first[:-3]
 

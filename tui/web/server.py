@@ -139,8 +139,8 @@ class ConsoleServer:
         width = _int(request.query.get("width"), 80, *TERMINAL_SIZE)
         height = _int(request.query.get("height"), 24, *TERMINAL_SIZE)
         # `exec`: the console replaces the shell AppService starts it with, so it gets the quit.
-        console = AppService("exec " + shlex.join(self.command()), write_bytes=socket.send_bytes,
-                             write_str=socket.send_str, close=socket.close, download_manager=DownloadManager())
+        console = _Console("exec " + shlex.join(self.command()), write_bytes=socket.send_bytes,
+                           write_str=socket.send_str, close=socket.close, download_manager=DownloadManager())
         log.info("browser session %d: console opened", number)
         try:
             await console.start(width, height)
@@ -153,6 +153,18 @@ class ConsoleServer:
 
     async def _close_sessions(self, _app: web.Application) -> None:
         await asyncio.gather(*(socket.close() for socket in list(self._sockets)), return_exceptions=True)
+
+
+class _Console(AppService):
+    """A console process of one browser session. Its page is told when the console ends, however
+    it ends: AppService closes the websocket only on the exit message a console sends when it
+    quits normally, and a console that failed to start or crashed would leave the page waiting."""
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            await self.remote_close()
 
 
 async def _relay(socket: web.WebSocketResponse, console: AppService) -> None:
