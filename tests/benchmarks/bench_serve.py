@@ -5,9 +5,9 @@ answers the demo's auth-refactor decision with a key press:
 
 1. open link -> pane: from `page.goto(link)` to the decision pane drawn in the page (the page,
    textual.js, the websocket, a new console process, the database read, the first frames);
-2. key -> ...: from the key press in the page to the decision written in the database by the
-   tab's console, applied by the run (its `decision` event) and the agent's next reply (its
-   `agent_result`), as the run recorded them (wall clock, milliseconds).
+2. key -> ...: from the key's keydown in the page (the page's clock) to the decision written in
+   the database by the tab's console, applied by the run (its `decision` event) and the agent's
+   next reply (its `agent_result`), as the run recorded them (wall clock, milliseconds).
 
 Two places for the run: `wait`, a `run --wait` process of its own, waiting before the link is
 opened (the decision travels through the database: that process polls it every 0.1 s);
@@ -83,6 +83,8 @@ def measure(browser, folder: Path, where: str, rounds: int, settle: float) -> tu
         else:  # the tab's console starts the run (`serve --run`)
             served = serve(folder, *auth_refactor("--db", url, "--run", "--input", "Fix login"))
         context = browser.new_context(viewport=VIEWPORT)
+        # The page's own clock at the key's keydown: Playwright's dispatch is not part of the figure.
+        context.add_init_script("document.addEventListener('keydown', () => { window.keyAt = Date.now(); }, true);")
         try:
             page = context.new_page()
             terminal = Terminal(page)
@@ -91,8 +93,8 @@ def measure(browser, folder: Path, where: str, rounds: int, settle: float) -> tu
             opened.append(terminal.wait_for(*PANE, timeout=120) - start)
             run_id = wait_for_pending(url, round_)
             page.wait_for_timeout(settle * 1000)
-            pressed = time.time()
             terminal.press("2")
+            pressed = page.evaluate("window.keyAt") / 1000  # when the page got the key (its keydown)
             written_at, applied_at, replied_at = resumed(url, run_id)
             written.append(written_at - pressed)
             applied.append(applied_at - pressed)
