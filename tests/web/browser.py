@@ -55,7 +55,7 @@ class Terminal:
     def text(self) -> str:
         return "\n".join(line.rstrip() for line in self.screen.display)
 
-    def wait_for(self, *needles: str, timeout: float = 60) -> float:
+    def wait_for(self, *needles: str, timeout: float = 120) -> float:
         """Waits until the screen shows every needle; returns when (time.monotonic())."""
         deadline = time.monotonic() + timeout
         while True:

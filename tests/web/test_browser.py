@@ -18,7 +18,7 @@ from tests.web.browser import VIEWPORT, Terminal, launch
 from tests.web.serving import auth_refactor, serve
 from tui.web.server import REFUSED
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]  # a console per tab, on a shared 2-core host
 
 PANE = ("DECISION REQUIRED [auth-refactor]", "Should I refactor the auth module to use JWT", "[1] Yes, use JWT (recommended)",
         "[2] No, keep sessions", "Let agent decide", "Skip this task", "Custom response...")

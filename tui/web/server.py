@@ -32,7 +32,7 @@ log = logging.getLogger("escalate.serve")
 
 MAX_SESSIONS = 4  # consoles at once (a process each, ~150 MB): more tabs are refused, not queued
 MAX_MESSAGE = 64 * 1024  # bytes: a key press or a paste, never more
-STOP_GRACE = 10.0  # seconds the consoles get to quit when the server stops
+STOP_GRACE = 15.0  # seconds the consoles get to quit when the server stops (a loaded host: several)
 TERMINAL_SIZE = (20, 500)  # cells, either way: the sizes a browser may ask for
 
 REFUSED = ("This escalate console needs the one-time link printed by `escalate serve`.\n"
@@ -62,7 +62,7 @@ class ConsoleServer:
     title: str = "escalate"
     max_sessions: int = MAX_SESSIONS
     _runner: web.AppRunner | None = field(default=None, init=False)
-    _sockets: set[web.WebSocketResponse] = field(default_factory=set, init=False)
+    _sessions: dict[web.WebSocketResponse, AppService] = field(default_factory=dict, init=False)
     _opened: int = field(default=0, init=False)
 
     async def start(self) -> int:
@@ -83,10 +83,14 @@ class ConsoleServer:
         return int(self._runner.addresses[0][1])
 
     async def stop(self) -> None:
-        """Close every browser session (its console quits, leaving its runs in the database),
-        then stop listening."""
-        if self._runner is not None:
-            await self._runner.cleanup()
+        """Every console quits (its runs stay in the database; each is waited for, up to
+        STOP_GRACE), which ends its page's session; then the server stops listening."""
+        if self._runner is None:
+            return
+        quitting = [asyncio.ensure_future(console.stop()) for console in self._sessions.values()]
+        if quitting:
+            await asyncio.wait(quitting, timeout=STOP_GRACE)
+        await self._runner.cleanup()
 
     # ---- the gate ------------------------------------------------------------------------
 
@@ -129,30 +133,31 @@ class ConsoleServer:
     # ---- a browser session: one console process ----------------------------------------------
 
     async def _session(self, request: web.Request) -> web.StreamResponse:
-        if len(self._sockets) >= self.max_sessions:
+        if len(self._sessions) >= self.max_sessions:
             return web.Response(status=503, text=f"at most {self.max_sessions} browser sessions at once\n")
         socket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
         await socket.prepare(request)
-        self._sockets.add(socket)
         self._opened += 1
         number = self._opened
         width = _int(request.query.get("width"), 80, *TERMINAL_SIZE)
         height = _int(request.query.get("height"), 24, *TERMINAL_SIZE)
-        # `exec`: the console replaces the shell AppService starts it with, so it gets the quit.
+        # `exec`: the console replaces the shell AppService starts it with (no shell left between
+        # them holding its pipes, and signals reach the console itself).
         console = _Console("exec " + shlex.join(self.command()), write_bytes=socket.send_bytes,
                            write_str=socket.send_str, close=socket.close, download_manager=DownloadManager())
+        self._sessions[socket] = console
         log.info("browser session %d: console opened", number)
         try:
             await console.start(width, height)
             await _relay(socket, console)
         finally:
-            self._sockets.discard(socket)
+            self._sessions.pop(socket, None)
             await console.stop()  # the console quits; its runs stay in the database
             log.info("browser session %d: console closed", number)
         return socket
 
     async def _close_sessions(self, _app: web.Application) -> None:
-        await asyncio.gather(*(socket.close() for socket in list(self._sockets)), return_exceptions=True)
+        await asyncio.gather(*(socket.close() for socket in list(self._sessions)), return_exceptions=True)
 
 
 class _Console(AppService):
