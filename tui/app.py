@@ -368,6 +368,12 @@ class EscalateApp(App[int]):
         self.session.close()
         self.exit(code)
 
+    def on_exit_app(self) -> None:
+        """Textual's own exit, which skips `action_quit`: in a browser (`escalate serve`) the tab
+        closing or the server stopping. Durable runs are left in the database as on `q`, not
+        cancelled with the loop (after `_leave` this finds nothing left to do)."""
+        self.session.leave()
+
     async def _quit_confirmed(self, quit_now: bool | None) -> None:
         if quit_now:
             await self._leave(0)

@@ -197,3 +197,11 @@ def _route_logs(folder: Path) -> None:
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
     logging.captureWarnings(True)  # ADK's deprecation warnings too
+
+
+def checked_database(args: argparse.Namespace) -> str:
+    """The console's checks of its arguments, without opening it (for `escalate serve`, which
+    opens it in each browser session): its database URL; UsageError, worded as above, on the
+    first bad input."""
+    _inputs(args)
+    return _database(args)

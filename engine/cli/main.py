@@ -42,14 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     console = sub.add_parser("console", help="open the console on these workflows")
-    console.add_argument("files", nargs="*", metavar="FILE.sr")
-    console.add_argument("--rules", metavar="R.yaml")
-    console.add_argument("--script", metavar="S.yaml")
-    console.add_argument("--store", metavar="PATH", help="where run history is kept")
-    console.add_argument("--run", action="store_true", help="start the first workflow at once")
-    console.add_argument("--input", metavar="TEXT", default=None)
-    console.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db; "
-                         "the demo's own in the user's data folder)")
+    _console_arguments(console)
 
     check = sub.add_parser("check", help="parse and analyze .sr files")
     check.add_argument("paths", nargs="+", metavar="PATH")
@@ -100,10 +93,36 @@ def build_parser() -> argparse.ArgumentParser:
     rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
     rules_check = rules_sub.add_parser("check", help="validate a rules file")
     rules_check.add_argument("file", metavar="R.yaml")
-    for command in (console, check, comp, run):
+    serve = sub.add_parser("serve", help="the console in a web browser, behind a one-time token")
+    _console_arguments(serve)  # `serve` opens the same console, with the same arguments, in each browser session
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default: 8000; 0: any free port)")
+
+    for command in (console, check, comp, run, serve):
         command.add_argument("--allow-imports-outside", action="store_true",
                              help="let imports reach files outside the folder of the file given here")
     return parser
+
+
+def _console_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("files", nargs="*", metavar="FILE.sr")
+    command.add_argument("--rules", metavar="R.yaml")
+    command.add_argument("--script", metavar="S.yaml")
+    command.add_argument("--store", metavar="PATH", help="where run history is kept")
+    command.add_argument("--run", action="store_true", help="start the first workflow at once")
+    command.add_argument("--input", metavar="TEXT", default=None)
+    command.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db; "
+                         "the demo's own in the user's data folder)")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number (0-65535): {port}")
+    return port
 
 
 # command name -> module with `main(args) -> int`
@@ -117,6 +136,7 @@ _COMMANDS = {
     "runs": "engine.cli.runs_cmd",
     "answer": "engine.cli.answer_cmd",
     "resume": "engine.cli.resume_cmd",
+    "serve": "engine.cli.serve_cmd",
 }
 
 
