@@ -91,6 +91,8 @@ async def call_agent(
     if seconds is None and spec.timeout:
         policy = run.workflow.TIMEOUTS.get(spec.timeout)
         seconds = policy.seconds if policy else None
+    if not run.script_given:  # before the timeout starts: importing a library is not the agent's time
+        await preload_litellm(run.workflow)
     parent = current()
     for attempt in range(attempts):
         inherited = parent.escalation_chain if parent is not None else ()
@@ -141,8 +143,6 @@ async def _call_once(
     if gate.blocked:
         raise GuardrailBlocked(f"input of agent {spec.name!r} blocked: {gate.blocked}")
     text = gate.retry_step if gate.retry_step is not None else str(gate.subject)
-    if not run.script_given:
-        await preload_litellm(run.workflow)
     runner = run.runner_for(key)
     session = await run.session_service.create_session(app_name=runner.app_name, user_id=run.run_id)
     try:

@@ -95,7 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         gemini = ":generateContent" in self.path or ":streamGenerateContent" in self.path
-        request = {"path": self.path, "body": body, "headers": dict(self.headers)}
+        request = {"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}}
         turn = server.next_turn(request)
         if turn is None:
             return self._json(500, {"error": {"message": "the test server has no turn left", "type": "server_error"}})
