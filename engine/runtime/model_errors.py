@@ -97,10 +97,10 @@ def retry_after(exc: BaseException) -> float | None:
         try:
             seconds = float(value)
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
-            if parsed is None:
+            try:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):  # neither seconds nor a date: ignored
                 continue
-            seconds = parsed.timestamp() - time.time()
         if seconds == seconds and seconds >= 0:  # not NaN, not in the past
             return seconds
         return 0.0

@@ -42,9 +42,7 @@ class RealModel(BaseLlm):
                 break
             except ModelCallError as exc:
                 error = exc
-            except (asyncio.CancelledError, GeneratorExit):
-                raise
-            except Exception as exc:
+            except Exception as exc:  # not a cancellation (the agent's timeout): that is a BaseException
                 error = ModelCallError(self.label, classify(exc))
             failure = error.failure
             if not failure.retryable or attempt >= self.retries:
