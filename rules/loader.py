@@ -1,7 +1,7 @@
 """Load a rules YAML file into a validated `Rules`, or reject it whole with FILE:LINE:COL.
 
-A section the file leaves out (`global`, `taskOverrides`, `defaults`, `policy`) keeps the
-shipped default for that section; a section that is present (even empty) replaces it.
+A section the file leaves out (`global`, `taskOverrides`, `defaults`, `budgets`, `policy`) keeps
+the shipped default for that section; a section that is present (even empty) replaces it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from yaml.nodes import Node
 
 from engine.escalation.model import OnTimeout, Reason
 from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
-from rules.model import DEFAULT_TIMEOUT, MAX_AGENT_DEPTH, MAX_SECONDS, Action, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
+from rules.model import (
+    DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_SECONDS, Action, Budget,
+    PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride,
+)
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
 RulesError = YamlError  # invalid file: `FILE:LINE:COL: message`
@@ -23,7 +26,8 @@ RulesUnreadable = YamlUnreadable  # missing or unreadable file
 DEFAULT_RULES_NAME = "default.yaml"
 
 _TOP = ("escalationRules", "policy")
-_SECTIONS = ("global", "taskOverrides", "defaults")
+_SECTIONS = ("global", "taskOverrides", "defaults", "budgets")
+_BUDGET = ("tokens", "warnAt")
 _RULE = ("pattern", "action", "timeout")
 _OVERRIDE = ("alwaysAsk", "requireConfirmation", "rules")
 _DEFAULT = ("timeout", "onTimeout")
@@ -73,6 +77,8 @@ class _RulesParser:
                 result = replace(result, task_overrides=self.overrides(sections["taskOverrides"][1]))
             if "defaults" in sections:
                 result = replace(result, defaults=self.defaults(sections["defaults"][1]))
+            if "budgets" in sections:
+                result = replace(result, budgets=self.budgets(sections["budgets"][1]))
         if "policy" in top:
             result = replace(result, policy=self.policy(top["policy"][1]))
         return result
@@ -157,6 +163,34 @@ class _RulesParser:
         if text not in kinds:
             raise self.r.error(node, f"{what}: unknown onTimeout {text!r}; expected {_ON_TIMEOUT}{_hint(text, kinds)}")
         return OnTimeout(text), None
+
+    def budgets(self, node: Node) -> dict[str, Budget]:
+        """`default:` first; a task's entry takes what it leaves out from it."""
+        r = self.r
+        if r.is_null(node):
+            return {}
+        entries = r.mapping(node, "budgets")
+        result: dict[str, Budget] = {}
+        base: Budget | None = None
+        for name in sorted(entries, key=lambda n: n != DEFAULT_BUDGET):
+            key_node, value = entries[name]
+            what = f"budgets.{name}"
+            fields = r.mapping(value, what, _BUDGET)
+            if "tokens" in fields:
+                tokens = int(r.number(fields["tokens"][1], f"{what}.tokens", minimum=1, maximum=MAX_BUDGET_TOKENS, integer=True))
+            elif base is not None:
+                tokens = base.tokens
+            else:
+                raise r.error(value, f"{what}: missing required key 'tokens' (there is no budgets.default to take it from)")
+            warn_at = base.warn_at if base is not None else DEFAULT_WARN_AT
+            if "warnAt" in fields:
+                warn_at = r.number(fields["warnAt"][1], f"{what}.warnAt", maximum=1.0)
+                if warn_at <= 0:
+                    raise r.error(fields["warnAt"][1], f"{what}.warnAt must be above 0 (0.8 warns at 80 %)")
+            result[name] = Budget(tokens, warn_at, what)
+            if name == DEFAULT_BUDGET:
+                base = result[name]
+        return result
 
     # -- policy (seed 002) ---------------------------------------------------------------------
 

@@ -60,6 +60,20 @@ class ReasonDefault:
         return f"option:{self.option_id}" if self.on_timeout is OnTimeout.OPTION else self.on_timeout.value
 
 
+MAX_BUDGET_TOKENS = 10**12  # budgets.*.tokens: a trillion tokens is a typo, not a budget
+DEFAULT_WARN_AT = 0.8  # seed 004's "budget almost exhausted": at 80 %
+DEFAULT_BUDGET = "default"  # the `budgets:` entry every task without its own entry gets
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A run's token budget (seed 004's cost_warning): warn at `warn_at`, stop at `tokens`."""
+
+    tokens: int
+    warn_at: float = DEFAULT_WARN_AT
+    source: str = "budgets.default"  # where the rules say so, for messages
+
+
 @dataclass(frozen=True)
 class PolicyConfig:
     """Seed 002's agent-to-agent policy as configured (engine.escalation.agent_policy uses it)."""
@@ -78,6 +92,7 @@ class Rules:
     defaults: dict[Reason, ReasonDefault] = field(default_factory=dict)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     source: str = "<rules>"
+    budgets: dict[str, Budget] = field(default_factory=dict)  # task name (or "default") -> budget
 
     def override(self, task: str) -> TaskOverride | None:
         """A task's override: exact name first, then with case, `_` and `-` ignored."""
@@ -86,6 +101,14 @@ class Rules:
             return found
         wanted = normalize(task)
         return next((o for name, o in self.task_overrides.items() if normalize(name) == wanted), None)
+
+    def budget(self, task: str) -> Budget | None:
+        """A task's token budget: its own entry (matched like taskOverrides), else the default."""
+        found = self.budgets.get(task)
+        if found is None:
+            wanted = normalize(task)
+            found = next((b for name, b in self.budgets.items() if name != DEFAULT_BUDGET and normalize(name) == wanted), None)
+        return found if found is not None else self.budgets.get(DEFAULT_BUDGET)
 
     def match(self, task: str, activity: Activity) -> Rule | None:
         """First match wins: the task override's rules, then the global rules."""

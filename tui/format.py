@@ -59,6 +59,17 @@ def duration(seconds: float) -> str:
     return f"{days}d {hours}:{minutes:02d}:{secs:02d}"
 
 
+def token_count(tokens: int) -> str:
+    """A run's tokens in at most 6 cells: 950, 12.3k, 4.1M; nothing before the first."""
+    if tokens <= 0:
+        return ""
+    if tokens < 1000:
+        return str(tokens)
+    if tokens < 999_950:
+        return f"{tokens / 1000:.1f}k"
+    return f"{tokens / 1_000_000:.1f}M" if tokens < 999_950_000 else f"{tokens // 1_000_000_000}G"
+
+
 def status_text(status: str) -> Text:
     label, style = STATUS_STYLES.get(status, (status, ""))
     return Text(label, style=style)

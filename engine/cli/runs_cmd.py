@@ -34,7 +34,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def describe_runs(db: Any, *, include_finished: bool = False, now: float | None = None) -> list[dict[str, Any]]:
-    """The contract's `[{run_id, task, workflow, status, started, pending: [...]}]`."""
+    """The contract's `[{run_id, task, workflow, status, started, pending: [...]}]`, plus
+    `tokens`: the model tokens each run has used."""
     from engine.durable.database import ACTIVE, STALE_AFTER
 
     now = now if now is not None else time.time()
@@ -46,13 +47,15 @@ def describe_runs(db: Any, *, include_finished: bool = False, now: float | None 
             "question": esc["payload"]["escalation"]["question"],
             "deadline": _iso(esc["deadline"]) if esc["deadline"] is not None else None,
         })
+    tokens = db.tokens_of(r["run_id"] for r in rows)
     listed = []
     for row in rows:
         status = row["status"]
         if status in ACTIVE and (row["heartbeat"] is None or row["heartbeat"] < now - STALE_AFTER):
             status = "interrupted"  # its process is gone: `escalate resume` or a console continues it
         listed.append({"run_id": row["run_id"], "task": row["task"], "workflow": row["workflow"], "status": status,
-                       "started": _iso(row["started"]), "pending": pending.get(row["run_id"], [])})
+                       "started": _iso(row["started"]), "tokens": tokens.get(row["run_id"], 0),
+                       "pending": pending.get(row["run_id"], [])})
     return listed
 
 
@@ -65,7 +68,8 @@ def _text(listed: list[dict[str, Any]]) -> str:
         return "no runs\n"
     lines = []
     for run in listed:
-        lines.append(f"{run['run_id']}  {run['status']:<11}  {run['task']}  ({run['workflow']}, started {run['started']})")
+        used = f", {run['tokens']:,} tokens" if run["tokens"] else ""
+        lines.append(f"{run['run_id']}  {run['status']:<11}  {run['task']}  ({run['workflow']}, started {run['started']}{used})")
         for esc in run["pending"]:
             deadline = f"until {esc['deadline']}" if esc["deadline"] else "waits for a human"
             lines.append(f"    {esc['id']}  {esc['reason']}  {deadline}: {esc['question']}")

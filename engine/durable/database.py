@@ -82,6 +82,12 @@ imports = sa.Table(  # --store files already imported, so that each is imported 
     sa.Column("imported", sa.Float, nullable=False),
 )
 
+run_tokens = sa.Table(  # model tokens a run has used (its own table: older databases need no migration)
+    "escalate_run_tokens", metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("tokens", sa.BigInteger, nullable=False),
+)
+
 events = sa.Table(
     "escalate_events", metadata,
     sa.Column("run_id", sa.String(64), primary_key=True),
@@ -132,6 +138,20 @@ class Database:
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.engine.begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields)))
+
+    def set_tokens(self, run_id: str, tokens: int) -> None:
+        """The run's token count so far (one writer per run: the process running it)."""
+        with self.engine.begin() as c:
+            if not c.execute(run_tokens.update().where(run_tokens.c.run_id == run_id).values(tokens=tokens)).rowcount:
+                c.execute(run_tokens.insert().values(run_id=run_id, tokens=tokens))
+
+    def tokens_of(self, run_ids: Iterable[str]) -> dict[str, int]:
+        ids = list(run_ids)
+        if not ids:
+            return {}
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(run_tokens.c.run_id, run_tokens.c.tokens).where(run_tokens.c.run_id.in_(ids)))
+            return {row.run_id: int(row.tokens) for row in rows}
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:

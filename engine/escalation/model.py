@@ -47,12 +47,13 @@ class ResolvedBy(str, Enum):
 
 class Origin(str, Enum):
     """How the escalation was raised: an agent's JSON reply, its ask tool, a gated tool call,
-    or a flow's `escalate to human` statement."""
+    a flow's `escalate to human` statement, or a run's token budget."""
 
     AGENT_TEXT = "agent_text"
     AGENT_TOOL = "agent_tool"
     TOOL_APPROVAL = "tool_approval"
     FLOW = "flow"
+    BUDGET = "budget"  # the runtime's own cost_warning: a run's token budget almost used up
 
 
 @dataclass(frozen=True)

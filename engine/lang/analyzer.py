@@ -17,7 +17,7 @@ from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, flow_variables, wal
 from engine.runtime.flowlib import PURE_FUNCTIONS, guardrail_names
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
-MODEL_KEYS = ("provider", "name", "temperature", "max_tokens", "max_input_tokens")
+MODEL_KEYS = ("provider", "name", "temperature", "max_tokens", "max_input_tokens", "base_url")
 TOOL_KEYS = ("type", "url", "name", "headers", "auth")
 TOOL_TYPES = ("mcp", "builtin", "ref")
 PRIMITIVE_TYPES = ("string", "int", "float", "bool", "list")

@@ -22,7 +22,8 @@ from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.child_calls import human_wait
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope
 from engine.runtime.handlers import GuardrailBlocked, run_handlers
-from engine.runtime.models import ModelUnavailable
+from engine.runtime.model_errors import ModelCallError
+from engine.runtime.models import ModelUnavailable, preload_litellm, streamed
 from engine.runtime.prompt_escalation import escalation_spec, matches
 from engine.runtime.schemas import SchemaMismatch, check, describe, parse_json
 from engine.runtime.scripted_model import ScriptExhausted
@@ -36,10 +37,12 @@ if TYPE_CHECKING:
 MAX_ROUNDS = 100  # escalations/corrections within one call before we call it a loop
 MAX_OUTPUT_RETRIES = 3  # `retry with e if c` in output handlers
 # Control flow, escalation failures and setup problems (no model, no tool, script used up) are
-# not an agent's transient error: retrying cannot help, so they are never retried.
+# not an agent's transient error: retrying cannot help, so they are never retried. A real model's
+# failed turn was already retried where it failed (real_model.py), without repeating the call's
+# earlier turns, tool calls and human decisions.
 _NOT_RETRIED = (
     StopTask, AbortFlow, GuardrailBlocked, EscalationError, ModelUnavailable, ToolUnavailable, ScriptExhausted,
-    asyncio.CancelledError,
+    ModelCallError, asyncio.CancelledError,
 )
 
 
@@ -88,6 +91,8 @@ async def call_agent(
     if seconds is None and spec.timeout:
         policy = run.workflow.TIMEOUTS.get(spec.timeout)
         seconds = policy.seconds if policy else None
+    if not run.script_given:  # before the timeout starts: importing a library is not the agent's time
+        await preload_litellm(run.workflow)
     parent = current()
     for attempt in range(attempts):
         inherited = parent.escalation_chain if parent is not None else ()
@@ -107,7 +112,7 @@ async def call_agent(
                 if isinstance(exc, FlowError):
                     raise exc
                 raise
-            delay = _backoff(retry.backoff if retry else None, attempt)
+            delay = backoff_delay(retry.backoff if retry else None, attempt)
             run.emit("log", message=f"agent {spec.name!r} failed ({exc}); retry {attempt + 1} of {attempts - 1} in {delay:g} s")
             await asyncio.sleep(delay)
         finally:
@@ -121,7 +126,8 @@ async def call_agent(
     return outcome
 
 
-def _backoff(kind: str | None, attempt: int) -> float:
+def backoff_delay(kind: str | None, attempt: int) -> float:
+    """Seconds before attempt `attempt + 1` under a retry policy's backoff."""
     base = 0.2
     if kind == "exponential":
         return min(base * (2**attempt), 10.0)
@@ -215,7 +221,7 @@ async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, fr
     paused: list[tuple[str, Any]] = []
     answered: set[str] = set()  # long-running calls that gave their result at once (a child that did not ask)
     final_text = ""
-    async for event in runner.run_async(user_id=run.run_id, session_id=session_id, new_message=message):
+    async for event in runner.run_async(user_id=run.run_id, session_id=session_id, new_message=message, **_streaming()):
         content = event.content
         if content is None or not content.parts or event.author == "user":
             continue
@@ -235,6 +241,16 @@ async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, fr
             frame.last_author = author
             final_text = text
     return [(agent, call) for agent, call in paused if call.id not in answered], final_text
+
+
+def _streaming() -> dict[str, Any]:
+    """ESCALATE_STREAM=1: real models answer as a stream (server-sent events); the agent's
+    reply is still taken whole, once the stream ends."""
+    if not streamed():
+        return {}
+    from google.adk.agents.run_config import RunConfig, StreamingMode
+
+    return {"run_config": RunConfig(streaming_mode=StreamingMode.SSE)}
 
 
 async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.escalation.protocol import PROTOCOL_NOTE
 from engine.runtime import callbacks
-from engine.runtime.models import agent_model_name, is_real, model_spec, real_model
+from engine.runtime.models import agent_model_name, is_real, model_label, model_spec, real_model
 from engine.runtime.scripted_model import scripted_model
 from engine.runtime.spec import AgentSpec
 from engine.runtime.tools.registry import BUILTINS, ToolUnavailable, build_tools
@@ -60,12 +60,22 @@ class AgentFactory:
         prompt_models += [workflow.PROMPTS[p].model for p in agent_prompt_names(spec) if p in workflow.PROMPTS]
         chosen = model_spec(workflow, agent_model_name(workflow, prompt_models))
         scripted = self.run.script_given or not is_real(chosen)
-        model = scripted_model(spec.name, self.run.cursor) if scripted else real_model(chosen)
+        model = scripted_model(spec.name, self.run.cursor) if scripted else self._real(spec, chosen)
         if self.run.durable:
             from engine.runtime.recorded_model import RecordedModel
 
             model = RecordedModel(model=model.model, inner=model, cursor=self.run.cursor if scripted else None)
         return model, scripted
+
+    def _real(self, spec: AgentSpec, chosen: Any) -> Any:
+        """A provider model whose failed turns the agent's retry policy retries."""
+        from engine.runtime.real_model import RealModel
+
+        retry = self.run.workflow.RETRIES.get(spec.retry or "")
+        inner = real_model(chosen)
+        return RealModel(model=inner.model, inner=inner, label=model_label(chosen),
+                         retries=retry.times if retry else 0, backoff=retry.backoff if retry else None,
+                         on_retry=lambda message: self.run.emit("log", message=message, level="warning"))
 
     def instruction_for(self, spec: AgentSpec) -> Any:
         prompt = self.run.workflow.PROMPTS.get(spec.instruction or "")

@@ -121,7 +121,13 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
             return outcome.subject if isinstance(outcome.subject, dict) else {"result": outcome.subject}
         return None
 
+    async def before_model(callback_context: Any, llm_request: Any) -> None:
+        await run.budget.before_turn(run, name)  # may ask a person (cost_warning) or stop the run
+        if run.budget.notice:
+            llm_request.append_instructions([run.budget.notice])
+
     async def after_model(callback_context: Any, llm_response: Any) -> Any:
+        run.budget.count(llm_response)
         content = llm_response.content
         if content is None or not content.parts or llm_response.partial:
             return None
@@ -140,7 +146,8 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
             return llm_response
         return None
 
-    return {"before_tool_callback": before_tool, "after_tool_callback": after_tool, "after_model_callback": after_model}
+    return {"before_tool_callback": before_tool, "after_tool_callback": after_tool,
+            "before_model_callback": before_model, "after_model_callback": after_model}
 
 
 CONFIRMATION_PENDING = {"status": "waiting for a human to approve or deny this call"}

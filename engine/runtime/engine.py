@@ -87,6 +87,8 @@ class RunHandle:
     _cancel: Callable[[], None] = field(default=lambda: None, repr=False)
     _ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     _on_status: Callable[[RunStatus], None] = field(default=lambda status: None, repr=False)
+    tokens: int = 0  # model tokens the run has used (budgets: rules `budgets:`)
+    _on_tokens: Callable[[int], None] = field(default=lambda tokens: None, repr=False)
     detached: bool = field(default=False, repr=False)  # left for later: nothing is recorded as its end
 
     def cancel(self) -> None:
@@ -99,6 +101,10 @@ class RunHandle:
         """Wait for the end of the run (whoever waits is not cancelled by the run's cancel)."""
         await self._ended.wait()
         return self.status
+
+    def _set_tokens(self, tokens: int) -> None:
+        self.tokens = tokens
+        self._on_tokens(tokens)
 
     def _set_waiting(self, waiting: bool) -> None:
         self._waiting += 1 if waiting else -1
@@ -283,6 +289,7 @@ class Engine:
 
         if db is not None:
             handle._on_status = lambda status: db.update_run(run_id, status=status.value)
+            handle._on_tokens = lambda tokens: db.set_tokens(run_id, tokens)
         sink = EventSink(run_id, self.events_file, record=record if db is not None else None, replayed=len(handle.events))
         sink.subscribe(lambda event: self._fan_out(handle, event))
         self._sinks[run_id] = sink

@@ -31,6 +31,8 @@ class CallFrame:
     texts: dict[str, str] = field(default_factory=dict)  # author -> its last reply text
     last_author: str | None = None  # who gave the latest reply (a delegate may answer)
     retry_with: Any = None  # set by an output handler's `retry with e if c`
+    paused: int = 0  # human waits in progress below this frame (parallel branches may overlap)
+    remaining: float | None = None  # the timeout's time left when the first of them began
 
     def mark_escalated(self) -> None:
         """Propagate a prompt-level escalation to every caller up the chain."""
@@ -49,10 +51,11 @@ def current() -> CallFrame | None:
 
 async def wait_for_human(run: "RunState", awaitable: Awaitable[T]) -> T:
     """Await a human decision: the run shows as waiting, and enclosing agent timeouts are
-    pushed back by the time spent waiting (a person thinking is not an agent hanging)."""
+    stopped while a person thinks (a person thinking is not an agent hanging): each resumes
+    with the time it had left when the wait began."""
     loop = asyncio.get_running_loop()
-    started = loop.time()
     run.on_waiting(True)
+    paused = _pause_timeouts(loop.time())
     # The answer wakes this task ahead of other runs' work (on a console's PriorityLoop): the
     # person who answered sees the agent go on at once.
     foreground = BACKGROUND.set(False)
@@ -61,12 +64,29 @@ async def wait_for_human(run: "RunState", awaitable: Awaitable[T]) -> T:
     finally:
         BACKGROUND.reset(foreground)
         run.on_waiting(False)
-        waited = loop.time() - started
-        frame = current()
-        while frame is not None:
-            if frame.timeout is not None and frame.timeout.when() is not None:
-                frame.timeout.reschedule(frame.timeout.when() + waited)  # type: ignore[operator]
-            frame = frame.parent
+        _resume_timeouts(paused, loop.time())
+
+
+def _pause_timeouts(now: float) -> list[CallFrame]:
+    frames = []
+    frame = current()
+    while frame is not None:
+        if frame.timeout is not None:
+            if frame.paused == 0 and frame.timeout.when() is not None:
+                frame.remaining = max(0.0, frame.timeout.when() - now)  # type: ignore[operator]
+                frame.timeout.reschedule(None)
+            frame.paused += 1
+            frames.append(frame)
+        frame = frame.parent
+    return frames
+
+
+def _resume_timeouts(frames: list[CallFrame], now: float) -> None:
+    for frame in frames:
+        frame.paused -= 1
+        if frame.paused == 0 and frame.remaining is not None and frame.timeout is not None:
+            frame.timeout.reschedule(now + frame.remaining)
+            frame.remaining = None
 
 
 def timeout_scope(seconds: float | None) -> Any:

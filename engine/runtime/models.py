@@ -58,26 +58,73 @@ def is_real(spec: ModelSpec | None) -> bool:
     return spec is not None and bool(spec.provider) and bool(spec.model_id)
 
 
+def streamed() -> bool:
+    """Whether real models are asked to stream their replies (ESCALATE_STREAM=1)."""
+    return os.environ.get("ESCALATE_STREAM", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def model_label(spec: ModelSpec) -> str:
+    """How errors name a model: `model 'main' (openai/gpt-4o at http://...)`."""
+    where = f" at {spec.base_url}" if spec.base_url else ""
+    return f"model {spec.name!r} ({spec.provider}/{spec.model_id}{where})"
+
+
 def real_model(spec: ModelSpec) -> Any:
-    """An ADK model for a provider model; raises ModelUnavailable with a one-line reason."""
+    """An ADK model for a provider model; raises ModelUnavailable with a one-line reason.
+
+    Retries are left to the agent's `retry` policy (engine/runtime/real_model.py): the
+    libraries' own retries are turned off, so that one policy counts every attempt."""
     provider = (spec.provider or "").lower()
-    label = f"model {spec.name!r} ({spec.provider}/{spec.model_id})"
+    label = model_label(spec)
     keys = PROVIDER_KEYS.get(provider)
-    if keys and not any(os.environ.get(k) for k in keys):
-        raise ModelUnavailable(f"{label} needs {' or '.join(keys)} in the environment; {OFFLINE_HINT}")
+    has_key = not keys or any(os.environ.get(k) for k in keys)
+    # A `base_url` (a local Ollama, vLLM or proxy) needs no key for LiteLLM's providers.
+    if not has_key and (provider in GEMINI_PROVIDERS or not spec.base_url):
+        raise ModelUnavailable(f"{label} needs {' or '.join(keys or ())} in the environment; {OFFLINE_HINT}")
     if provider in GEMINI_PROVIDERS:
         from google.adk.models import Gemini
+        from google.genai import types
 
-        return Gemini(model=spec.model_id or "")
-    try:
-        import litellm  # noqa: F401  (optional extra: pip install 'escalate[litellm]')
-    except ImportError:
-        raise ModelUnavailable(f"{label} needs LiteLLM (pip install 'escalate[litellm]'); {OFFLINE_HINT}") from None
+        return Gemini(model=spec.model_id or "", base_url=spec.base_url, retry_options=types.HttpRetryOptions(attempts=1))
+    import_litellm(label)
     from google.adk.models.lite_llm import LiteLlm
 
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"num_retries": 0, "max_retries": 0}
     if spec.temperature is not None:
         kwargs["temperature"] = spec.temperature
     if spec.max_tokens is not None:
         kwargs["max_tokens"] = spec.max_tokens
+    if spec.base_url:
+        kwargs["api_base"] = spec.base_url
+        if not has_key:
+            kwargs["api_key"] = "none"  # the OpenAI client insists on one; local servers ignore it
     return LiteLlm(model=f"{provider}/{spec.model_id}", **kwargs)
+
+
+async def preload_litellm(workflow: WorkflowBase) -> None:
+    """Import LiteLLM (5-10 s) on a thread before a run's first real model is built, so that
+    the loop it shares (a console, other runs, heartbeats) does not stop meanwhile."""
+    import sys
+
+    if "litellm" in sys.modules:
+        return
+    if any(is_real(m) and (m.provider or "").lower() not in GEMINI_PROVIDERS for m in workflow.MODELS.values()):
+        import asyncio
+
+        try:
+            await asyncio.to_thread(import_litellm, "LiteLLM")
+        except ModelUnavailable:  # not installed: the model that needs it says so when it is built
+            pass
+
+
+def import_litellm(label: str) -> Any:
+    """LiteLLM, set up for a terminal tool: its price table read from the package (it would
+    fetch it from the internet at import, and wait 8 s offline), and no "Give Feedback" banner
+    on stdout, where `escalate run` prints only the result."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm  # optional extra: pip install 'escalate[litellm]'
+    except ImportError:
+        raise ModelUnavailable(f"{label} needs LiteLLM (pip install 'escalate[litellm]'); {OFFLINE_HINT}") from None
+    litellm.suppress_debug_info = True
+    return litellm

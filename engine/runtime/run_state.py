@@ -15,6 +15,7 @@ from engine.runtime.spec import AgentSpec, WorkflowBase
 from engine.runtime.tools.workspace import Workspace
 
 if TYPE_CHECKING:
+    from engine.runtime.budget import RunBudget
     from engine.runtime.context import RunContext
     from engine.runtime.scripted_model import ScriptCursor
 
@@ -38,6 +39,7 @@ class RunState:
     agent_policy: Any  # engine.escalation.agent_policy handler, or None
     clock: Any
     on_waiting: Callable[[bool], None] = lambda waiting: None  # run status: waiting on a human
+    on_tokens: Callable[[int], None] = lambda used: None  # the run's token count went up
     durable: bool = False  # a DBOS workflow: model turns and tool calls are recorded steps
     # The services a run's parts use, given by the runner (engine/runtime/runner.py) rather than
     # imported back: call an agent, decide an escalation, gate a tool call (emit is below).
@@ -47,6 +49,7 @@ class RunState:
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     context: "RunContext | None" = None
     _cursor: "ScriptCursor | None" = None
+    _budget: "RunBudget | None" = None
     _session_service: Any = None
     _runners: dict[str, Any] = field(default_factory=dict)
     _factory: Any = None
@@ -78,6 +81,15 @@ class RunState:
 
             self._cursor = ScriptCursor(self.script)
         return self._cursor
+
+    @property
+    def budget(self) -> "RunBudget":
+        """The run's token count against its budget in the rules (engine/runtime/budget.py)."""
+        if self._budget is None:
+            from engine.runtime.budget import RunBudget
+
+            self._budget = RunBudget(self.desk.rules.budget(self.task), self.on_tokens)
+        return self._budget
 
     @property
     def session_service(self) -> Any:

@@ -40,6 +40,7 @@ async def execute_run(
         agent_policy=engine.agent_policy,
         clock=engine.clock,
         on_waiting=handle._set_waiting,
+        on_tokens=handle._set_tokens,
         durable=durable,
     )
     wire(run)

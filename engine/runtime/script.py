@@ -2,14 +2,15 @@
 
 Format (contract, "Scripted model file"): `agents: {NAME: [REPLY, ...]}` where a reply is a plain
 string, or a mapping with exactly one of `text`, `tool` (+ `args`), `escalate` (the seed 004
-escalation fields) and an optional `when` (case-insensitive substring of the latest input).
+escalation fields), an optional `when` (case-insensitive substring of the latest input) and an
+optional `usage: {input: N, output: N}` (the tokens the turn counts, for budgets).
 Any problem is a `ScriptError` whose text is `FILE:LINE:COL: message` (the same YAML reader as
 the rules and answers files).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ class Reply:
     escalation: dict[str, Any] = field(default_factory=dict)
     when: str | None = None
     line: int = 0
+    usage: tuple[int, int] = (0, 0)  # (input, output) tokens the turn counts against budgets
 
     def matches(self, latest_input: str) -> bool:
         return self.when is None or self.when.lower() in latest_input.lower()
@@ -50,7 +52,9 @@ class Script:
 
 
 _KINDS = ("text", "tool", "escalate")
-_KEYS = (*_KINDS, "args", "when")
+_KEYS = (*_KINDS, "args", "when", "usage")
+_USAGE = ("input", "output")
+MAX_USAGE = 10**12  # tokens in one scripted turn
 
 
 def load_script(path: Path | str) -> Script:
@@ -86,6 +90,18 @@ def _reply(r: Reader, agent: str, node: Node) -> Reply:
     if "args" in entries and kind != "tool":
         raise r.error(entries["args"][0], f"{what}: 'args' only goes with 'tool'")
     body = entries[kind][1]
+    usage = _usage(r, entries["usage"][1], f"{what}: usage") if "usage" in entries else (0, 0)
+    reply = _reply_body(r, what, kind, entries, body, when, line)
+    return replace(reply, usage=usage) if usage != (0, 0) else reply
+
+
+def _usage(r: Reader, node: Node, what: str) -> tuple[int, int]:
+    fields = r.mapping(node, what, _USAGE)
+    counts = [int(r.number(fields[k][1], f"{what}.{k}", maximum=MAX_USAGE, integer=True)) if k in fields else 0 for k in _USAGE]
+    return counts[0], counts[1]
+
+
+def _reply_body(r: Reader, what: str, kind: str, entries: dict[str, Any], body: Node, when: str | None, line: int) -> Reply:
     if kind == "text":
         return Reply("text", text=r.string(body, f"{what}: text", allow_empty=True), when=when, line=line)
     if kind == "tool":

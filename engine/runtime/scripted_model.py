@@ -81,10 +81,11 @@ def latest_input(request: LlmRequest) -> str:
     return ""
 
 
-def _zero_usage() -> types.GenerateContentResponseUsageMetadata:
-    # ADK warns once per call without usage metadata.
+def _usage(reply: Reply) -> types.GenerateContentResponseUsageMetadata:
+    # The script's `usage:` (budgets tested offline), else zeros: ADK warns once per call without.
+    prompt, output = reply.usage
     return types.GenerateContentResponseUsageMetadata(
-        prompt_token_count=0, candidates_token_count=0, total_token_count=0
+        prompt_token_count=prompt, candidates_token_count=output, total_token_count=prompt + output
     )
 
 
@@ -115,7 +116,7 @@ class ScriptedModel(BaseLlm):
     ) -> AsyncGenerator[LlmResponse, None]:
         index, reply = self.cursor.next_reply(self.agent_name, latest_input(llm_request))
         content = reply_content(reply, self.cursor.call_id(self.agent_name))
-        yield LlmResponse(content=content, usage_metadata=_zero_usage(), turn_complete=True,
+        yield LlmResponse(content=content, usage_metadata=_usage(reply), turn_complete=True,
                           custom_metadata={"escalate_script": [self.agent_name, index]})
 
 

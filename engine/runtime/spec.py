@@ -21,6 +21,7 @@ class ModelSpec:
     temperature: float | None = None
     max_tokens: int | None = None
     max_input_tokens: int | None = None
+    base_url: str | None = None  # an OpenAI-compatible (or Gemini) endpoint, e.g. a local server
 
 
 @dataclass(frozen=True)

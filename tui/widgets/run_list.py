@@ -1,4 +1,4 @@
-"""The runs of this session with live status and elapsed time."""
+"""The runs of this session with live status, elapsed time and the model tokens they used."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 
 from engine.escalation.clock import Clock
-from tui.format import duration, event_line, one_line, status_text
+from tui.format import duration, event_line, one_line, status_text, token_count
 from tui.widgets.row_table import Column, RowTable
 
 _COLUMNS = (
@@ -15,6 +15,7 @@ _COLUMNS = (
     Column("workflow", 18, "workflow"),
     Column("status", 15, "status"),
     Column("elapsed", 7, "elapsed"),
+    Column("tokens", 6, "tokens"),
     Column("latest", 10, "latest", flex=True),
 )
 
@@ -63,7 +64,7 @@ class RunList(RowTable):
     def _row_for(self, handle: Any, status: str) -> tuple[Text, ...]:
         label = one_line(handle.workflow + (f" · {handle.flow}" if handle.flow else ""), 100)
         return (Text(handle.id), Text(label), status_text(status), Text(self._elapsed(handle)),
-                Text(self._latest.get(handle.id, ""), style="dim"))
+                Text(token_count(handle.tokens)), Text(self._latest.get(handle.id, ""), style="dim"))
 
     def _elapsed(self, handle: Any) -> str:
         end = handle.finished_at if handle.finished_at is not None else self._clock.now()
