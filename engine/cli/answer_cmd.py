@@ -9,12 +9,17 @@ Exit codes: 0 decided, 1 unknown or already decided, 2 usage.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from dataclasses import replace
+from typing import Any
 
 from engine.cli.main import write_line
 from engine.escalation.broker import APPROVE, DENY, EscalationError, validate_response
-from engine.escalation.model import Decision, Origin, ResolvedBy, Response, ResponseType
+from engine.escalation.model import Audit, Decision, Origin, ResolvedBy, Response, ResponseType
+
+MAX_ARGS_CHARS = 1_000_000  # edited tool arguments: a tool's arguments, not a data file
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,14 +38,21 @@ def main(args: argparse.Namespace) -> int:
         if row["status"] != "pending":
             who = row["resolved_by"] or "nobody (it was withdrawn)"
             return _fail(f"{args.escalation}: already decided by {who}", 1)
+        if args.args is not None and not args.approve:
+            return _fail(f"{args.escalation}: --args goes with --approve (the tool runs with the edited arguments)", 2)
         response = _response(args, pending.escalation.origin)
         if response is None:
             return _fail(f"{args.escalation}: --approve and --deny answer tool approvals only; use --option, --text, --skip or --agent-decide", 2)
+        if args.args is not None:
+            edited = edited_args(args.args)
+            if isinstance(edited, str):
+                return _fail(f"{args.escalation}: --args: {edited}", 2)
+            response = replace(response, edited_args=edited)
         try:
             validate_response(pending, response)
         except EscalationError as exc:
             return _fail(str(exc), 2)
-        decision = Decision(args.escalation, response, ResolvedBy.HUMAN, time.time())
+        decision = Decision(args.escalation, response, ResolvedBy.HUMAN, time.time(), audit=Audit(via="escalate answer"))
         held = DecisionStore(db).decide(decision)
         if held is not decision:
             who = held.resolved_by.value if held is not None else "nobody (it was withdrawn)"
@@ -64,6 +76,19 @@ def _response(args: argparse.Namespace, origin: Origin) -> Response | None:
     if args.skip:
         return Response(ResponseType.SKIP, additional_instructions=extra)
     return Response(ResponseType.AGENT_DECIDE, additional_instructions=extra)
+
+
+def edited_args(text: str) -> dict[str, Any] | str:
+    """Edited tool arguments from JSON text: the object, or why it is refused (one line)."""
+    if len(text) > MAX_ARGS_CHARS:
+        return f"{len(text)} characters: at most {MAX_ARGS_CHARS}"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON: {str(exc).splitlines()[0][:200]}"
+    if not isinstance(value, dict):
+        return "must be a JSON object, e.g. {\"path\": \"a.txt\"}"
+    return value
 
 
 def _words(response: Response) -> str:

@@ -219,19 +219,30 @@ class Database:
 
     def decide(self, esc_id: str, decision: dict[str, Any], resolved_by: str, *, now: float | None = None) -> DecideResult:
         """Apply a decision unless one was applied first; exactly one writer ever wins."""
+        return self.decide_many([(esc_id, decision, resolved_by, now)])[0]
+
+    def decide_many(self, items: list[tuple[str, dict[str, Any], str, float | None]]) -> list[DecideResult]:
+        """`decide` for each (id, decision, resolved_by, now), all in one transaction: each
+        escalation still gets its own conditional update, so each is won or lost on its own."""
+        results = []
         with self.engine.begin() as c:
-            done = c.execute(
-                escalations.update()
-                .where(escalations.c.id == esc_id, escalations.c.status == "pending")
-                .values(status="decided", decision=json.dumps(decision),
-                        resolved_by=resolved_by, decided_at=now if now is not None else time.time())
-            )
-            if done.rowcount == 1:
-                return DecideResult(True, decision, resolved_by, "decided")
-            row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
-        if row is None:
-            return DecideResult(False, None, None, "unknown")
-        return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
+            for esc_id, decision, resolved_by, now in items:
+                done = c.execute(
+                    escalations.update()
+                    .where(escalations.c.id == esc_id, escalations.c.status == "pending")
+                    .values(status="decided", decision=json.dumps(decision),
+                            resolved_by=resolved_by, decided_at=now if now is not None else time.time())
+                )
+                if done.rowcount == 1:
+                    results.append(DecideResult(True, decision, resolved_by, "decided"))
+                    continue
+                row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
+                if row is None:
+                    results.append(DecideResult(False, None, None, "unknown"))
+                else:
+                    results.append(DecideResult(False, json.loads(row["decision"]) if row["decision"] else None,
+                                                row["resolved_by"], row["status"]))
+        return results
 
     def withdraw(self, esc_id: str) -> None:
         with self.engine.begin() as c:
