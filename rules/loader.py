@@ -13,6 +13,7 @@ from pathlib import Path
 from yaml.nodes import Node
 
 from engine.escalation.model import OnTimeout, Reason
+from rules.book import workspace_rules_path
 from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
 from rules.model import DEFAULT_TIMEOUT, MAX_AGENT_DEPTH, MAX_SECONDS, Action, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
@@ -21,7 +22,6 @@ RulesError = YamlError  # invalid file: `FILE:LINE:COL: message`
 RulesUnreadable = YamlUnreadable  # missing or unreadable file
 
 DEFAULT_RULES_NAME = "default.yaml"
-WORKSPACE_RULES = Path(".escalate") / "rules.yaml"  # taught rules, layered over the shipped ones
 
 _TOP = ("escalationRules", "policy")
 _SECTIONS = ("global", "taskOverrides", "defaults")
@@ -53,10 +53,6 @@ def load_layered(explicit: Path | str | None, base: Path | str | None = None, wo
     if not top.is_file():
         return rules
     return layer_rules(rules, parse_rules(read_text(str(top)), str(top), base=Rules()))
-
-
-def workspace_rules_path(workspace: Path | None = None) -> Path:
-    return (workspace if workspace is not None else Path.cwd()) / WORKSPACE_RULES
 
 
 def layer_rules(base: Rules, top: Rules) -> Rules:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.escalation.model import Escalation
-from rules.loader import load_layered, parse_rules, workspace_rules_path
+from rules.book import RuleBook
+from rules.loader import parse_rules
 from rules.matcher import REGEX_PREFIX, Activity, normalize
 from rules.model import Action, Rule, Rules
 from rules.yamlnodes import YamlError, read_text
@@ -32,28 +32,6 @@ _SPECIAL = frozenset("\\.+*?()|[]{}^$")  # RE2's metacharacters outside a class:
 
 class TeachError(ValueError):
     """A rule that cannot be saved: why, in one line (nothing was written)."""
-
-
-@dataclass(frozen=True)
-class RuleBook:
-    """Where a console's rules come from and where taught rules go: the `--rules` file when one
-    was given, else the workspace's `.escalate/rules.yaml`, layered over `base` (the shipped
-    rules, or the demo's)."""
-
-    explicit: Path | None = None
-    base: Path | None = None
-    workspace: Path | None = None
-
-    @property
-    def target(self) -> Path:
-        return self.explicit if self.explicit is not None else workspace_rules_path(self.workspace)
-
-    def load(self) -> Rules:
-        return load_layered(self.explicit, self.base, self.workspace)
-
-    def writable(self, rule: Rule) -> bool:
-        """Rules of the target file can be removed here; shipped and demo rules cannot."""
-        return bool(rule.file) and Path(rule.file).resolve() == self.target.resolve()
 
 
 def exact_pattern(text: str) -> str:

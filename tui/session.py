@@ -60,6 +60,7 @@ class ConsoleSession:
     store: Path | None = None
     workspace: Path | None = None
     db_url: str | None = None  # durable runs: the database (None: runs live in this process only)
+    rule_book: Any = None  # rules.book.RuleBook: where taught rules go (None: .escalate/rules.yaml over the shipped rules)
     broker: EscalationBroker = field(init=False)
     engine: Any = field(init=False, default=None)  # engine.runtime.engine.Engine once opened
     records: dict[str, EscalationRecord] = field(init=False, default_factory=dict)

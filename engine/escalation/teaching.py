@@ -17,7 +17,8 @@ from engine.escalation.desk import rule_key
 from engine.escalation.model import Decision, Origin, PendingEscalation
 from rules.matcher import Activity, BadPattern, Pattern
 from rules.model import Action, Rule, Rules
-from rules.teach import RuleBook, TeachError, add_rule, escalation_pattern, remove_rule, tool_pattern
+from rules.book import RuleBook
+from rules.teach import TeachError, add_rule, escalation_pattern, remove_rule, tool_pattern
 
 if TYPE_CHECKING:
     from engine.escalation.desk import EscalationDesk

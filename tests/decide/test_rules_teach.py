@@ -10,7 +10,8 @@ from engine.escalation.broker import EscalationBroker
 from engine.escalation.clock import FakeClock
 from rules.loader import load_layered, load_rules, parse_rules
 from rules.model import Action
-from rules.teach import RuleBook, TeachError, add_rule, remove_rule, tool_pattern
+from rules.book import RuleBook
+from rules.teach import TeachError, add_rule, remove_rule, tool_pattern
 
 SHELL = "run_command"
 
