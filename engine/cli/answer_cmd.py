@@ -9,17 +9,14 @@ Exit codes: 0 decided, 1 unknown or already decided, 2 usage.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
-from typing import Any
 
 from engine.cli.main import write_line
 from engine.escalation.broker import APPROVE, DENY, EscalationError, validate_response
+from engine.escalation.edits import edited_args
 from engine.escalation.model import Audit, Decision, Origin, ResolvedBy, Response, ResponseType
-
-MAX_ARGS_CHARS = 1_000_000  # edited tool arguments: a tool's arguments, not a data file
 
 
 def main(args: argparse.Namespace) -> int:
@@ -76,19 +73,6 @@ def _response(args: argparse.Namespace, origin: Origin) -> Response | None:
     if args.skip:
         return Response(ResponseType.SKIP, additional_instructions=extra)
     return Response(ResponseType.AGENT_DECIDE, additional_instructions=extra)
-
-
-def edited_args(text: str) -> dict[str, Any] | str:
-    """Edited tool arguments from JSON text: the object, or why it is refused (one line)."""
-    if len(text) > MAX_ARGS_CHARS:
-        return f"{len(text)} characters: at most {MAX_ARGS_CHARS}"
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        return f"not JSON: {str(exc).splitlines()[0][:200]}"
-    if not isinstance(value, dict):
-        return "must be a JSON object, e.g. {\"path\": \"a.txt\"}"
-    return value
 
 
 def _words(response: Response) -> str:
