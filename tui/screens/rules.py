@@ -5,6 +5,8 @@ from a decision. `x` (or Delete) removes the selected rule from the file taught 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +18,19 @@ from engine.escalation.teaching import TeachError
 from tui.format import one_line
 from tui.session import ConsoleSession
 from tui.widgets.key_bar import KeyBar
+
+
+WHERE_CHARS = 48
+
+
+def short_where(where: str) -> str:
+    """FILE:LINE relative to the current folder when under it, else its end (the line stays)."""
+    try:
+        where = str(Path(where).relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    where = one_line(where, 10_000)
+    return where if len(where) <= WHERE_CHARS else "…" + where[-(WHERE_CHARS - 1):]
 
 
 class RulesScreen(Screen):
@@ -57,7 +72,7 @@ class RulesScreen(Screen):
         desk = engine.desk
         self._rules = desk.rules.all_rules()
         for index, (scope, rule) in enumerate(self._rules):
-            where = Text(one_line(rule.where, 60), style="bold" if self.session.book.writable(rule) else "dim")
+            where = Text(short_where(rule.where), style="bold" if self.session.book.writable(rule) else "dim")
             table.add_row(where, Text(one_line(scope, 30)), Text(rule.action.value), Text(str(desk.hits[rule_key(rule)])),
                           Text(one_line(rule.pattern.source, 80)), Text(one_line(rule.taught, 40)), key=str(index))
         self._note(f"{len(self._rules)} rules · taught rules go to {self.session.book.target} · x: remove the selected one")
