@@ -64,7 +64,7 @@ def figures_text(records: list[EscalationRecord]) -> Text:
     text = Text()
     for title, key in (("per reason", by_reason), ("per agent", by_agent)):
         rows = figures_by(records, key)
-        text.append(f"\nDecisions {title}\n", style="bold")
+        text.append(f"Decisions {title} (those the filters match)\n", style="bold")
         if not rows:
             text.append("  none yet\n", style="dim")
         for row in rows[:MAX_FIGURE_ROWS]:
@@ -72,7 +72,7 @@ def figures_text(records: list[EscalationRecord]) -> Text:
             text.append(f"  {one_line(row.name, 40)}: {row.decided} decided, {row.rate:.0%} approved, median {wait}\n")
         if len(rows) > MAX_FIGURE_ROWS:
             text.append(f"  … {len(rows) - MAX_FIGURE_ROWS} more\n", style="dim")
-    return text
+    return text + Text("\n")
 
 
 def export(records: Iterable[EscalationRecord], folder: Path | None = None) -> tuple[Path, int]:

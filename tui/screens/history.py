@@ -119,9 +119,9 @@ class HistoryScreen(Screen):
             )
         table.border_subtitle = Text(self._subtitle(len(records), len(everything)))  # not markup: it may quote the store's path
         tally = self._earlier_tally(earlier) + HumanTally.of(everything[len(earlier):])
-        self.query_one("#history-metrics", Static).update(metrics_text(
+        self.query_one("#history-metrics", Static).update(figures_text(records) + metrics_text(
             self.session.agent_history, tally, now, self.session.runs, self.session.earlier_runs,
-        ) + figures_text(records))
+        ))
 
     def action_export(self) -> None:
         """`x`: what the filters match, as JSON lines in a new file of the current folder."""

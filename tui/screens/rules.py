@@ -75,7 +75,8 @@ class RulesScreen(Screen):
             where = Text(short_where(rule.where), style="bold" if self.session.book.writable(rule) else "dim")
             table.add_row(where, Text(one_line(scope, 30)), Text(rule.action.value), Text(str(desk.hits[rule_key(rule)])),
                           Text(one_line(rule.pattern.source, 80)), Text(one_line(rule.taught, 40)), key=str(index))
-        self._note(f"{len(self._rules)} rules · taught rules go to {self.session.book.target} · x: remove the selected one")
+        target = short_where(str(self.session.book.target))
+        self._note(f"{len(self._rules)} rules · taught rules go to {target} · x: remove the selected one")
 
     def _note(self, text: str) -> None:
         self.query_one("#rules-note", Static).update(Text(text))
