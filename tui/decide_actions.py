@@ -85,7 +85,8 @@ class DecideActions:
         if proposal is None:
             return
         try:
-            rule, released = self.session.teach(proposal)
+            with self._broker_news.held():  # type: ignore[attr-defined]  # what it settles: one redraw
+                rule, released = self.session.teach(proposal)
         except (TeachError, EscalationError) as exc:
             self.notify(str(exc), title="Rule not saved", severity="error", markup=False)  # type: ignore[attr-defined]
             return
@@ -146,7 +147,8 @@ class DecideActions:
             via = f"console batch of {len(choice.ids)} ({kind_of(pending)})"
             decisions.append(Decision(esc_id, response, ResolvedBy.HUMAN, now, audit=Audit(via=via, shown=preview_line(pending))))
         try:
-            applied = self.session.broker.apply_many(decisions)
+            with self._broker_news.held():  # type: ignore[attr-defined]  # one redraw for the batch
+                applied = self.session.broker.apply_many(decisions)
         except EscalationError as exc:
             self.notify(str(exc), title="Batch not sent", severity="warning", markup=False)  # type: ignore[attr-defined]
             return

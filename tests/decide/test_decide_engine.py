@@ -97,3 +97,21 @@ async def test_a_taught_allow_releases_the_matching_waiting_requests(tmp_path: P
     assert h.engine.desk.hits[(rule.file, rule.pattern.source, "allow")] == 2
     other.cancel()
     await asyncio.wait_for(other.wait(), 30)
+
+
+def test_decide_many_wins_only_what_was_pending(tmp_path) -> None:
+    from engine.durable.database import Database
+
+    db = Database(f"sqlite:///{tmp_path / 'x.db'}")
+    try:
+        for n in range(3):
+            db.add_escalation(f"e{n}", "r1", {"n": n}, 1.0, None)
+        assert db.decide("e1", {"who": "first"}, "human").won
+        db.withdraw("e2")
+        results = db.decide_many([(f"e{n}", {"who": "batch", "n": n}, "rule", 2.0) for n in range(4)])
+        assert [r.won for r in results] == [True, False, False, False]
+        assert [r.status for r in results] == ["decided", "decided", "withdrawn", "unknown"]
+        assert results[1].decision == {"who": "first"} and results[1].resolved_by == "human"
+        assert db.get_escalation("e0")["decision"] == {"who": "batch", "n": 0}
+    finally:
+        db.close()
