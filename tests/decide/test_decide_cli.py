@@ -49,3 +49,22 @@ def test_an_edited_approval_is_used_when_the_run_continues_after_a_kill(tmp_path
     assert decision["editedArgs"] == edited and decision["selectedOption"] == "approve"
     assert decision["args"] == {"path": "RELEASED.txt", "content": "journalowl-api v1.4.2 released to production\n"}
     assert decision["waitedSeconds"] >= 0 and decision["decidedAt"].endswith("Z") and decision["reason"] == "security_concern"
+
+
+def test_run_loads_the_workspace_rules_by_default(tmp_path: Path) -> None:
+    from rules.model import Action
+    from rules.teach import add_rule, tool_pattern
+
+    args = {"path": "RELEASED.txt", "content": "journalowl-api v1.4.2 released to production\n"}
+    add_rule(tmp_path / ".escalate" / "rules.yaml", "deploy-production", tool_pattern("write_file", args), Action.DENY, "t")
+    events = tmp_path / "events.jsonl"
+    done = escalate(tmp_path, "run", str(DEMO / "deploy-production.sr"), "--script", str(DEMO / "deploy-production.yaml"),
+                    "--input", "ship it", "--events", str(events))
+    assert done.returncode == 0, done.stderr
+    [call] = [json.loads(line) for line in events.read_text().splitlines() if '"tool_call"' in line]
+    assert call["verdict"] == "denied"  # by the taught rule, without asking anyone
+    assert not (tmp_path / "RELEASED.txt").exists()
+
+    (tmp_path / ".escalate" / "rules.yaml").write_text("escalationRules:\n  global: 3\n")
+    broken = escalate(tmp_path, "run", str(DEMO / "deploy-production.sr"), "--script", str(DEMO / "deploy-production.yaml"))
+    assert broken.returncode == 2 and ".escalate/rules.yaml:2:11" in broken.stderr and "Traceback" not in broken.stderr
