@@ -2,9 +2,9 @@
 
 1. Batch: 50 tool approvals waiting in the console (each awaited by its own task, as a paused
    run does; decisions written to a real SQLite database); `b` opens the preview, `a` approves
-   all 50: keys used, and the time from each key to the screen drawn again (Pilot.press then
-   Pilot.pause: the key handled, every message processed, the screen refreshed), p50/p95/max
-   over REPEAT rounds.
+   all 50: keys used, and the time from each key (sent through the driver, as a terminal does)
+   to the frame that shows its result (bench_console's FrameProbe: the frame leaving for the
+   terminal), p50/p95/max over REPEAT rounds.
 2. Teach a rule: 200 tool approvals waiting on the broker (with and without the database); the
    time from saving the taught rule (engine/escalation/teaching.teach: the rules file edited and
    re-validated, the rules loaded again, every waiting request checked, the decisions written)
@@ -71,29 +71,26 @@ def approval(clock: FakeClock, n: int, path: str = "RELEASED.txt") -> PendingEsc
 
 
 async def bench_batch(folder: Path) -> None:
+    from tests.benchmarks.bench_console import FrameProbe, press, settled
     from tests.tui.helpers import make_app, make_session
     from tui.screens.batch import BatchScreen
 
     db = Database(f"sqlite:///{folder / 'batch.db'}")
-    open_keys, approve_keys, keys_used = [], [], set()
-    open_cpu, approve_cpu, idle_keys, handler = [], [], [], []
+    open_keys, approve_keys, handler, keys_used = [], [], [], set()
     try:
-        for round_ in range(REPEAT):
+        for _round in range(REPEAT):
             session = make_session()
             session.broker.store = DecisionStore(db)
             app = make_app(session)
             async with app.run_test(size=(120, 40)) as pilot:
+                probe = FrameProbe(app)
                 waiters = [asyncio.get_running_loop().create_task(session.broker.ask(approval(session.clock, n)))
                            for n in range(BATCH)]
                 while len(session.pending()) < BATCH:
                     await pilot.pause()
-                await pilot.pause()
+                await pilot.pause(0.3)
                 app.main.focus_decision()
-                await pilot.pause()
-                t0 = time.perf_counter()
-                await pilot.press("f12")  # bound to nothing: what Pilot itself costs per key
-                await pilot.pause()
-                idle_keys.append((time.perf_counter() - t0) * 1000)
+                await pilot.pause(0.1)
                 chosen = app._batch_chosen
 
                 def timed(choice: object, chosen=chosen) -> None:
@@ -101,34 +98,24 @@ async def bench_batch(folder: Path) -> None:
                     chosen(choice)
                     handler.append((time.perf_counter() - t) * 1000)
 
-                app._batch_chosen = timed  # the decisions applied and the screen brought in line
-                pressed = 0
-                t0, c0 = time.perf_counter(), time.thread_time()
-                await pilot.press("b")
-                await pilot.pause()
-                open_keys.append((time.perf_counter() - t0) * 1000)
-                open_cpu.append((time.thread_time() - c0) * 1000)
-                pressed += 1
-                assert isinstance(app.screen, BatchScreen), "the batch preview did not open"
-                t0, c0 = time.perf_counter(), time.thread_time()
-                await pilot.press("a")
-                await pilot.pause()
-                approve_keys.append((time.perf_counter() - t0) * 1000)
-                approve_cpu.append((time.thread_time() - c0) * 1000)
-                pressed += 1
-                assert not session.pending(), f"{len(session.pending())} still waiting"
+                app._batch_chosen = timed  # the decisions applied and the inbox and pane brought in line
+                frame = probe.next_frame(lambda: isinstance(app.screen, BatchScreen))
+                t = press(app, "b")
+                open_keys.append((await settled(frame, "the batch preview") - t) * 1000)
+                await pilot.pause(0.1)
+                frame = probe.next_frame(lambda: not session.pending() and app.screen is app.main)
+                t = press(app, "a")
+                approve_keys.append((await settled(frame, "the screen after the batch") - t) * 1000)
+                keys_used.add(2)
                 decided = await asyncio.gather(*waiters)
-                assert len({d.escalation_id for d in decided}) == BATCH
-                keys_used.add(pressed)
+                assert len({d.escalation_id for d in decided}) == BATCH and all(
+                    d.response.selected_option == "approve" for d in decided)
     finally:
         db.close()
-    print(f"batch-approve {BATCH} waiting tool approvals (SQLite), keys used: {sorted(keys_used)}")
-    print(f"  b (preview of {BATCH}) -> screen drawn: wall {summary(open_keys)}")
-    print(f"                                  CPU of the app's thread {summary(open_cpu)}")
-    print(f"  a (approve {BATCH})   -> screen drawn: wall {summary(approve_keys)}")
-    print(f"    of which the batch applied (50 decisions written, inbox and pane synced): {summary(handler)}")
-    print(f"                                  CPU of the app's thread {summary(approve_cpu)}")
-    print(f"  for scale, an unbound key through Pilot: wall {summary(idle_keys)}")
+    print(f"batch-approve {BATCH} waiting tool approvals (SQLite), keys used: {sorted(keys_used)} (b, a)")
+    print(f"  b -> preview of {BATCH} on screen: {summary(open_keys)}")
+    print(f"  a -> {BATCH} approved, screen updated: {summary(approve_keys)}")
+    print(f"     of which the batch applied (decisions written in one transaction, inbox and pane synced): {summary(handler)}")
 
 
 async def bench_teach(folder: Path, with_db: bool) -> None:
