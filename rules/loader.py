@@ -13,6 +13,7 @@ from pathlib import Path
 from yaml.nodes import Node
 
 from engine.escalation.model import OnTimeout, Reason
+from rules.book import workspace_rules_path
 from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
 from rules.model import (
     DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_SECONDS, Action, Budget,
@@ -28,7 +29,7 @@ DEFAULT_RULES_NAME = "default.yaml"
 _TOP = ("escalationRules", "policy")
 _SECTIONS = ("global", "taskOverrides", "defaults", "budgets")
 _BUDGET = ("tokens", "warnAt")
-_RULE = ("pattern", "action", "timeout")
+_RULE = ("pattern", "action", "timeout", "taught")
 _OVERRIDE = ("alwaysAsk", "requireConfirmation", "rules")
 _DEFAULT = ("timeout", "onTimeout")
 _POLICY = ("paths", "fallbacks", "maxDepth", "loopWindow", "targetHints")
@@ -43,6 +44,40 @@ def load_rules(path: Path | str | None = None) -> Rules:
     if path is None:
         return default_rules()
     return parse_rules(read_text(str(path)), str(path), base=default_rules())
+
+
+def load_layered(explicit: Path | str | None, base: Path | str | None = None, workspace: Path | None = None) -> Rules:
+    """The rules a command runs with: `--rules` when given (taught rules are saved there too);
+    else `base` (the shipped rules, or the demo's) with the workspace's taught-rules file
+    (`.escalate/rules.yaml`) layered over it when that file exists."""
+    if explicit is not None:
+        return load_rules(explicit)
+    rules = load_rules(base)
+    top = workspace_rules_path(workspace)
+    if not top.is_file():
+        return rules
+    return layer_rules(rules, parse_rules(read_text(str(top)), str(top), base=Rules()))
+
+
+def layer_rules(base: Rules, top: Rules) -> Rules:
+    """`top` over `base`, merged rather than replaced: its rules are checked first, its task
+    overrides add to the base's (their flags can only ask more), its defaults win per reason,
+    and its policy replaces the base's when it has one."""
+    tasks = dict(base.task_overrides)
+    for task, override in top.task_overrides.items():
+        under = base.override(task)
+        if under is not None:
+            name = next(n for n, o in base.task_overrides.items() if o is under)
+            tasks.pop(name, None)
+            override = TaskOverride(override.always_ask or under.always_ask,
+                                    override.require_confirmation or under.require_confirmation,
+                                    override.rules + under.rules)
+        tasks[task] = override
+    return replace(
+        base, global_rules=top.global_rules + base.global_rules, task_overrides=tasks,
+        defaults={**base.defaults, **top.defaults}, budgets={**base.budgets, **top.budgets},
+        policy=top.policy if top.policy != PolicyConfig() else base.policy,
+    )
 
 
 def default_rules() -> Rules:
@@ -114,7 +149,9 @@ class _RulesParser:
                 action_node, f"{what}: unknown action {action_text!r}{did_you_mean(action_text, [a.value for a in Action])}"
             ) from None
         timeout = r.number(entries["timeout"][1], f"{what}: timeout", maximum=MAX_SECONDS) if "timeout" in entries else None
-        return Rule(pattern, action, timeout, node.start_mark.line + 1, node.start_mark.column + 1)
+        taught = r.string(entries["taught"][1], f"{what}: taught") if "taught" in entries else ""
+        return Rule(pattern, action, timeout, node.start_mark.line + 1, node.start_mark.column + 1,
+                    file=r.file, taught=taught)
 
     def overrides(self, node: Node) -> dict[str, TaskOverride]:
         r = self.r

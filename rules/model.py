@@ -36,11 +36,19 @@ class Rule:
     line: int = 0
     column: int = 0
     why: str = ""  # set on the stand-in rule for a shell command rules cannot check
+    file: str = ""  # the rules file it was read from (a workspace file is layered over another)
+    taught: str = ""  # set on a rule saved from a decision (rules.teach): when, and from which
+
+    @property
+    def where(self) -> str:
+        """`FILE:LINE`, where the rule is written."""
+        return f"{self.file}:{self.line}" if self.file else f"line {self.line}"
 
     def describe(self) -> str:
         if self.why:
             return self.why
-        return f"rule {self.pattern.source!r} ({self.action.value}, line {self.line})"
+        kind = "taught rule" if self.taught else "rule"
+        return f"{kind} {self.pattern.source!r} ({self.action.value}, {self.where})"
 
 
 @dataclass(frozen=True)
@@ -110,16 +118,24 @@ class Rules:
             found = next((b for name, b in self.budgets.items() if name != DEFAULT_BUDGET and normalize(name) == wanted), None)
         return found if found is not None else self.budgets.get(DEFAULT_BUDGET)
 
-    def match(self, task: str, activity: Activity) -> Rule | None:
-        """First match wins: the task override's rules, then the global rules."""
+    def match(self, task: str, activity: Activity, *, taught: bool = False) -> Rule | None:
+        """First match wins: the task override's rules, then the global rules. Taught rules
+        (saved from a decision) are matched apart from the written ones (`taught=True`)."""
         override = self.override(task)
         for rule in (override.rules if override else ()) + self.global_rules:
-            if rule.pattern.matches(activity):
+            if bool(rule.taught) == taught and rule.pattern.matches(activity):
                 return rule
         return None
 
+    def all_rules(self) -> list[tuple[str, Rule]]:
+        """Every rule with its scope (`global` or `task NAME`), in the order they are checked."""
+        scoped = [(f"task {task}", rule) for task, o in self.task_overrides.items() for rule in o.rules]
+        return scoped + [("global", rule) for rule in self.global_rules]
+
     def match_escalation(self, escalation: Escalation) -> Rule | None:
-        return self.match(escalation.task_id, Activity.of_escalation(escalation))
+        activity = Activity.of_escalation(escalation)
+        return _with_taught(self.match(escalation.task_id, activity),
+                            self.match(escalation.task_id, activity, taught=True))
 
     def match_tool(self, task: str, tool: str, args: dict[str, Any]) -> Rule | None:
         """The rule that decides a tool call. For `run_command`, every simple command of the
@@ -128,6 +144,12 @@ class Rules:
         command whose words rules cannot know (rules.shell) asks a human unless a rule denies
         or stops it: then a stand-in ask_user rule saying why is returned."""
         activity = Activity.of_tool(tool, args)
+        # A taught rule is matched against the whole call only, never one simple command of it:
+        # a taught allow of `rm -rf build` says nothing about `rm -rf build; rm -rf /`.
+        return _with_taught(self._match_written_tool(task, tool, args, activity),
+                            self.match(task, activity, taught=True))
+
+    def _match_written_tool(self, task: str, tool: str, args: dict[str, Any], activity: Activity) -> Rule | None:
         command = args.get("command")
         if tool != SHELL_TOOL or not isinstance(command, str):
             return self.match(task, activity)
@@ -179,6 +201,17 @@ class Rules:
 
 _UNCHECKED = Pattern(SHELL_TOOL)  # the stand-in rule's pattern (never matched: not in any list)
 _SEVERITY = {Action.ALLOW: 1, Action.ASK_USER: 2, Action.DENY: 3, Action.STOP: 4}
+
+
+def _with_taught(written: Rule | None, taught: Rule | None) -> Rule | None:
+    """A taught rule decides unless the written rules are stricter where it matters: a taught
+    allow never overrides a written deny or stop (nor `alwaysAsk`, which the desk applies); a
+    taught deny gives way only to a stop."""
+    if taught is None:
+        return written
+    if written is not None and written.action in (Action.DENY, Action.STOP) and _severity(written) >= _severity(taught):
+        return written
+    return taught
 
 
 def _severity(rule: Rule | None) -> int:

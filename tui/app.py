@@ -26,6 +26,7 @@ from engine.escalation.model import ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
 from engine.text_safety import visible
 from tui.bridge import Batcher
+from tui.decide_actions import DecideActions
 from tui.format import decision_summary, one_line, terminal_title
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
@@ -48,7 +49,7 @@ def _escalate_commands() -> type:
     return EscalateCommands
 
 
-class EscalateApp(App[int]):
+class EscalateApp(DecideActions, App[int]):
     CSS_PATH = "theme.tcss"
     TITLE = APP_TITLE
     # The header watches the title; App's own reactive would repaint every widget on each change.
@@ -63,6 +64,7 @@ class EscalateApp(App[int]):
         Binding("left_square_bracket", "previous_decision", "Prev", priority=True),
         Binding("right_square_bracket", "next_decision", "Next", priority=True),
         Binding("h", "history", "History"),
+        Binding("r", "rules", "Rules"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
@@ -237,10 +239,10 @@ class EscalateApp(App[int]):
         if pane.has_focus_within:
             self.main.park_keyboard()
 
-    def answer(self, escalation_id: str, response: Response) -> None:
+    def answer(self, escalation_id: str, response: Response, via: str = "console") -> None:
         """The pane's answer, straight to the broker (no message queue between key and agent)."""
         try:
-            self.session.answer(escalation_id, response)
+            self.session.answer(escalation_id, response, self.console_audit(escalation_id, via))
         except EscalationError as exc:  # resolved meanwhile (timeout, cancel): say so
             self.notify(str(exc), title="Not sent", severity="warning", markup=False)
             self.main.sync_decisions()

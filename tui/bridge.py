@@ -9,9 +9,10 @@ in one go, on the app's loop, in the app's context.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
-from typing import Callable, Generic, TypeVar
+from typing import Callable, Generic, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -61,6 +62,19 @@ class Batcher(Generic[T]):
             self._loop.call_later(self._delay, self.flush, context=self._context)
         else:
             self._loop.call_soon(self.flush, context=self._context)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Items that arrive inside are delivered together on leaving (a batch of 50 decisions:
+        one redraw, not 50)."""
+        was, self._delivering = self._delivering, True
+        try:
+            yield
+        finally:
+            self._delivering = was
+            if not was and self._loop is not None:
+                assert self._context is not None
+                self._context.run(self.flush)
 
     def flush(self) -> None:
         """Deliver what has arrived now (a scheduled delivery then finds nothing)."""

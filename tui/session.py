@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from engine.escalation.broker import CANCELLED, RAISED, BrokerEvent, EscalationBroker
 from engine.escalation.clock import Clock, RealClock
-from engine.escalation.model import Decision, EscalationRecord, PendingEscalation, Response
+from engine.escalation.model import Audit, Decision, EscalationRecord, PendingEscalation, Response
 
 if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules and YAML (~40 ms before the first frame)
     from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
@@ -60,6 +60,7 @@ class ConsoleSession:
     store: Path | None = None
     workspace: Path | None = None
     db_url: str | None = None  # durable runs: the database (None: runs live in this process only)
+    rule_book: Any = None  # rules.book.RuleBook: where taught rules go (None: .escalate/rules.yaml over the shipped rules)
     broker: EscalationBroker = field(init=False)
     engine: Any = field(init=False, default=None)  # engine.runtime.engine.Engine once opened
     records: dict[str, EscalationRecord] = field(init=False, default_factory=dict)
@@ -245,9 +246,35 @@ class ConsoleSession:
 
     # ---- decisions ---------------------------------------------------------------------------
 
-    def answer(self, escalation_id: str, response: Response) -> Decision:
+    def answer(self, escalation_id: str, response: Response, audit: Audit | None = None) -> Decision:
         """A human's answer to exactly this escalation (the broker refuses stale ones)."""
-        return self.broker.answer(escalation_id, response)
+        return self.broker.answer(escalation_id, response, audit=audit)
+
+    # ---- rules taught from decisions (engine/escalation/teaching.py) ---------------------------
+
+    @property
+    def book(self) -> Any:
+        """Where taught rules go (rules.book.RuleBook)."""
+        if self.rule_book is None:
+            from rules.book import RuleBook
+
+            self.rule_book = RuleBook()
+        return self.rule_book
+
+    def teach(self, proposal: Any) -> tuple[Any, list[Decision]]:
+        """Save a taught rule; the waiting requests it decides are settled at once."""
+        from engine.escalation.teaching import teach
+
+        return teach(self.engine.desk, self.book, proposal, on_rules=self._rules_changed)
+
+    def forget_rule(self, rule: Any) -> None:
+        from engine.escalation.teaching import forget
+
+        forget(self.engine.desk, self.book, rule, on_rules=self._rules_changed)
+
+    def _rules_changed(self, rules: Any) -> None:
+        self.rules = rules
+        self.engine.rules = rules
 
     def pending(self) -> list[PendingEscalation]:
         return self.broker.pending()

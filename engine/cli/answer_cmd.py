@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 
 from engine.cli.main import write_line
 from engine.escalation.broker import APPROVE, DENY, EscalationError, validate_response
-from engine.escalation.model import Decision, Origin, ResolvedBy, Response, ResponseType
+from engine.escalation.edits import edited_args
+from engine.escalation.model import Audit, Decision, Origin, ResolvedBy, Response, ResponseType
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,14 +35,21 @@ def main(args: argparse.Namespace) -> int:
         if row["status"] != "pending":
             who = row["resolved_by"] or "nobody (it was withdrawn)"
             return _fail(f"{args.escalation}: already decided by {who}", 1)
+        if args.args is not None and not args.approve:
+            return _fail(f"{args.escalation}: --args goes with --approve (the tool runs with the edited arguments)", 2)
         response = _response(args, pending.escalation.origin)
         if response is None:
             return _fail(f"{args.escalation}: --approve and --deny answer tool approvals only; use --option, --text, --skip or --agent-decide", 2)
+        if args.args is not None:
+            edited = edited_args(args.args)
+            if isinstance(edited, str):
+                return _fail(f"{args.escalation}: --args: {edited}", 2)
+            response = replace(response, edited_args=edited)
         try:
             validate_response(pending, response)
         except EscalationError as exc:
             return _fail(str(exc), 2)
-        decision = Decision(args.escalation, response, ResolvedBy.HUMAN, time.time())
+        decision = Decision(args.escalation, response, ResolvedBy.HUMAN, time.time(), audit=Audit(via="escalate answer"))
         held = DecisionStore(db).decide(decision)
         if held is not decision:
             who = held.resolved_by.value if held is not None else "nobody (it was withdrawn)"

@@ -20,6 +20,7 @@ from engine.files import UnreadableFile, check_regular
 if TYPE_CHECKING:
     from tui.app import EscalateApp
     from tui.session import ConsoleSession
+    from rules.book import RuleBook
 
 LOG_FILE_NAME = "escalate-console.log"
 
@@ -58,7 +59,8 @@ def _console(args: argparse.Namespace) -> int:
         # The demo's tools write into a scratch workspace, never into the user's folder.
         workspace = Path(scratch) if not args.files else Path.cwd()
         try:  # a --store file to import: its path checked here, and its lines when it is small
-            session = _session(files, script, rules, workspace, Path(args.store) if args.store else None, db_url)
+            session = _session(files, script, rules, workspace, Path(args.store) if args.store else None, db_url,
+                               _rule_book(args))
         except Exception as exc:
             from engine.escalation.store import StoreError  # only now: not on the first frame's path
 
@@ -134,8 +136,21 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:
             _check_compiles(path)
     if args.rules:
         return files, script, _load_rules(args.rules)
+    from rules.book import workspace_rules_path
+
+    base = None if args.files else demo_rules()
+    if workspace_rules_path().is_file():  # taught rules: checked now, layered over the base
+        return files, script, _load_rules(None, base)
     # Shipped rules are known good: the session parses them with the engine, after the first frame.
-    return files, script, (None if args.files else demo_rules())
+    return files, script, base
+
+
+def _rule_book(args: argparse.Namespace) -> "RuleBook":
+    """Where taught rules go: the --rules file, else .escalate/rules.yaml over the base rules."""
+    from engine.demo import demo_rules
+    from rules.book import RuleBook
+
+    return RuleBook(Path(args.rules) if args.rules else None, None if args.files else demo_rules())
 
 
 def script_for(workflow: Path, explicit: Path | None) -> Path | None:
@@ -170,21 +185,22 @@ def _check_compiles(path: Path) -> None:
         raise UsageError(first.strip().splitlines()[0], positioned=bool(errors)) from None
 
 
-def _load_rules(path: str) -> object:
-    from rules import RulesError, RulesUnreadable, load_rules
+def _load_rules(path: str | None, base: Path | None = None) -> object:
+    from rules import RulesError, RulesUnreadable
+    from rules.loader import load_layered
 
     try:
-        return load_rules(path)
+        return load_layered(path, base)
     except (RulesError, RulesUnreadable) as exc:
         raise UsageError(str(exc).splitlines()[0], positioned=True) from None
 
 
 def _session(files: list[Path], script: Path | None, rules: object, workspace: Path, store: Path | None,  # noqa: ANN202
-             db_url: str | None):
+             db_url: str | None, book: "RuleBook"):
     from tui.session import ConsoleSession, WorkflowEntry
 
     entries = [WorkflowEntry(path, script_for(path, script)) for path in files]
-    return ConsoleSession(entries, rules=rules, store=store, workspace=workspace, db_url=db_url)
+    return ConsoleSession(entries, rules=rules, store=store, workspace=workspace, db_url=db_url, rule_book=book)
 
 
 def _route_logs(folder: Path) -> None:

@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     how.add_argument("--approve", action="store_true")
     how.add_argument("--deny", action="store_true")
     answer.add_argument("--instructions", metavar="T")
+    answer.add_argument("--args", metavar="JSON", help="with --approve: run the tool with these arguments instead")
     answer.add_argument("--db", metavar="URL")
 
     resume = sub.add_parser("resume", help="continue an interrupted or waiting run, headless")

@@ -20,7 +20,7 @@ def main(args: argparse.Namespace) -> int:
 
 async def _resume(args: argparse.Namespace) -> int:
     from engine.escalation.answers import AnswersError, load_answers
-    from rules.loader import RulesError, load_rules
+    from rules.loader import RulesError, load_layered
 
     try:
         answers = load_answers(args.answers) if args.answers else []
@@ -39,7 +39,7 @@ async def _resume(args: argparse.Namespace) -> int:
         return outcome_code(_Finished(row), _status(row["status"]), label)
     events = Path(args.events) if args.events else None
     try:
-        rules = load_rules(row["rules"]) if row["rules"] else load_rules()
+        rules = load_layered(None, row["rules"])  # the run's rules, with the workspace's taught rules over them
         if events is not None:
             _rewrite_events(events, db.events_of(args.run_id))
         engine = await open_engine(args, rules=rules, workspace=Path(row["workspace"]), events=events, db=db)

@@ -44,7 +44,7 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
     from engine.escalation.answers import AnswersError, load_answers
     from engine.runtime.events import prepare_events_file
     from engine.runtime.script import ScriptError, load_script
-    from rules.loader import RulesError, load_rules
+    from rules.loader import RulesError, load_layered
 
     source = Path(args.file)
     try:
@@ -52,7 +52,7 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
     except UnreadableFile as exc:
         raise UsageError(f"{args.file}:1:1: cannot read workflow file: {exc}") from None
     try:
-        rules = load_rules(args.rules) if args.rules else load_rules()
+        rules = load_layered(args.rules)  # else the shipped rules, with .escalate/rules.yaml over them
         script = load_script(args.script) if args.script else None
         answers = load_answers(args.answers) if args.answers else []
     except (RulesError, ScriptError, AnswersError) as exc:

@@ -48,6 +48,7 @@ def describe_runs(db: Any, *, include_finished: bool = False, now: float | None 
             "deadline": _iso(esc["deadline"]) if esc["deadline"] is not None else None,
         })
     tokens = db.tokens_of(r["run_id"] for r in rows)
+    decided = _decided(db, {r["run_id"] for r in rows})
     listed = []
     for row in rows:
         status = row["status"]
@@ -55,8 +56,21 @@ def describe_runs(db: Any, *, include_finished: bool = False, now: float | None 
             status = "interrupted"  # its process is gone: `escalate resume` or a console continues it
         listed.append({"run_id": row["run_id"], "task": row["task"], "workflow": row["workflow"], "status": status,
                        "started": _iso(row["started"]), "tokens": tokens.get(row["run_id"], 0),
-                       "pending": pending.get(row["run_id"], [])})
+                       "pending": pending.get(row["run_id"], []),
+                       "decisions": decided.get(row["run_id"], [])})
     return listed
+
+
+def _decided(db: Any, run_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each run's decided and withdrawn escalations, with their audit (engine/escalation/audit.py)."""
+    from engine.durable.history import load_records
+    from engine.escalation.audit import audit_record
+
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for record in load_records(db):
+        if record.pending.escalation.run_id in run_ids:
+            grouped.setdefault(record.pending.escalation.run_id, []).append(audit_record(record))
+    return grouped
 
 
 def _iso(epoch: float) -> str:

@@ -253,6 +253,38 @@ class Database:
             return DecideResult(False, None, None, "unknown")
         return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
 
+    def decide_many(self, items: list[tuple[str, dict[str, Any], str, float | None]]) -> list[DecideResult]:
+        """`decide` for each (id, decision, resolved_by, now), all in one transaction: each
+        escalation still gets its own conditional update (pending only), so each is won or
+        lost on its own; what holds afterwards tells which were ours (a decision's JSON carries
+        its time and channel: two writers never write the same)."""
+        if not items:
+            return []
+        wall = time.time()
+        rows = [{"b_id": esc_id, "b_decision": json.dumps(decision), "b_by": resolved_by,
+                 "b_at": now if now is not None else wall} for esc_id, decision, resolved_by, now in items]
+        update = (escalations.update()
+                  .where(escalations.c.id == sa.bindparam("b_id"), escalations.c.status == "pending")
+                  .values(status="decided", decision=sa.bindparam("b_decision"), resolved_by=sa.bindparam("b_by"),
+                          decided_at=sa.bindparam("b_at")))
+        ids = [esc_id for esc_id, *_ in items]
+        with self.engine.begin() as c:
+            c.execute(update, rows)
+            held = {r["id"]: r for r in c.execute(
+                sa.select(escalations.c.id, escalations.c.status, escalations.c.decision, escalations.c.resolved_by)
+                .where(escalations.c.id.in_(ids))).mappings()}
+        results = []
+        for row, (esc_id, decision, resolved_by, _now) in zip(rows, items):
+            now_row = held.get(esc_id)
+            if now_row is None:
+                results.append(DecideResult(False, None, None, "unknown"))
+            elif now_row["status"] == "decided" and now_row["decision"] == row["b_decision"] and now_row["resolved_by"] == resolved_by:
+                results.append(DecideResult(True, decision, resolved_by, "decided"))
+            else:
+                results.append(DecideResult(False, json.loads(now_row["decision"]) if now_row["decision"] else None,
+                                            now_row["resolved_by"], now_row["status"]))
+        return results
+
     def withdraw(self, esc_id: str) -> None:
         with self.engine.begin() as c:
             c.execute(escalations.update().where(escalations.c.id == esc_id, escalations.c.status == "pending")

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from engine.durable.database import Database
 from engine.escalation.model import (
+    Audit,
     Decision,
     Escalation,
     OnTimeout,
@@ -62,14 +63,17 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
         "responseType": r.response_type.value, "selectedOption": r.selected_option, "textResponse": r.text_response,
         "additionalInstructions": r.additional_instructions, "resolvedBy": decision.resolved_by.value,
         "resolvedAt": decision.resolved_at, "note": decision.note, "stopsTask": decision.stops_task,
+        "editedArgs": r.edited_args, "rule": decision.audit.rule, "via": decision.audit.via, "shown": decision.audit.shown,
     }
 
 
 def decision_from_json(esc_id: str, data: dict[str, Any]) -> Decision:
+    edited = data.get("editedArgs")
     response = Response(ResponseType(data["responseType"]), data.get("selectedOption"), data.get("textResponse"),
-                        data.get("additionalInstructions"))
+                        data.get("additionalInstructions"), edited if isinstance(edited, dict) else None)
+    audit = Audit(str(data.get("rule") or ""), str(data.get("via") or ""), str(data.get("shown") or ""))
     return Decision(esc_id, response, ResolvedBy(data["resolvedBy"]), float(data.get("resolvedAt") or 0.0),
-                    data.get("note", ""), bool(data.get("stopsTask")))
+                    data.get("note", ""), bool(data.get("stopsTask")), audit)
 
 
 class DecisionStore:
@@ -99,6 +103,19 @@ class DecisionStore:
         if result.decision is None:
             return None
         return decision_from_json(decision.escalation_id, result.decision)
+
+    def decide_many(self, decisions: list[Decision]) -> list[Decision | None]:
+        """`decide` for many escalations in one transaction (a batch, a taught rule releasing
+        what waits): the decision that holds for each, in order."""
+        results = self.db.decide_many([(d.escalation_id, decision_to_json(d), d.resolved_by.value,
+                                        d.resolved_at or None) for d in decisions])
+        held: list[Decision | None] = []
+        for decision, result in zip(decisions, results):
+            if result.won:
+                held.append(decision)
+            else:
+                held.append(decision_from_json(decision.escalation_id, result.decision) if result.decision else None)
+        return held
 
     def withdraw(self, esc_id: str) -> None:
         self.db.withdraw(esc_id)

@@ -18,14 +18,20 @@ from engine.escalation.store import StoreContents, StoredRun, summary
 from engine.text_safety import utf8_text
 
 
-def load_earlier(db: Database) -> StoreContents:
-    """Everything finished in the database, marked `earlier` (times are wall-clock seconds, as
-    a durable console's clock)."""
+def load_records(db: Database) -> list[EscalationRecord]:
+    """Every decided or withdrawn escalation in the database, oldest first, marked `earlier`."""
     records = []
     for row in db.past_escalations():
         decision = decision_from_json(row["id"], row["decision"]) if row["decision"] else None
         records.append(EscalationRecord(pending_from_json(row["payload"]), decision,
                                         withdrawn=decision is None, earlier=True))
+    return records
+
+
+def load_earlier(db: Database) -> StoreContents:
+    """Everything finished in the database, marked `earlier` (times are wall-clock seconds, as
+    a durable console's clock)."""
+    records = load_records(db)
     runs = [
         StoredRun(r["run_id"], r["task"], r["workflow"], r["flow"], r["input"], r["status"], _summary(r["result"]),
                   r["error"], r["started"], r["finished"] or r["started"])

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable
 
 from engine.escalation.clock import Cancellable, Clock
 from engine.escalation.model import (
+    Audit,
     Decision,
     OnTimeout,
     Origin,
@@ -115,6 +116,11 @@ def timeout_decision(pending: PendingEscalation, now: float) -> Decision:
 def validate_response(pending: PendingEscalation, response: Response) -> None:
     """Refuse answers that cannot mean anything for this escalation."""
     esc = pending.escalation
+    if response.edited_args is not None:
+        if esc.origin is not Origin.TOOL_APPROVAL or response.selected_option != APPROVE:
+            raise InvalidResponse(f"escalation {esc.id}: edited arguments go with approving a tool call only")
+        if not isinstance(response.edited_args, dict):
+            raise InvalidResponse(f"escalation {esc.id}: edited arguments must be a JSON object")
     if response.response_type is ResponseType.OPTION:
         if not response.selected_option:
             raise InvalidResponse(f"escalation {esc.id}: an option answer needs selectedOption")
@@ -209,17 +215,47 @@ class EscalationBroker:
     # -- the deciding side ------------------------------------------------------------------
 
     def answer(
-        self, escalation_id: str, response: Response, resolved_by: ResolvedBy = ResolvedBy.HUMAN
+        self, escalation_id: str, response: Response, resolved_by: ResolvedBy = ResolvedBy.HUMAN,
+        audit: Audit | None = None,
     ) -> Decision:
         """Resolve a pending escalation once; refuses unknown, resolved or meaningless answers."""
         entry = self._entry(escalation_id)
         validate_response(entry.pending, response)
-        decision = Decision(escalation_id, response, resolved_by, self.clock.now())
+        decision = Decision(escalation_id, response, resolved_by, self.clock.now(), audit=audit or Audit())
         held = self._resolve(entry, decision)
         if held is not decision:
             who = held.resolved_by.value if held is not None else "nobody: it was withdrawn"
             raise AlreadyResolved(f"escalation {escalation_id} was already decided by {who}")
         return decision
+
+    def apply_many(self, decisions: list[Decision]) -> list[Decision]:
+        """Several decisions at once (a batch, a taught rule releasing what waits): each is its
+        own decision, won or lost on its own, written in one database transaction. Those no
+        longer pending here, or not valid for their escalation, are left out; returns the
+        decisions applied."""
+        ready: list[tuple[_Entry, Decision]] = []
+        for decision in decisions:
+            entry = self._entries.get(decision.escalation_id)
+            if entry is None:
+                continue
+            validate_response(entry.pending, decision.response)
+            ready.append((entry, decision))
+        if self.store is not None and ready:
+            held = self.store.decide_many([d for _, d in ready])
+        else:
+            held = [d for _, d in ready]
+        applied = []
+        for (entry, decision), holding in zip(ready, held):
+            if self._entries.get(decision.escalation_id) is not entry:
+                continue  # resolved meanwhile (a subscriber answered it)
+            if holding is None:
+                self._withdraw(entry)
+                entry.future.cancel()
+                continue
+            self._resolve(entry, holding, recorded=True)
+            if holding is decision:
+                applied.append(decision)
+        return applied
 
     def expire(self, escalation_id: str) -> Decision:
         """Apply the timeout default now, as if the deadline had passed."""

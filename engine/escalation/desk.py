@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable
 
 from engine.escalation.broker import APPROVE, DENY, EscalationBroker
 from engine.escalation.clock import Clock
 from engine.escalation.model import (
+    Audit,
     Decision,
     Escalation,
     OnTimeout,
@@ -64,15 +66,19 @@ async def minted(escalation: Escalation, clock: Clock) -> Escalation:
 
 class ToolVerdict(str):
     """approve_tool's verdict (`allowed`, `confirmed`, `denied`, `stop`), comparable as a str,
-    carrying what the agent should be told and the human decision, if one was taken."""
+    carrying what the agent should be told, the human decision, if one was taken, and the
+    arguments the person approved when they edited them (the tool runs with those)."""
 
     message: str
     decision: Decision | None
+    args: dict[str, Any] | None
 
-    def __new__(cls, verdict: str, message: str = "", decision: Decision | None = None) -> "ToolVerdict":
+    def __new__(cls, verdict: str, message: str = "", decision: Decision | None = None,
+                args: dict[str, Any] | None = None) -> "ToolVerdict":
         obj = super().__new__(cls, verdict)
         obj.message = message
         obj.decision = decision
+        obj.args = args
         return obj
 
 
@@ -82,6 +88,7 @@ class EscalationDesk:
         self.rules = rules
         self.clock = clock
         self._emit = emit or (lambda run_id, type_, fields: None)
+        self.hits: Counter[tuple[str, str, str]] = Counter()  # rule_key -> times it matched here
 
     # -- agent escalations ----------------------------------------------------------------------
 
@@ -90,7 +97,7 @@ class EscalationDesk:
         answers file, timeout default) through the broker. A stopping decision has
         `stops_task` set; the caller ends the task."""
         escalation = await minted(escalation, self.clock)
-        rule = self.rules.match_escalation(escalation)
+        rule = self._count(self.rules.match_escalation(escalation))
         action = rule.action if rule else Action.ASK_USER
         override = self.rules.override(escalation.task_id)
         if action is Action.ALLOW and override is not None and override.always_ask:
@@ -113,13 +120,18 @@ class EscalationDesk:
         if rule is not None and rule.action is Action.STOP:
             return STOP
         override = self.rules.override(task)
+        if rule is not None and rule.taught and rule.action is Action.ALLOW:
+            # A person allowed exactly this call: no confirmation is asked again, unless the
+            # task says every escalation waits for a human (alwaysAsk).
+            return ASK if override is not None and override.always_ask else ALLOW
         if (rule is not None and rule.action is Action.ASK_USER) or (override and override.require_confirmation):
             return ASK
         return ALLOW
 
     async def approve_tool(self, run_id: str, task: str, agent: str, tool: str, args: dict[str, Any]) -> ToolVerdict:
-        """Gate one tool call; emits `tool_call`. Only `allowed` and `confirmed` may run it."""
-        rule = self.rules.match_tool(task, tool, args)
+        """Gate one tool call; emits `tool_call`. Only `allowed` and `confirmed` may run it (with
+        `result.args` when the person approved edited arguments)."""
+        rule = self._count(self.rules.match_tool(task, tool, args))
         verdict = self.tool_verdict(task, tool, args)
         if verdict == ALLOW:
             result = ToolVerdict(ALLOWED)
@@ -131,21 +143,83 @@ class EscalationDesk:
             escalation = await minted(_tool_escalation(run_id, task, agent, tool, args), self.clock)
             if rule is not None and rule.why:  # a shell command rules cannot check: say why a human is asked
                 escalation = replace(escalation, context=f"{escalation.context}\n{rule.why}")
-            result = _tool_result(tool, await self._wait_for_human(escalation, rule))
+            decision = await self._wait_for_human(escalation, rule, {"tool": tool, "args": args})
+            result = self._edited_call_checked(task, tool, _tool_result(tool, decision))
         stopped = result == STOP
         fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": DENIED if stopped else str(result)}
+        if result.args is not None:
+            fields["editedArgs"] = result.args
         if stopped:
             fields["stopped"] = True  # the contract's verdicts have no "stop": denied, and the task ends
         self._emit(run_id, "tool_call", fields)
         return result
 
+    def _edited_call_checked(self, task: str, tool: str, result: ToolVerdict) -> ToolVerdict:
+        """Approved with edited arguments: the rules see the edited call too, and a rule that
+        denies or stops it wins (the person approved it; asking again would ask them twice)."""
+        if result != CONFIRMED or result.args is None:
+            return result
+        rule = self._count(self.rules.match_tool(task, tool, result.args))
+        verdict = self.tool_verdict(task, tool, result.args)
+        if verdict == DENY:
+            return ToolVerdict(DENIED, f"The edited call {tool} was refused by {_rule_name(rule)}. Do not retry it.",
+                               result.decision, result.args)
+        if verdict == STOP:
+            return ToolVerdict(STOP, f"The edited call {tool} stopped the task ({_rule_name(rule)}).", result.decision, result.args)
+        return result
+
+    # -- rules taught while requests wait --------------------------------------------------------
+
+    def set_rules(self, rules: Rules) -> None:
+        self.rules = rules
+
+    def release_waiting(self, decides: Callable[[Rule], bool]) -> list[Decision]:
+        """The pending escalations a rule picked by `decides` now settles (a rule just taught):
+        each gets its own decision (resolvedBy rule, naming the rule), all in one transaction.
+        A rule that would send a request to a person again leaves it waiting."""
+        now = self.clock.now()
+        decisions = []
+        for pending in self.broker.pending():
+            esc = pending.escalation
+            if esc.origin is Origin.TOOL_APPROVAL:
+                tool, args = pending.extra.get("tool"), pending.extra.get("args")
+                if not isinstance(tool, str) or not isinstance(args, dict):
+                    continue  # raised before approvals carried their call
+                rule = self.rules.match_tool(esc.task_id, tool, args)
+                verdict = self.tool_verdict(esc.task_id, tool, args)
+                if rule is None or not decides(rule) or verdict not in (ALLOW, DENY):
+                    continue
+                response = Response(ResponseType.OPTION, selected_option=APPROVE if verdict == ALLOW else DENY)
+                decisions.append(Decision(esc.id, response, ResolvedBy.RULE, now, f"decided by {_rule_name(rule)}",
+                                          audit=Audit(rule=_rule_name(rule))))
+            else:
+                rule = self.rules.match_escalation(esc)
+                override = self.rules.override(esc.task_id)
+                if rule is None or not decides(rule) or rule.action is Action.ASK_USER:
+                    continue
+                if rule.action is Action.ALLOW and override is not None and override.always_ask:
+                    continue
+                decisions.append(_rule_decision(esc, rule, now))
+        applied = self.broker.apply_many(decisions)
+        for decision in applied:
+            self._count(self._rule_of(decision))
+        return applied
+
+    def _rule_of(self, decision: Decision) -> Rule | None:
+        return next((r for _, r in self.rules.all_rules() if _rule_name(r) == decision.audit.rule), None)
+
+    def _count(self, rule: Rule | None) -> Rule | None:
+        if rule is not None and not rule.why:
+            self.hits[rule_key(rule)] += 1
+        return rule
+
     # -- the one human wait -------------------------------------------------------------------------
 
-    async def _wait_for_human(self, escalation: Escalation, rule: Rule | None) -> Decision:
+    async def _wait_for_human(self, escalation: Escalation, rule: Rule | None, extra: dict[str, Any] | None = None) -> Decision:
         # From the raise time, not now: asked again after a restart, it keeps its deadline.
         policy = self.rules.timeout_policy(escalation, escalation.created_at, rule)
         self._emit_raised(escalation, policy)
-        decision = await self.broker.ask(PendingEscalation(escalation, policy))
+        decision = await self.broker.ask(PendingEscalation(escalation, policy, dict(extra or {})))
         self._emit(escalation.run_id, "decision", decision.to_event_fields(escalation))
         return decision
 
@@ -181,11 +255,17 @@ def _rule_decision(escalation: Escalation, rule: Rule, now: float) -> Decision:
         response, stops = Response(ResponseType.AGENT_DECIDE), False
     else:  # deny: skip; stop: skip and end the task
         response, stops = Response(ResponseType.SKIP), rule.action is Action.STOP
-    return Decision(escalation.id, response, ResolvedBy.RULE, now, f"decided by {_rule_name(rule)}", stops)
+    return Decision(escalation.id, response, ResolvedBy.RULE, now, f"decided by {_rule_name(rule)}", stops,
+                    Audit(rule=_rule_name(rule)))
 
 
 def _rule_name(rule: Rule | None) -> str:
     return rule.describe() if rule else "the rules"
+
+
+def rule_key(rule: Rule) -> tuple[str, str, str]:
+    """A rule's identity across reloads of its file (its line moves when another is removed)."""
+    return (rule.file, rule.pattern.source, rule.action.value)
 
 
 def _tool_escalation(run_id: str, task: str, agent: str, tool: str, args: dict[str, Any]) -> Escalation:
@@ -208,6 +288,10 @@ def _tool_result(tool: str, decision: Decision) -> ToolVerdict:
     r = decision.response
     extra = f" Additional instructions: {r.additional_instructions}" if r.additional_instructions else ""
     if r.response_type is ResponseType.OPTION and r.selected_option == APPROVE:
+        if r.edited_args is not None:
+            shown = json.dumps(r.edited_args, ensure_ascii=False, sort_keys=True, default=str)
+            return ToolVerdict(CONFIRMED, f"Approved by {decision.resolved_by.value} with edited arguments {shown}.{extra}",
+                               decision, dict(r.edited_args))
         return ToolVerdict(CONFIRMED, f"Approved by {decision.resolved_by.value}.{extra}", decision)
     why = f" The answer was: {r.text_response}" if r.response_type is ResponseType.TEXT else ""
     if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT:

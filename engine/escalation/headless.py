@@ -19,7 +19,7 @@ from engine.escalation.broker import (
     InvalidResponse,
     NoTimeoutDefault,
 )
-from engine.escalation.model import PendingEscalation, ResolvedBy
+from engine.escalation.model import Audit, PendingEscalation, ResolvedBy
 
 
 class AnswerMismatch(EscalationError):
@@ -67,7 +67,7 @@ class HeadlessResponder:
             self._used[esc.run_id] = used + 1
             answer = self.answers[used]
             try:
-                self.broker.answer(esc.id, answer.response, ResolvedBy.ANSWERS_FILE)
+                self.broker.answer(esc.id, answer.response, ResolvedBy.ANSWERS_FILE, Audit(via=f"answers file: {answer.where()}"))
             except InvalidResponse as exc:
                 self.broker.fail(esc.id, AnswerMismatch(f"{answer.where()}: answer {used + 1} does not fit: {exc}"))
             return

@@ -97,6 +97,18 @@ class Response:
     selected_option: str | None = None
     text_response: str | None = None
     additional_instructions: str | None = None
+    edited_args: dict[str, Any] | None = None  # a tool approval approved with other arguments
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Who decided, beyond `resolvedBy`, for the history: `rule` names the rule that decided
+    (its pattern and FILE:LINE), `via` how the answer came (the console, a batch, `escalate
+    answer`, an answers-file entry), `shown` what the decider was shown."""
+
+    rule: str = ""
+    via: str = ""
+    shown: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,6 +121,7 @@ class Decision:
     resolved_at: float = 0.0
     note: str = ""  # e.g. "nobody answered within 300 s" or the rule that decided
     stops_task: bool = False  # a `stop` default or rule: the task ends (run exits 3)
+    audit: Audit = field(default_factory=Audit)
 
     def to_event_fields(self, escalation: Escalation | None = None) -> dict[str, Any]:
         """The contract's `decision` event fields, plus the chosen option's label (from
@@ -127,6 +140,12 @@ class Decision:
             fields["selectedLabel"] = option.label
         if self.stops_task:
             fields["stopsTask"] = True
+        if r.edited_args is not None:
+            fields["editedArgs"] = r.edited_args
+        if self.audit.rule:
+            fields["rule"] = self.audit.rule
+        if self.audit.via:
+            fields["via"] = self.audit.via
         return fields
 
 

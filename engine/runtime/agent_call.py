@@ -277,7 +277,10 @@ async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:
         elif call.name == "adk_request_confirmation":
             original = args.get("originalFunctionCall") or {}
             verdict = await run.gate_tool(agent, str(original.get("name", "tool")), dict(original.get("args") or {}))
-            response = {"confirmed": verdict in ("allowed", "confirmed"), "payload": {"message": getattr(verdict, "message", "")}}
+            payload: dict[str, Any] = {"message": getattr(verdict, "message", "")}
+            if getattr(verdict, "args", None) is not None:
+                payload["args"] = verdict.args  # approved with edited arguments: the tool runs with these
+            response = {"confirmed": verdict in ("allowed", "confirmed"), "payload": payload}
         else:
             raise EscalationUnresolved(f"agent {agent!r} paused on {call.name!r}, which nobody can answer")
         parts.append(types.Part(function_response=types.FunctionResponse(id=call.id, name=call.name, response=response)))

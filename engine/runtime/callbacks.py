@@ -160,9 +160,13 @@ async def _gate(run: "RunState", agent: str, tool: str, args: dict[str, Any], to
     sees, or None when the call may run."""
     confirmation = tool_context.tool_confirmation
     if confirmation is not None:  # the human's answer, given at the flow level
-        if confirmation.confirmed:
-            return None
         payload = confirmation.payload if isinstance(confirmation.payload, dict) else {}
+        if confirmation.confirmed:
+            edited = payload.get("args")
+            if isinstance(edited, dict):  # approved with edited arguments (rules checked on them too)
+                args.clear()
+                args.update(edited)
+            return None
         return {"error": str(payload.get("message") or f"the call to {tool} was denied")}
     if run.desk.tool_verdict(run.task, tool, dict(args)) == "ask":
         tool_context.request_confirmation(hint=f"Allow {agent} to call {tool}?", payload={"agent": agent})

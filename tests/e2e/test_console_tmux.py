@@ -99,3 +99,79 @@ def test_bare_escalate_opens_the_demo_and_starts_from_the_dialog(tmp: Path) -> N
         assert term.exit_code() == 0
     finally:
         term.close()
+
+
+def test_teach_a_rule_edit_an_approval_and_batch_approve(tmp: Path) -> None:
+    """A rule taught from one decision settles a second waiting one; the rules screen removes
+    it; an approval with edited arguments runs the tool with them; a batch approves two."""
+    from tests.decide.console_support import workspace
+
+    sr, rules, _ws = workspace(tmp)
+    term = Terminal(tmp, f"{ESCALATE} console {sr.name} --rules {rules.name} --run --input go")
+    try:
+        term.wait_for("DECISION REQUIRED [deploy]")
+        term.keys("s")
+        term.wait_for("Start deploy")
+        term.keys("Enter")
+        term.wait_for("2 decisions waiting")
+        term.keys("d", "a")  # always allow, exactly this call in this task
+        term.wait_for("Always allow")
+        term.keys("Enter")
+        term.wait_for("Rule saved")
+        assert "2 waiting requests settled by it" in term.wait_for("settled")
+        assert "taught:" in rules.read_text() and "# keep this comment" in rules.read_text()
+        assert _appears(tmp / "RELEASED.txt").read_text() == "v1.4.2"
+
+        term.keys("r")  # the rules screen: the taught rule, matched twice, removed with x
+        screen = term.wait_for("taught rules go to rules.yaml")
+        assert "rules.yaml:7" in screen and "allow" in screen
+        term.keys("x")
+        term.wait_for("Rule removed")
+        assert "taught:" not in rules.read_text()
+        term.keys("Escape")
+        term.wait_for("Workflows")  # back on the main screen (an Escape and a key at once read as alt+key)
+
+        term.keys("s")
+        term.wait_for("Start deploy")
+        term.keys("Enter")
+        term.wait_for("DECISION REQUIRED [deploy]")
+        term.keys("d", "e")  # edit, then approve
+        term.wait_for("Edit, then approve: write_file")
+        term.keys(*["C-k"] * 8)  # clear the JSON, line by line (ctrl+k: to the end of the line, then the line)
+        term.keys('{"path": "STAGED.txt", "content": "staged"}')
+        term.wait_for("edited; the rules")
+        term.keys("C-s")
+        assert _appears(tmp / "STAGED.txt").read_text() == "staged"
+
+        for _ in range(2):
+            term.keys("s")
+            term.wait_for("Start deploy")
+            term.keys("Enter")
+            time.sleep(0.3)
+        term.wait_for("2 decisions waiting")
+        term.keys("d", "b")  # batch: both selected
+        term.wait_for("Batch: 2 waiting, tool write_file")
+        term.keys("a")
+        term.wait_for("2 approved")
+        deadline = time.monotonic() + 30
+        while _active_runs(tmp) and time.monotonic() < deadline:  # the approved runs finish
+            time.sleep(0.2)
+        assert not _active_runs(tmp)
+        term.keys("q")
+        assert term.exit_code() == 0
+    finally:
+        term.close()
+
+
+def _appears(path: Path, timeout: float = 30.0) -> Path:
+    end = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < end:
+        time.sleep(0.1)
+    return path
+
+
+def _active_runs(cwd: Path) -> list:
+    import json
+
+    listed = subprocess.run([ESCALATE, "runs", "--format", "json"], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return json.loads(listed.stdout)

@@ -152,3 +152,27 @@ async def test_zebra_stripes_and_the_cursor_change_the_row_style() -> None:
         table.clear()
         await pilot.pause()
         assert table.row_count == 0 and table.cursor_key is None
+
+
+async def test_remove_rows_removes_many_at_once_and_keeps_the_cursor_on_its_row() -> None:
+    from textual.app import App
+
+    from tui.widgets.row_table import Column, RowTable
+
+    class Host(App[None]):
+        def compose(self):
+            yield RowTable([Column("name", 10, flex=True)], id="t")
+
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(RowTable)
+        for n in range(6):
+            table.add_row(f"k{n}", [f"row {n}"])
+        table.move_cursor(row=4)
+        table.remove_rows(["k0", "k2", "missing", "k3"])
+        await pilot.pause()
+        assert table.row_keys == ["k1", "k4", "k5"] and table.cursor_key == "k4"
+        table.remove_rows(["k4", "k5"])  # the cursor's row goes: the one in its place gets it
+        assert table.row_keys == ["k1"] and table.cursor_key == "k1"
+        table.remove_rows(["k1"])
+        assert table.row_count == 0 and table.cursor_row is None

@@ -20,7 +20,8 @@ Runs workflows and brings every decision an agent asks for to you.
 | `c` | cancel the selected run |
 | `d` | jump to the decision pane |
 | `[` / `]` | previous / next pending decision |
-| `h` | history of escalations and agent metrics |
+| `h` | history of escalations and agent metrics (`x` there: export as JSON lines) |
+| `r` | rules: where each comes from, how often it matched; `x` removes a taught one |
 | `?` | this help |
 | `ctrl+p` | command palette |
 | `q` | quit |
@@ -33,6 +34,9 @@ Runs workflows and brings every decision an agent asks for to you.
 | up / down | move the highlight |
 | `i` | type additional instructions (sent with your choice) |
 | Escape / Enter / Tab | leave the instructions field |
+| `a` / `n` | always allow / always deny exactly this request in this task: a rule, editable, Enter saves it |
+| `e` | edit a tool call's arguments, then ctrl+s approves it with them |
+| `b` | batch: the waiting decisions like this one (same tool or reason); `a` approves, `n` denies them |
 
 *Custom response...* opens a field: type the answer and press Enter.
 The countdown shows what happens when nobody answers in time.

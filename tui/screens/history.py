@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Header, Input, Select, Static
 from engine.escalation.model import EscalationRecord, ResolvedBy
 from tui.format import decision_summary, one_line
 from tui.metrics import HumanTally, ago, metrics_text
+from tui.audit_view import export, figures_text, text_matches
 from tui.session import ConsoleSession
 from tui.widgets.key_bar import KeyBar
 
@@ -35,19 +36,20 @@ def record_matches(record: EscalationRecord, text: str, state: str, resolved_by:
     if resolved_by and (record.decision is None or record.decision.resolved_by.value != resolved_by):
         return False
     if text:
-        haystack = " ".join((esc.task_id, esc.agent, esc.reason.value, esc.question, esc.context)).lower()
-        return text.lower() in haystack
+        return text_matches(record, text)  # free text, and by:/rule:/via:/edited:/agent:/reason:/tool: words
     return True
 
 
 class HistoryScreen(Screen):
     # `/` is handled on arrival and focuses at once: what is typed right after it is the filter.
-    BINDINGS = [Binding("escape,h", "app.pop_screen", "Back"), Binding("slash", "focus_filter", "Filter", priority=True)]
+    BINDINGS = [Binding("escape,h", "app.pop_screen", "Back"), Binding("slash", "focus_filter", "Filter", priority=True),
+                Binding("x", "export", "Export")]
 
     def __init__(self, session: ConsoleSession) -> None:
         super().__init__()
         self.session = session
         self._tally, self._tally_of = HumanTally(), None  # the earlier sessions' tally, and of which list
+        self.matching: list[EscalationRecord] = []  # what the filters match, for the export
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -102,7 +104,7 @@ class HistoryScreen(Screen):
         # One snapshot: the runs' thread adds records while we draw.
         earlier = self.session.earlier  # the loader may replace it meanwhile: read once
         everything = earlier + list(self.session.records.values())
-        records = [r for r in everything if record_matches(r, text, *filters)]
+        records = self.matching = [r for r in everything if record_matches(r, text, *filters)]
         for number, record in enumerate(reversed(records[-MAX_ROWS:])):  # newest first
             esc = record.pending.escalation
             if record.decision is not None:
@@ -117,9 +119,20 @@ class HistoryScreen(Screen):
             )
         table.border_subtitle = Text(self._subtitle(len(records), len(everything)))  # not markup: it may quote the store's path
         tally = self._earlier_tally(earlier) + HumanTally.of(everything[len(earlier):])
-        self.query_one("#history-metrics", Static).update(metrics_text(
+        self.query_one("#history-metrics", Static).update(figures_text(records) + metrics_text(
             self.session.agent_history, tally, now, self.session.runs, self.session.earlier_runs,
         ))
+
+    def action_export(self) -> None:
+        """`x`: what the filters match, as JSON lines in a new file of the current folder."""
+        if isinstance(self.focused, Input):
+            raise SkipAction()  # typing: `x` is a character
+        try:
+            path, count = export(self.matching)
+        except OSError as exc:
+            self.app.notify(f"cannot write the export: {exc.strerror or exc}", title="Not exported", severity="error", markup=False)
+            return
+        self.app.notify(f"{count} decisions written to {path}", title="History exported", markup=False)
 
     def _earlier_tally(self, earlier: list[EscalationRecord]) -> HumanTally:
         """Earlier sessions never change: tallied once (again only when the store's list is replaced)."""

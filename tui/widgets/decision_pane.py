@@ -116,6 +116,12 @@ class DecisionPane(Vertical):
         # what is typed right after `i` lands in the field, not on the choices.
         Binding("i", "focus_instructions", "Instructions", priority=True),
         Binding("escape", "focus_choices", "Back to choices", show=False, priority=True),
+        # Beyond one answer (tui/decide_actions.py); they too step aside in text fields. Listed
+        # in the help, not the key bar (which would lose its labels at 120 columns).
+        Binding("a", "app.teach('allow')", "Always allow", show=False, priority=True),
+        Binding("n", "app.teach('deny')", "Always deny", show=False, priority=True),
+        Binding("e", "app.edit_args", "Edit, approve", show=False, priority=True),
+        Binding("b", "app.batch", "Batch", show=False, priority=True),
     ]
 
     def __init__(self, clock: Clock, *, on_answer: Callable[[str, Response], None], id: str | None = None) -> None:

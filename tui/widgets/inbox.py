@@ -46,9 +46,10 @@ class Inbox(RowTable):
     def show(self, pending: list[PendingEscalation], current: str | None = None) -> None:
         """Apply the difference with what is shown: removed rows, new rows, the mark on `current`."""
         wanted = {p.escalation.id for p in pending}
-        for gone in [i for i in self._shown if i not in wanted]:
-            self.remove_row(gone)
-            del self._shown[gone]
+        gone = [i for i in self._shown if i not in wanted]
+        self.remove_rows(gone)  # a batch decided: one repaint
+        for esc_id in gone:
+            del self._shown[esc_id]
         if self._marked not in wanted:
             self._marked = None
         now = self._clock.now()

@@ -188,6 +188,32 @@ class RowTable(ScrollView, can_focus=True):
             self._cursor = None
             self._set_cursor(min(index, len(self._order) - 1))
 
+    def remove_rows(self, keys: Iterable[str]) -> None:
+        """Several rows at once (a batch decided): one layout and one repaint, not one each."""
+        gone = [key for key in keys if key in self._cells]
+        if len(gone) <= 1:
+            for key in gone:
+                self.remove_row(key)
+            return
+        first = min(self.get_row_index(key) for key in gone)
+        kept_cursor = self.cursor_key
+        for key in gone:
+            del self._cells[key]
+            self._strips.pop(key, None)
+        self._order = [key for key in self._order if key in self._cells]
+        self._index = None
+        self._rows_changed()
+        self._refresh_rows(first, len(self._order) + len(gone))
+        if self._cursor is None:
+            return
+        if not self._order:
+            self._cursor = None
+        elif kept_cursor in self._cells:
+            self._cursor = self.get_row_index(kept_cursor)  # same row, moved up (already refreshed)
+        else:  # the cursor's row went: the row that took its place gets it
+            self._cursor = None
+            self._set_cursor(min(first, len(self._order) - 1))
+
     def clear(self) -> None:
         self._cells.clear()
         self._order.clear()

@@ -1,0 +1,98 @@
+"""Rules: every rule the console decides with, in the order they are checked, where each is
+written (FILE:LINE), how often it matched since the console opened, and whether it was taught
+from a decision. `x` (or Delete) removes the selected rule from the file taught rules go to
+(the `--rules` file, or .escalate/rules.yaml); shipped and demo rules are edited by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Header, Static
+
+from engine.escalation.desk import rule_key
+from engine.escalation.teaching import TeachError
+from tui.format import one_line
+from tui.session import ConsoleSession
+from tui.widgets.key_bar import KeyBar
+
+
+WHERE_CHARS = 48
+
+
+def short_where(where: str) -> str:
+    """FILE:LINE relative to the current folder when under it, else its end (the line stays)."""
+    try:
+        where = str(Path(where).relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    where = one_line(where, 10_000)
+    return where if len(where) <= WHERE_CHARS else "…" + where[-(WHERE_CHARS - 1):]
+
+
+class RulesScreen(Screen):
+    DEFAULT_CSS = """
+    #rules-table { height: 1fr; border: round $primary; }
+    #rules-note { height: auto; max-height: 3; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("escape,r", "app.pop_screen", "Back"),
+        Binding("x,delete", "remove", "Remove rule"),
+    ]
+
+    def __init__(self, session: ConsoleSession) -> None:
+        super().__init__()
+        self.session = session
+        self._rules: list = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DataTable(id="rules-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="rules-note", markup=False)
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#rules-table", DataTable)
+        for name in ("where", "scope", "action", "matched", "pattern", "taught"):
+            table.add_column(name, key=name)
+        table.border_title = "Rules"
+        self.refresh_rules()
+        table.focus()
+
+    def refresh_rules(self) -> None:
+        table = self.query_one("#rules-table", DataTable)
+        table.clear()
+        engine = self.session.engine
+        if engine is None:
+            self._note("the runtime is still loading")
+            return
+        desk = engine.desk
+        self._rules = desk.rules.all_rules()
+        for index, (scope, rule) in enumerate(self._rules):
+            where = Text(short_where(rule.where), style="bold" if self.session.book.writable(rule) else "dim")
+            table.add_row(where, Text(one_line(scope, 30)), Text(rule.action.value), Text(str(desk.hits[rule_key(rule)])),
+                          Text(one_line(rule.pattern.source, 80)), Text(one_line(rule.taught, 40)), key=str(index))
+        target = short_where(str(self.session.book.target))
+        self._note(f"{len(self._rules)} rules · taught rules go to {target} · x: remove the selected one")
+
+    def _note(self, text: str) -> None:
+        self.query_one("#rules-note", Static).update(Text(text))
+
+    def action_remove(self) -> None:
+        table = self.query_one("#rules-table", DataTable)
+        if not self._rules or table.cursor_row is None or table.cursor_row >= len(self._rules):
+            return
+        row = table.cursor_row
+        _scope, rule = self._rules[row]
+        try:
+            self.session.forget_rule(rule)
+        except TeachError as exc:
+            self.app.notify(str(exc), title="Not removed", severity="warning", markup=False)
+            return
+        self.app.notify(f"{rule.describe()} removed", title="Rule removed", markup=False)
+        self.refresh_rules()
+        if self._rules:
+            table.move_cursor(row=min(row, len(self._rules) - 1))
