@@ -57,7 +57,7 @@ _MASTER = re.compile(
 _GROUP_TYPE = {"TRIPLE": "TRIPLE_STRING", "STRING": "STRING", "NUMBER": "NUMBER", "INT": "INT", "VAR": "VAR",
                "BODY": "PLAIN_BODY"}
 # Terminals that need their own pattern, tried first in the states that accept them.
-_SPECIAL = ("VERSION", "IMPORT_PATH", "MODEL_REF", "MODEL_VALUE", "PRESERVE_LAST", "PRESERVE_TOOL")
+_SPECIAL = ("VERSION", "IMPORT_PATH", "IMPORT_URI", "MODEL_REF", "MODEL_VALUE", "PRESERVE_LAST", "PRESERVE_TOOL")
 # A literal start that a special terminal needs: skips hopeless regex attempts.
 _PREFIX = {"PRESERVE_LAST": "last", "PRESERVE_TOOL": "tool", "VERSION": "v", "IMPORT_PATH": "."}
 _BUILD, _PASS, _WRAP = "build", "pass", "wrap"  # kinds of reduction
