@@ -318,7 +318,8 @@ class CodeGen:
         return _spec_call("ModelSpec", name=repr(m.name), provider=repr(m.provider), model_id=repr(m.model_id),
                           temperature=repr(_num_or_none(p.get("temperature"))),
                           max_tokens=repr(_int_or_none(p.get("max_tokens"))),
-                          max_input_tokens=repr(_int_or_none(p.get("max_input_tokens"))))
+                          max_input_tokens=repr(_int_or_none(p.get("max_input_tokens"))),
+                          base_url=repr(p["base_url"] if isinstance(p.get("base_url"), str) else None))
 
     def type_spec(self, t: ast.TypeRef) -> str:
         if t.name == "list":

@@ -191,6 +191,11 @@ def syntax_diagnostic(exc: UnexpectedInput, file: str, text: str, line_offset: i
                              f"a block's first line ends with '{want}' before its indented body")
             return error(file, line + line_offset, col, "E0008", "unexpected indentation",
                          "this line is indented more than the line before it, but no block starts there")
+        ending = {"COLON": ":", "DO": "do"}.keys() & expected
+        if tok.type == "_NL" and ending and _indented_after(text, line):  # `on failure` then its body
+            want = ":" if "COLON" in ending else "do"
+            return error(file, line + line_offset, col, "E0007", f"expected '{want}' at the end of this line",
+                         f"a block's first line ends with '{want}' before its indented body")
         misspelt = _misspelt_keyword(text, line, col)
         if misspelt is not None:
             word, wcol, keyword = misspelt
@@ -242,6 +247,23 @@ def _header_missing_end(text: str, line: int) -> tuple[int, int, str] | None:
             return None
         return n, len(code) + 1, want
     return None
+
+
+def _indented_after(text: str, line: int) -> bool:
+    """The next line with code is indented more than line `line`."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return False
+    here = lines[line - 1]
+    for after in lines[line:]:
+        if after.split("#", 1)[0].strip():
+            return _indent(after) > _indent(here)
+    return False
+
+
+def _indent(line: str) -> int:
+    ws = line[: len(line) - len(line.lstrip(" \t"))]
+    return ws.count(" ") + ws.count("\t") * TAB_WIDTH
 
 
 def _misspelt_keyword(text: str, line: int, col: int) -> tuple[str, int, str] | None:

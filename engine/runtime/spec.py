@@ -21,6 +21,7 @@ class ModelSpec:
     temperature: float | None = None
     max_tokens: int | None = None
     max_input_tokens: int | None = None
+    base_url: str | None = None  # block form `base_url: "http://..."`: an OpenAI-compatible server
 
 
 @dataclass(frozen=True)

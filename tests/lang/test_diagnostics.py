@@ -135,20 +135,6 @@ def test_prompts_include_other_prompts_and_cycles_are_reported():
     assert [d.code for d in r.diagnostics] == ["E0021", "E0021"]
 
 
-def test_origin_corpus_has_no_syntax_errors():
-    """The origin project's files, when fetched to /tmp/origin-sr (never committed)."""
-    corpus = Path("/tmp/origin-sr")
-    files = sorted(corpus.glob("*.sr")) if corpus.is_dir() else []
-    if not files:
-        pytest.skip("origin corpus not present")
-    for f in files:
-        codes = [d.code for d in compile_file(f).diagnostics]
-        if f.name == "invalid_syntax.sr":
-            assert codes and codes[0] in ("E0007", "E0008")
-        else:
-            assert "E0007" not in codes and "E0008" not in codes, (f, codes)
-
-
 def test_variables_are_flat_per_run_for_the_analyzer_too():
     """A flow may read what a flow that runs it (directly or not) or an `on start` handler
     assigns; a variable nobody assigns before is E0002, and so is one nobody assigns at all."""
