@@ -419,6 +419,9 @@ class Module(Node):
     file: str
     definitions: list[Definition]
     version: str | None = None
+    # The deepest statement nesting, expression nesting within a statement, and elif/when chain:
+    # how close the generated code may come to Python's own limits (compiler.py).
+    nesting: tuple[int, int, int] = (0, 0, 0)
 
 
 def _build_inits() -> None:

@@ -47,6 +47,8 @@ class Builder:
         # For `${...}` sub-expressions: every node gets the interpolation's position.
         self._fixed: tuple[int, int] | None = None
         self._depth = 0  # expressions and statements open around the node being built
+        self._stmt_depth = 0  # of which statements
+        self.deepest = [0, 0, 0]  # statements, expressions in a statement, branches of one if/match
         self._stmt_at = (1, 1)  # the innermost statement being built (E0022 goes there)
 
     # ---------------------------------------------------------------- helpers
@@ -79,13 +81,13 @@ class Builder:
             d = self.definition(child)
             if d is not None:
                 defs.append(d)
-        return ast.Module(1, 1, self.file, defs, version)
+        return ast.Module(1, 1, self.file, defs, version, tuple(self.deepest))
 
     def definition(self, t: Tree) -> ast.Definition | None:
         method = getattr(self, "d_" + t.data, None)
         if method is None:  # pragma: no cover - grammar and builder are kept in step
             raise AssertionError(f"no builder for {t.data}")
-        self._depth = 0
+        self._depth = self._stmt_depth = 0
         self._stmt_at = _pos(t)
         try:
             return method(t)
@@ -373,7 +375,11 @@ class Builder:
             raise _TooDeep
         outer = self._stmt_at
         self._stmt_at = _pos(t)
+        self._stmt_depth += 1
+        if self._stmt_depth > self.deepest[0]:
+            self.deepest[0] = self._stmt_depth
         built = self._stmt(t)
+        self._stmt_depth -= 1
         self._stmt_at = outer
         self._depth = depth - 1
         return built
@@ -439,6 +445,8 @@ class Builder:
                     branches.append((self.expr(c.children[0]), self.block(c.children[1:])))
                 elif c.data == "else_clause":
                     orelse = self.block(c.children)
+            if len(branches) > self.deepest[2]:
+                self.deepest[2] = len(branches)
             return ast.If(line, col, branches, orelse)
         if d == "for_block":
             name = str(k[0])
@@ -462,6 +470,8 @@ class Builder:
                     pat = c.children[0]
                     cases.append(ast.MatchCase(cl, cc, self.expr(pat.children[0]), pat.data == "match_normalized",
                                                self.stmt(c.children[1])))
+            if len(cases) > self.deepest[2]:
+                self.deepest[2] = len(cases)
             return ast.Match(line, col, self.expr(k[0]), cases)
         if d == "failure_block":
             return ast.OnFailure(line, col, self.block(k))
@@ -478,6 +488,8 @@ class Builder:
         depth = self._depth = self._depth + 1
         if depth > MAX_NESTING:
             raise _TooDeep
+        if depth - self._stmt_depth > self.deepest[1]:
+            self.deepest[1] = depth - self._stmt_depth
         built = build(self, t, t.children, line, col)
         self._depth = depth - 1
         return built

@@ -67,4 +67,5 @@ def test_a_match_longer_than_python_can_compile():
     # gives up with a RecursionError, at 8,000 with a MemoryError ("internal compiler error").
     for n in (5_000, 8_000):
         r = check("flow main:\n    match $input\n" + "".join(f'        when "{i}" -> log {i}\n' for i in range(n)) + "    end\n")
-        assert [(d.code, d.message) for d in r.diagnostics] == [("E0007", "the program nests too deeply to compile")]
+        assert [(d.code, d.line, d.message) for d in r.diagnostics] == [
+            ("E0022", 2, f"nests too deeply to run: {n} `when`/`elif` branches in one chain")]

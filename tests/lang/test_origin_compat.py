@@ -178,3 +178,19 @@ def test_checking_is_linear_in_the_length_of_a_flow():
         assert analyze(info) == []
         per_line.append((time.process_time() - start) / (6 * n))
     assert per_line[1] < per_line[0] * 3  # quadratic would be 8x
+
+
+def test_check_leaves_out_python_compile_only_where_it_cannot_fail():
+    from engine.lang.compiler import compile_source
+    from tests.lang.test_diagnostics import CASES
+
+    path = Path("/tmp/escalate-tests/check_only.sr")
+    for code, src, *_ in CASES:  # every diagnostic, E0022 from Python's own limits included
+        full, checked = compile_source(src, path), compile_source(src, path, check_only=True)
+        assert checked.diagnostics == full.diagnostics, code
+    plain = (FORMS / "review_pipeline.sr").read_text()
+    checked = compile_source(plain, path, check_only=True)
+    assert checked.ok and checked.python is None and compile_source(plain, path).code is not None
+    deep = "flow main:\n" + "".join(f"{'    ' * (i + 1)}for $v{i} in [1] do\n" for i in range(8)) + "    " * 9 + "log 1\n" \
+        + "".join(f"{'    ' * (i + 1)}end\n" for i in reversed(range(8)))
+    assert compile_source(deep, path, check_only=True).code is not None  # close enough to compile for real
