@@ -29,7 +29,7 @@ def expand(paths: list[str]) -> list[Path]:
 
 def main(args: argparse.Namespace) -> int:
     files = expand(list(args.paths))
-    results: list[CompileResult] = [compile_file(f) for f in files]
+    results: list[CompileResult] = [compile_file(f, check_only=True) for f in files]
     diags = [d for r in results for d in r.diagnostics]
     if args.format == "json":
         sys.stdout.write(render_json(diags) + "\n")

@@ -13,8 +13,9 @@ from typing import Any, Callable, Collection, Iterable, Iterator
 
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
-from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, flow_variables, walk_statements
-from engine.runtime.flowlib import PURE_FUNCTIONS, guardrail_names
+from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, assigned_names, flow_variables, walk_statements
+from engine.runtime.flowlib import FUNCTIONS, builtin_function
+from engine.runtime.guardrails import known_guardrails, mask_guardrails
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
 MODEL_KEYS = ("provider", "name", "temperature", "max_tokens", "max_input_tokens", "base_url")
@@ -24,6 +25,8 @@ PRIMITIVE_TYPES = ("string", "int", "float", "bool", "list")
 # Per-call variables of an agent turn: they exist in handlers and `escalate if`, not when an
 # agent's system instruction is built.
 RUN_TIME_VARS = ("output", "tool_call", "tool_result")
+# What a handler's frame holds besides the run's variables (docs/language.md, "Meaning").
+HANDLER_VARS = ("input", "output", "args", "result", "message", "tool", "error")
 # Names compared for "did you mean" in one program, all errors together (far above any real one).
 SUGGEST_BUDGET = 300_000
 
@@ -44,6 +47,40 @@ class Ctx:
         return Ctx(**{**self.__dict__, **changes})
 
 
+class Defined:
+    """The variables definitely assigned at a point of a body: one set, and an undo journal per
+    open scope (a branch, a loop body). Copying the set at each statement or block made long
+    flows quadratic (a 40,000-line flow took 27 s); with the journal each assignment costs O(1)
+    per enclosing block."""
+
+    __slots__ = ("names", "journal")
+
+    def __init__(self, initial: Iterable[str]) -> None:
+        self.names = set(initial)
+        self.journal: list[list[str]] = [[]]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.names
+
+    def add(self, name: str) -> None:
+        if name not in self.names:
+            self.names.add(name)
+            self.journal[-1].append(name)
+
+    def update(self, names: Iterable[str]) -> None:
+        for name in names:
+            self.add(name)
+
+    def open(self) -> None:
+        self.journal.append([])
+
+    def close(self) -> set[str]:
+        """Ends the innermost scope: forgets what it assigned, and returns those names."""
+        added = self.journal.pop()
+        self.names.difference_update(added)
+        return set(added)
+
+
 def _cycle_text(path: list[str], start: int) -> str:
     """`a -> b -> a` for the cycle path[start:] back to path[start]; a long one shortened."""
     cycle = path[start:start + 6] if len(path) - start <= 6 else path[start:start + 3] + ["..."] + path[-2:]
@@ -57,6 +94,7 @@ class Analyzer:
         self.diags: list[Diagnostic] = []
         self.instruction_users: dict[str, list[ast.Agent]] = {}  # prompt -> agents using it
         self.suggest_budget = SUGGEST_BUDGET
+        self._run_vars: set[str] | None = None
         self.prompt_vars = info.assigned | set(BUILTIN_VARS) | set(info.prompts)  # what `${name}` may name
         # Per flow: the variables that may be set when it starts, and once it has run (None: too
         # large a program to track them; W0003 says so).
@@ -68,14 +106,15 @@ class Analyzer:
             if name:
                 self.instruction_users.setdefault(name, []).append(a)
 
-    def suggest(self, name: str, *pools: Collection[str]) -> str | None:
+    def suggest(self, name: str, *pools: Collection[str], prefix: str = "") -> str | None:
         """`did_you_mean` over the pools, while the program's budget of names compared lasts: a
-        hostile file with a hundred thousand names and as many typos would take hours."""
+        hostile file with a hundred thousand names and as many typos would take hours. `prefix`
+        is shown before the name suggested (`$` for a variable written with it)."""
         size = sum(len(p) for p in pools)
         if size > self.suggest_budget:
             return None
         self.suggest_budget -= size
-        return did_you_mean(name, itertools.chain(*pools))
+        return did_you_mean(name, itertools.chain(*pools), prefix)
 
     def err(self, file: str, node: ast.Node, code: str, msg: str, help: str | None = None) -> None:
         self.diags.append(error(file, node.line, node.column, code, msg, help))
@@ -121,9 +160,15 @@ class Analyzer:
             if key not in MODEL_KEYS:
                 self.diags.append(error(file, line, col, "E0017", f"unknown model property '{key}'",
                                         self.suggest(key, MODEL_KEYS) or "model properties: " + ", ".join(MODEL_KEYS)))
-        for key in ("provider", "name"):
-            if key not in m.properties:
-                self.err(file, m, "E0010", f"model '{m.name}' has no '{key}'", f"add `{key}: ...` to the block")
+        if "provider" not in m.properties:
+            self.err(file, m, "E0010", f"model '{m.name}' has no 'provider'", "add `provider: ...` to the block")
+        if "name" not in m.properties:  # the origin accepts it (its default model is used)
+            self.diags.append(warning(file, m.line, m.column, "W0005", f"model '{m.name}' has no 'name'",
+                                      "add `name: MODEL-ID`: the model the provider runs"))
+        base_url = m.properties.get("base_url")
+        if base_url is not None and not (isinstance(base_url, str) and base_url.startswith(("http://", "https://"))):
+            line, col = m.prop_lines["base_url"]
+            self.diags.append(error(file, line, col, "E0004", "model property 'base_url' needs an http:// or https:// URL"))
         for key in ("temperature", "max_tokens", "max_input_tokens"):
             v = m.properties.get(key)
             want_int = key != "temperature"
@@ -211,6 +256,14 @@ class Analyzer:
                     return found
         return None
 
+    def ref_at(self, file: str, p: ast.AgentProp, index: int, kind: str, name: str, table: dict, extra: str = "") -> bool:
+        """`ref` with the caret on the name itself (an agent property's `index`-th value)."""
+        if name in table:
+            return True
+        line, col = p.value_at[index] if index < len(p.value_at) else (p.line, p.column)
+        self.diags.append(error(file, line, col, "E0001", f"undefined {kind} '{name}'{extra}", self.suggest(name, table)))
+        return False
+
     def agent(self, a: ast.Agent) -> None:
         info = self.info
         file = info.file(a)
@@ -224,36 +277,38 @@ class Analyzer:
             if p.key in seen and p.key not in ("tools", "delegate", "use"):
                 self.err(file, p, "E0003", f"'{p.key}' is set twice in {label}")
             seen.add(p.key)
-            names = [v for v in p.values if isinstance(v, str)]
+            names = [(i, v) for i, v in enumerate(p.values) if isinstance(v, str)]
             if p.key == "instruction":
-                for n in names:
-                    self.ref(file, p, "prompt", n, info.prompts)
+                for i, n in names:
+                    self.ref_at(file, p, i, "prompt", n, info.prompts)
             elif p.key == "prompt":  # the first user message: a prompt, or a variable's value
-                for n in names:
+                for i, n in names:
                     if n not in info.assigned and n not in BUILTIN_VARS:
-                        self.ref(file, p, "prompt", n, info.prompts, " (nor a variable any flow assigns)")
+                        self.ref_at(file, p, i, "prompt", n, info.prompts, " (nor a variable any flow assigns)")
             elif p.key == "tools":
-                for n in names:
+                for i, n in names:
                     if "." not in n:
-                        self.ref(file, p, "tool", n, info.tools)
+                        self.ref_at(file, p, i, "tool", n, info.tools)
             elif p.key in ("delegate", "use"):
-                for n in names:
-                    if n == a.name:
-                        self.err(file, p, "E0011", f"circular agent reference: {n} -> {n}")
-                    else:
-                        self.ref(file, p, "agent", n, info.agents)
+                for i, n in names:
+                    if n == a.name and p.key == "delegate":  # a sub-agent of itself: no tree
+                        line, col = p.value_at[i]
+                        self.diags.append(error(file, line, col, "E0011", f"circular agent reference: {n} -> {n}",
+                                                "an agent may `use` itself (recursion, bounded at run time), not delegate to itself"))
+                    elif n != a.name:  # `use` of itself is recursion, as in the origin
+                        self.ref_at(file, p, i, "agent", n, info.agents)
             elif p.key == "retry":
-                for n in names:
-                    self.ref(file, p, "retry policy", n, info.retries)
+                for i, n in names:
+                    self.ref_at(file, p, i, "retry policy", n, info.retries)
             elif p.key == "timeout":
-                for n in names:
-                    self.ref(file, p, "timeout policy", n, info.timeouts)
+                for i, n in names:
+                    self.ref_at(file, p, i, "timeout policy", n, info.timeouts)
                 for v in p.values:
                     if isinstance(v, tuple) and v[1] is not None and v[1] not in ("second", "seconds", "minute", "minutes", "hour", "hours"):
                         self.err(file, p, "E0017", f"unknown time unit '{v[1]}'", "use seconds, minutes or hours")
             elif p.key == "history":
-                for n in names:
-                    self.ref(file, p, "policy", n, info.policies)
+                for i, n in names:
+                    self.ref_at(file, p, i, "policy", n, info.policies)
             elif p.key == "description":
                 if not any(isinstance(v, ast.Literal) for v in p.values):
                     self.err(file, p, "E0004", "description needs a string", 'write description "..."')
@@ -314,32 +369,61 @@ class Analyzer:
                 self.err(file, f, "E0003", f"parameter '${p}' appears twice in flow '{f.name}'")
             seen.add(p)
         self.block(f.body, Ctx(file, check_vars=self.track_vars),
-                   set(BUILTIN_VARS) | set(f.params) | self.set_before.get(f.name, set()))
+                   Defined(itertools.chain(BUILTIN_VARS, f.params, self.set_before.get(f.name, ()))))
 
     def handler(self, file: str, h: ast.Handler) -> None:
-        self.block(h.body, Ctx(file, in_handler=True, check_vars=False), set())
+        """Checked like a flow body. A handler runs while a run is under way, and variables are
+        flat per run: what `on start` handlers, flows (their parameters) and agents' `produces`
+        set may be there; what only handlers set must be set before its use in this one."""
+        if h.event == "start":
+            initial: Iterable[str] = itertools.chain(BUILTIN_VARS, HANDLER_VARS)
+        else:
+            initial = itertools.chain(BUILTIN_VARS, HANDLER_VARS, self.run_vars())
+        self.block(h.body, Ctx(file, in_handler=True, check_vars=self.track_vars), Defined(initial))
         if h.event == "start":
             for s in walk_statements(h.body):
                 if isinstance(s, ast.RetryStep):
                     self.err(file, s, "E0009", f"'retry step' has no step to retry in an '{h.timing} start' handler",
                              "use it in 'on failure' blocks or in input/output/tool-call/tool-result handlers")
 
-    def block(self, stmts: list[ast.Stmt], ctx: Ctx, defined: set[str]) -> set[str]:
-        """Checks statements; returns the variables definitely assigned after them."""
-        defined = set(defined)
+    def run_vars(self) -> set[str]:
+        """Variables a flow, a flow parameter, an agent's `produces` or an `on start` handler may set."""
+        if self._run_vars is None:
+            info = self.info
+            names: set[str] = set()
+            for f in info.flows.values():
+                names |= assigned_names(walk_statements(f.body))
+                names.update(f.params)
+            for h in info.handlers:
+                if h.event == "start":
+                    names |= assigned_names(walk_statements(h.body))
+            for a in info.agents.values():
+                produced = info.agent_fields(a).get("produces")
+                if produced:
+                    names.add(produced)
+            self._run_vars = names
+        return self._run_vars
+
+    def block(self, stmts: list[ast.Stmt], ctx: Ctx, defined: Defined) -> None:
+        """Checks statements; what they assign is added to `defined`."""
         for i, s in enumerate(stmts):
             if isinstance(s, ast.OnFailure):
                 if i == 0 or isinstance(stmts[i - 1], ast.OnFailure):
                     self.err(ctx.file, s, "E0009", "'on failure' must follow the statement it handles")
-                self.block(s.body, ctx.but(in_failure=True), defined | {"error"})
+                self.scoped(s.body, ctx.but(in_failure=True), defined, ("error",))
                 continue
-            defined = self.stmt(s, ctx, defined)
-        return defined
+            self.stmt(s, ctx, defined)
 
-    def stmt(self, s: ast.Stmt, ctx: Ctx, defined: set[str]) -> set[str]:
-        """Checks one statement; returns the variables definitely assigned after it. `defined` is
-        the calling block's own set: an assignment adds to it in place (a copy per statement
-        made long flows quadratic)."""
+    def scoped(self, stmts: list[ast.Stmt], ctx: Ctx, defined: Defined, extra: Iterable[str] = ()) -> set[str]:
+        """Checks a block that may not run (or not fall through): returns what it assigned and
+        takes it back out of `defined`."""
+        defined.open()
+        defined.update(extra)
+        self.block(stmts, ctx, defined)
+        return defined.close()
+
+    def stmt(self, s: ast.Stmt, ctx: Ctx, defined: Defined) -> None:
+        """Checks one statement; what it definitely assigns is added to `defined`."""
         file = ctx.file
         if isinstance(s, ast.Assign):
             self.value(s.value, ctx, defined)
@@ -347,25 +431,25 @@ class Analyzer:
             while isinstance(root, ast.GetAttr):
                 root = root.target
             if not isinstance(root, ast.Var):
-                return defined  # not assignable: reported as E0018 by the transformer
+                return  # not assignable: reported as E0018 by the transformer
             if root is not s.target:
                 self.use(root, ctx, defined)
             defined.add(root.name)
-            defined |= self.produced(s.value)
-            return defined
+            defined.update(self.produced(s.value))
+            return
         if isinstance(s, ast.ExprStmt):
             self.value(s.expr, ctx, defined)
-            defined |= self.produced(s.expr)
-            return defined
+            defined.update(self.produced(s.expr))
+            return
         if isinstance(s, ast.Return):
             if ctx.in_handler:
                 self.err(file, s, "E0009", "'return' is not allowed in a handler", "handlers react to events; use `block if`, `warn` or `retry step`")
             if s.value is not None:
                 self.value(s.value, ctx, defined)
-            return defined
-        if isinstance(s, (ast.Log,)):
+            return
+        if isinstance(s, ast.Log):
             self.expr(s.message, ctx, defined)
-            return defined
+            return
         if isinstance(s, ast.Push):
             self.expr(s.value, ctx, defined)
             root = s.target
@@ -373,56 +457,45 @@ class Analyzer:
                 root = root.target
             if isinstance(root, ast.Var):
                 defined.add(root.name)
-            return defined
+            return
         if isinstance(s, ast.Continue):
             if not ctx.in_loop:
                 self.err(file, s, "E0012", "'continue' outside a loop", "continue works inside `for ... do` and `loop ... do`")
-            return defined
+            return
         if isinstance(s, (ast.Abort, ast.Fail)):
             if s.message is not None:
                 self.expr(s.message, ctx, defined)
-            return defined
+            return
         if isinstance(s, ast.RetryStep):
             if not (ctx.in_failure or ctx.in_handler):
                 self.err(file, s, "E0009", "'retry step' is only allowed in 'on failure' blocks and handlers")
             self.expr(s.value, ctx, defined)
-            return defined
+            return
         if isinstance(s, (ast.Mask, ast.Block, ast.Warn, ast.RetryWith)):
-            word = {ast.Mask: "mask", ast.Block: "block if", ast.Warn: "warn", ast.RetryWith: "retry with"}[type(s)]
-            if not ctx.in_handler:
-                self.err(file, s, "E0009", f"'{word}' is a guardrail: only allowed in 'on input/output/tool-call/tool-result' handlers")
-            for e in (getattr(s, "condition", None), getattr(s, "value", None)):
-                if isinstance(e, ast.Var) and not e.dollar and e.name not in self.info.assigned:
-                    names = guardrail_names()
-                    if e.name not in names:
-                        self.err(file, e, "E0001", f"unknown guardrail '{e.name}'",
-                                 self.suggest(e.name, names) or "built-in guardrails: " + ", ".join(names))
-                elif e is not None:
-                    self.expr(e, ctx, defined)
-            if isinstance(s, ast.Mask) and s.guardrail not in guardrail_names()[1:]:
-                self.err(file, s, "E0001", f"unknown guardrail '{s.guardrail}' for mask",
-                         self.suggest(s.guardrail, guardrail_names()[1:]) or "mask works with: " + ", ".join(guardrail_names()[1:]))
-            return defined
+            self.guardrail_stmt(s, ctx, defined)
+            return
         if isinstance(s, ast.If):
             outs = []
             for cond, body in s.branches:
                 self.expr(cond, ctx, defined)
-                out = self.block(body, ctx, defined)
+                added = self.scoped(body, ctx, defined)
                 if not terminates(body):
-                    outs.append(out)
+                    outs.append(added)
             if s.orelse is not None:
-                out = self.block(s.orelse, ctx, defined)
+                added = self.scoped(s.orelse, ctx, defined)
                 if not terminates(s.orelse):
-                    outs.append(out)
+                    outs.append(added)
             else:
-                outs.append(defined)
-            return set.intersection(*outs) if outs else defined
+                outs.append(set())
+            if outs:  # every branch that falls through assigned these
+                defined.update(set.intersection(*outs))
+            return
         if isinstance(s, ast.For):
             self.expr(s.iterable, ctx, defined)
             if isinstance(s.iterable, ast.Literal) and not isinstance(s.iterable.value, str) and s.iterable.value is not None:
                 self.err(file, s.iterable, "E0004", f"cannot iterate over a {_lit_type(s.iterable.value)}")
-            self.block(s.body, ctx.but(in_loop=True), defined | {s.var})
-            return defined
+            self.scoped(s.body, ctx.but(in_loop=True), defined, (s.var,))
+            return
         if isinstance(s, ast.Loop):
             if s.max is not None:
                 self.expr(s.max, ctx, defined)
@@ -431,14 +504,17 @@ class Analyzer:
                     self.err(file, s.max, "E0004", "'loop max' needs a whole number")
                 elif isinstance(s.max, ast.Neg) and isinstance(s.max.operand, ast.Literal):
                     self.err(file, s.max, "E0004", "'loop max' cannot be negative")
-            out = self.block(s.body, ctx.but(in_loop=True), defined)
+            added = self.scoped(s.body, ctx.but(in_loop=True), defined)
             runs_once = s.max is None or (isinstance(s.max, ast.Literal) and isinstance(s.max.value, int) and s.max.value >= 1)
-            return out if runs_once and not has_continue(s.body) else defined
+            if runs_once and not has_continue(s.body):
+                defined.update(added)
+            return
         if isinstance(s, ast.Parallel):
-            out = set(defined)
+            union: set[str] = set()
             for st in s.body:
-                out |= self.block([st], ctx.but(in_parallel=True), defined)
-            return out
+                union |= self.scoped([st], ctx.but(in_parallel=True), defined)
+            defined.update(union)
+            return
         if isinstance(s, ast.Match):
             self.expr(s.subject, ctx, defined)
             outs = []
@@ -448,13 +524,36 @@ class Analyzer:
                     self.expr(c.pattern, ctx, defined)
                 else:
                     has_else = True
-                out = self.block([c.body], ctx, defined)
+                added = self.scoped([c.body], ctx, defined)
                 if not terminates([c.body]):
-                    outs.append(out)
+                    outs.append(added)
             if not has_else:
-                outs.append(defined)
-            return set.intersection(*outs) if outs else defined
-        return defined
+                outs.append(set())
+            if outs:
+                defined.update(set.intersection(*outs))
+
+    def guardrail_stmt(self, s: ast.Mask | ast.Block | ast.Warn | ast.RetryWith, ctx: Ctx, defined: Defined) -> None:
+        """`mask NAME`, `block if c`, `warn ...`, `retry with e if c`. A bare name that no code
+        assigns is a guardrail; the names are an open set (the origin's `mcp_guard`,
+        `cognitive_drift`, names a user registers): an unknown one is a warning, never an error."""
+        word = {ast.Mask: "mask", ast.Block: "block if", ast.Warn: "warn", ast.RetryWith: "retry with"}[type(s)]
+        file = ctx.file
+        if not ctx.in_handler:
+            self.err(file, s, "E0009", f"'{word}' is a guardrail: only allowed in 'on input/output/tool-call/tool-result' handlers")
+        for e in (getattr(s, "condition", None), getattr(s, "value", None)):
+            if isinstance(e, ast.Var) and not e.dollar and e.name not in self.info.assigned:  # as codegen reads it
+                self.unknown_guardrail(file, e, e.name, known_guardrails())
+            elif e is not None:
+                self.expr(e, ctx, defined)
+        if isinstance(s, ast.Mask):
+            self.unknown_guardrail(file, s, s.guardrail, mask_guardrails())
+
+    def unknown_guardrail(self, file: str, node: ast.Node, name: str, known: tuple[str, ...]) -> None:
+        if name in known:
+            return
+        self.diags.append(warning(file, node.line, node.column, "W0004", f"unknown guardrail '{name}': it never triggers here",
+                                  self.suggest(name, known) or "guardrails: " + ", ".join(known)
+                                  + "; register others with engine.runtime.guardrails.register_guardrail"))
 
     def produced(self, e: ast.Expr) -> set[str]:
         """Variables set once `e` has run: an agent's `produces`, what a flow run may set."""
@@ -465,11 +564,11 @@ class Analyzer:
             return self.set_after.get(e.flow, set())
         return set()
 
-    def value(self, e: ast.Expr, ctx: Ctx, defined: set[str]) -> None:
+    def value(self, e: ast.Expr, ctx: Ctx, defined: Defined) -> None:
         info = self.info
         file = ctx.file
         if isinstance(e, ast.RunAgent):
-            self.ref(file, e, "agent", e.agent, info.agents,
+            self.ref(file, _named(e), "agent", e.agent, info.agents,
                      " (to run a flow, write `run FLOW`)" if e.agent in info.flows else "")
             for a in e.args:
                 self.expr(a, ctx, defined)
@@ -477,13 +576,13 @@ class Analyzer:
                 self.expr(e.history, ctx, defined)
             self.esc_handler(e.handler, ctx, defined)
         elif isinstance(e, ast.RunFlow):
-            self.ref(file, e, "flow", e.flow, info.flows,
+            self.ref(file, _named(e), "flow", e.flow, info.flows,
                      "" if e.flow not in info.agents else " (to run an agent, write `run agent NAME`)")
             for a in e.args:
                 self.expr(a, ctx, defined)
             self.esc_handler(e.handler, ctx, defined)
         elif isinstance(e, ast.CallLlm):
-            self.ref(file, e, "prompt", e.prompt, info.prompts)
+            self.ref(file, _named(e), "prompt", e.prompt, info.prompts)
             if e.model is not None:
                 self.ref(file, e, "model", e.model, info.models)
             for a in e.args:
@@ -494,7 +593,7 @@ class Analyzer:
         else:
             self.expr(e, ctx, defined)
 
-    def esc_handler(self, h: ast.EscalationHandler | None, ctx: Ctx, defined: set[str]) -> None:
+    def esc_handler(self, h: ast.EscalationHandler | None, ctx: Ctx, defined: Defined) -> None:
         if h is None:
             return
         if h.action == "continue" and not ctx.in_loop:
@@ -507,18 +606,18 @@ class Analyzer:
                 self.expr(h.value, ctx, defined)
 
     # ---------------------------------------------------------------- expressions
-    def use(self, v: ast.Var, ctx: Ctx, defined: set[str]) -> None:
+    def use(self, v: ast.Var, ctx: Ctx, defined: Defined) -> None:
         if not ctx.check_vars or v.name in defined:
             return
         label = f"${v.name}" if v.dollar else v.name
         if v.name in self.info.assigned or v.name in BUILTIN_VARS:
             self.err(ctx.file, v, "E0002", f"variable '{label}' is used before it is assigned",
                      "assign it on every path before this line, in a flow that runs this one, or in an `on start` handler")
-        else:
-            self.err(ctx.file, v, "E0001", f"undefined variable '{label}'",
-                     self.suggest(v.name, defined, self.info.assigned))
+        else:  # E0002 too, as the origin reports it: nothing assigns it
+            self.err(ctx.file, v, "E0002", f"variable '{label}' is never assigned",
+                     self.suggest(v.name, defined.names, self.info.assigned, BUILTIN_VARS, prefix="$" if v.dollar else ""))
 
-    def expr(self, e: ast.Expr, ctx: Ctx, defined: set[str]) -> None:
+    def expr(self, e: ast.Expr, ctx: Ctx, defined: Defined) -> None:
         """One walk: variable uses, misplaced forms and literal type mismatches."""
         for sub in iter_exprs(e):
             kind = type(sub)
@@ -541,9 +640,9 @@ class Analyzer:
 
     def pure_only(self, file: str, e: ast.Expr, where: str) -> None:
         for sub in iter_exprs(e):
-            if isinstance(sub, ast.Call) and sub.func not in PURE_FUNCTIONS:
+            if isinstance(sub, ast.Call) and builtin_function(sub.func) is None:
                 self.err(file, sub, "E0019", f"'{sub.func}()' cannot be called in {where}",
-                         "only built-in functions work here: " + ", ".join(sorted(PURE_FUNCTIONS)))
+                         "only built-in functions work here: " + ", ".join(sorted(FUNCTIONS)))
 
     def expr_types(self, file: str, e: ast.Expr) -> None:
         for sub in iter_exprs(e):
@@ -562,6 +661,13 @@ class Analyzer:
                 self.err(file, sub, "E0004", f"'{sub.op}' needs numbers, not {lt} and {rt}")
             elif sub.op in ("<", ">", "<=", ">=") and lt != rt and {lt, rt} != {"number"}:
                 self.err(file, sub, "E0004", f"cannot compare {lt} {sub.op} {rt}")
+
+
+def _named(e: ast.RunAgent | ast.RunFlow | ast.CallLlm) -> ast.Node:
+    """Where the agent, flow or prompt name of a statement is written: the caret goes there."""
+    if e.name_at is None:
+        return e
+    return ast.Literal(e.name_at[0], e.name_at[1], None)
 
 
 def _lit_type(v: object) -> str:

@@ -154,6 +154,7 @@ class RunAgent(Expr):
     history: Expr | None = None
     handler: EscalationHandler | None = None
     with_form: bool = False
+    name_at: tuple[int, int] | None = None  # where the agent's name is written (for the caret)
 
 
 @_node
@@ -161,6 +162,7 @@ class RunFlow(Expr):
     flow: str
     args: list[Expr]
     handler: EscalationHandler | None = None
+    name_at: tuple[int, int] | None = None
 
 
 @_node
@@ -168,6 +170,7 @@ class CallLlm(Expr):
     prompt: str
     args: list[Expr]
     model: str | None = None
+    name_at: tuple[int, int] | None = None
 
 
 @_node
@@ -387,6 +390,7 @@ class Prompt(Definition):
 class AgentProp(Node):
     key: str
     values: list[Any]  # str names / dotted names, Literal strings, (number, unit) tuples
+    value_at: list[tuple[int, int]] = field(default_factory=list)  # each value's position
 
 
 @_node
@@ -415,6 +419,9 @@ class Module(Node):
     file: str
     definitions: list[Definition]
     version: str | None = None
+    # The deepest statement nesting, expression nesting within a statement, and elif/when chain:
+    # how close the generated code may come to Python's own limits (compiler.py).
+    nesting: tuple[int, int, int] = (0, 0, 0)
 
 
 def _build_inits() -> None:

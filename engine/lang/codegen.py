@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.lang import ast
 from engine.lang.semantics import ProgramInfo
-from engine.runtime.flowlib import PURE_FUNCTIONS
+from engine.runtime.flowlib import builtin_function
 
 _TIME_UNITS = {"second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600}
 
@@ -131,8 +131,8 @@ class ExprGen:
 
     def e_Call(self, e: ast.Call) -> str:
         args = ", ".join(self.expr(a) for a in e.args)
-        if e.func in PURE_FUNCTIONS:
-            return f"rt.call_pure({e.func!r}, [{args}], {e.line})"
+        if builtin_function(e.func) is not None:
+            return f"rt.call_function({e.func!r}, [{args}], {e.line})"
         if self.in_lambda:  # no `await` possible here: the analyzer reports E0019 before codegen
             raise AssertionError(f"line {e.line}: call of {e.func}() in a lambda reached codegen")
         return f"(await ctx.call_function({e.func!r}, [{args}], line={e.line}))"
@@ -538,7 +538,7 @@ class CodeGen:
         """Guardrail conditions: a bare name that no code assigns is a built-in guardrail."""
         if isinstance(c, ast.Var) and not c.dollar and c.name not in self.info.assigned:
             # The handler's frame holds the message in flight as `message`.
-            return f"rt.guardrail_hit({c.name!r}, ctx.vars.get('message'))"
+            return f"ctx.guardrail({c.name!r}, line={c.line})"
         return self.ex()(c)
 
     def s_Block(self, s: ast.Block) -> list[str]:

@@ -20,7 +20,7 @@ from engine.lang import ast
 from engine.lang.analyzer import analyze
 from engine.lang.diagnostics import Diagnostic, error, sort_key
 from engine.lang.parser import parse_source
-from engine.lang.semantics import Unit, gather
+from engine.lang.semantics import ProgramInfo, Unit, gather
 from engine.lang.transformer import build_module
 from engine.positions import byte_position
 
@@ -63,7 +63,7 @@ class _Parsed:
 
 
 _parse_cache: dict[tuple[str, str], _Parsed] = {}
-_result_cache: dict[tuple[str, str, bool], CompileResult] = {}
+_result_cache: dict[tuple[str, str, bool, bool], CompileResult] = {}
 _class_cache: dict[str, type] = {}
 _lock = threading.Lock()
 _CACHE_LIMIT = 256
@@ -171,13 +171,15 @@ def _resolve_imports(main: Unit, base: Path, diagnostics: list[Diagnostic]) -> l
 
 # ------------------------------------------------------------------ pipeline
 
-def compile_source(source: str, path: Path) -> CompileResult:
+def compile_source(source: str, path: Path, *, check_only: bool = False) -> CompileResult:
     """Compile `.sr` text. Imports are resolved relative to `path`'s folder. `escalate check`
-    runs all of it too: a file it calls clean is one that compiles."""
+    (`check_only`) runs all of it too, so that a file it calls clean is one that compiles; only
+    generating the Python module and Python's own `compile()` of it are left out when the
+    program is far inside Python's limits (SAFE_NESTING), where they report nothing."""
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the pipeline allocates many short-lived trees; cyclic GC passes only cost time
     try:
-        return _compile_source(source, Path(path))
+        return _compile_source(source, Path(path), check_only)
     except (RecursionError, MemoryError):  # Python's own parser gives up on a chain of some 5,000 `elif`s with either
         return CompileResult(Path(path), [error(path, 1, 1, "E0007", "the program nests too deeply to compile")], None, False)
     except Exception as exc:  # a compiler bug must still be one clear line, never a traceback
@@ -188,7 +190,18 @@ def compile_source(source: str, path: Path) -> CompileResult:
             gc.enable()
 
 
-def _compile_source(source: str, path: Path) -> CompileResult:
+# Python refuses 20 nested loops/try blocks, about 100 indentation levels, 200 nested brackets, and
+# its parser recurses on long elif chains. The generated code spends at most 3 loop/try blocks
+# and 4 indentation levels per .sr statement level, and 3 brackets per expression level: below
+# these (statements, expressions in a statement, branches of one if/match) it always compiles.
+SAFE_NESTING = (6, 50, 200)
+
+
+def _far_inside_python_limits(units: list[Unit]) -> bool:
+    return all(all(n <= safe for n, safe in zip(u.module.nesting, SAFE_NESTING)) for u in units)
+
+
+def _compile_source(source: str, path: Path, check_only: bool = False) -> CompileResult:
     file = str(path)
     parsed = _parse(source, file)
     sources = {file: source}
@@ -198,7 +211,7 @@ def _compile_source(source: str, path: Path) -> CompileResult:
     main = Unit(file, parsed.module, source)
     deps = _resolve_imports(main, path.parent, diagnostics) if _has_imports(parsed.module) else []
     units = deps + [main]
-    key = (file, _sha("\x00".join(u.source for u in units)), _imports_outside_allowed)
+    key = (file, _sha("\x00".join(u.source for u in units)), _imports_outside_allowed, check_only)
     cached = _result_cache.get(key)
     if cached is not None:
         return cached
@@ -209,7 +222,7 @@ def _compile_source(source: str, path: Path) -> CompileResult:
     diagnostics = _dedupe(sorted(diagnostics, key=sort_key))
     ok = not any(d.is_error for d in diagnostics)
     python = code = None
-    if ok:
+    if ok and not (check_only and _far_inside_python_limits(units)):
         from engine.lang.codegen import generate
 
         python = generate(info, path.name, _sha(source))
@@ -217,6 +230,9 @@ def _compile_source(source: str, path: Path) -> CompileResult:
             code = compile(python, _module_file(path), "exec")
         except SyntaxError as exc:
             diagnostics.append(_python_limit(exc, python, file, source))
+            ok, python = False, None
+        except (RecursionError, MemoryError):  # Python's parser recurses on a long elif chain
+            diagnostics.append(_longest_chain(info))
             ok, python = False, None
     result = CompileResult(path, diagnostics, python, ok, sources, code)
     with _lock:
@@ -252,6 +268,24 @@ def _python_limit(exc: SyntaxError, python: str, file: str, source: str) -> Diag
     return error(file, line, column, "E0022", f"nests too deeply to run: {what}", "move the inner part into a flow of its own and `run` it")
 
 
+def _longest_chain(info: ProgramInfo) -> Diagnostic:
+    """E0022 at the if/match with the most branches (its elif chain is what Python refused)."""
+    from engine.lang.semantics import walk_statements
+
+    bodies = [f.body for f in info.flows.values()] + [h.body for h in info.handlers]
+    bodies += [h.body for a in info.agents.values() for h in a.handlers]
+    best: ast.Stmt | None = None
+    size = 0
+    for body in bodies:
+        for s in walk_statements(body):
+            n = len(s.branches) if isinstance(s, ast.If) else len(s.cases) if isinstance(s, ast.Match) else 0
+            if n > size:
+                best, size = s, n
+    where = (info.file(best), best.line, best.column) if best is not None else (info.main_file, 1, 1)
+    return error(*where, "E0022", f"nests too deeply to run: {size} `when`/`elif` branches in one chain",
+                 "split the chain: move part of it into a flow of its own and `run` it")
+
+
 def _has_imports(module: ast.Module) -> bool:
     return any(isinstance(d, ast.Import) and d.path is not None for d in module.definitions)
 
@@ -271,7 +305,7 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def compile_file(path: Path) -> CompileResult:
+def compile_file(path: Path, *, check_only: bool = False) -> CompileResult:
     """Read and compile a file; an unreadable file is an E0020 diagnostic."""
     path = Path(path)
     try:
@@ -282,7 +316,7 @@ def compile_file(path: Path) -> CompileResult:
         line, column = byte_position(exc.object, exc.start)
         return CompileResult(path, [error(path, line, column, "E0020", f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")],
                              None, False)
-    return compile_source(text, path)
+    return compile_source(text, path, check_only=check_only)
 
 
 def is_unreadable(result: CompileResult) -> bool:

@@ -40,6 +40,8 @@ CODES: dict[str, str] = {
     "E0022": "nests too deeply to run",
     "W0002": "agent has both delegate and use",
     "W0003": "program too large to check variables",
+    "W0004": "unknown guardrail",
+    "W0005": "model without a name",
 }
 
 
@@ -66,10 +68,11 @@ def warning(file: str | Path, line: int, column: int, code: str, message: str, h
     return Diagnostic(str(file), max(1, line), max(1, column), "warning", code, message, help)
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """A "did you mean" help line for a close existing name, or None."""
+def did_you_mean(name: str, candidates: Iterable[str], prefix: str = "") -> str | None:
+    """A "did you mean" help line for a close existing name, or None. `prefix` is written before
+    the suggestion as the user writes it (`did you mean '$input'?`)."""
     close = difflib.get_close_matches(name, [c for c in candidates if c], n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
+    return f"did you mean '{prefix}{close[0]}'?" if close else None
 
 
 def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:

@@ -57,7 +57,7 @@ _MASTER = re.compile(
 _GROUP_TYPE = {"TRIPLE": "TRIPLE_STRING", "STRING": "STRING", "NUMBER": "NUMBER", "INT": "INT", "VAR": "VAR",
                "BODY": "PLAIN_BODY"}
 # Terminals that need their own pattern, tried first in the states that accept them.
-_SPECIAL = ("VERSION", "IMPORT_PATH", "MODEL_REF", "MODEL_VALUE", "PRESERVE_LAST", "PRESERVE_TOOL")
+_SPECIAL = ("VERSION", "IMPORT_PATH", "IMPORT_URI", "MODEL_REF", "MODEL_VALUE", "PRESERVE_LAST", "PRESERVE_TOOL")
 # A literal start that a special terminal needs: skips hopeless regex attempts.
 _PREFIX = {"PRESERVE_LAST": "last", "PRESERVE_TOOL": "tool", "VERSION": "v", "IMPORT_PATH": "."}
 _BUILD, _PASS, _WRAP = "build", "pass", "wrap"  # kinds of reduction
@@ -269,6 +269,10 @@ class FastParser:
         push_state = stack.append
         push_value = values.append
         queue: list[tuple[str, Any]] = []  # the _INDENT/_DEDENTs after a line break, $END
+        # Lark places a node at its first child's *container*: where the text of a node passed up
+        # through a rule that drops tokens around it (`"(" expr ")"`) starts, the "(". Only such
+        # nodes are listed here (id -> position); every other node's container is itself.
+        containers: dict[int, tuple[int, int]] = {}
         levels = [0]
         depth = 0
         pos = 0
@@ -389,6 +393,9 @@ class FastParser:
                     if type(c) is tuple:
                         value.line, value.column = c
                         value.empty = False
+                    elif containers and id(c) in containers:
+                        value.line, value.column = containers[id(c)]
+                        value.empty = False
                     elif type(c) is not tree_cls or not c.empty:
                         value.line = c.line
                         value.column = c.column
@@ -402,6 +409,8 @@ class FastParser:
                 if how is _PASS:  # a rule whose one kept child replaces the node
                     _, size, index, goto = act
                     value = values[index]
+                    if index != -size and type(value) is tree_cls:
+                        containers[id(value)] = _start(values[-size], containers)
                     del values[-size:]
                     del stack[-size:]
                 else:
@@ -426,6 +435,8 @@ class FastParser:
                                 filtered = c.children
                     if expand1 and len(filtered) == 1:
                         value = filtered[0]
+                        if type(value) is tree_cls and children[0] is not value:
+                            containers[id(value)] = _start(children[0], containers)
                     else:
                         value = new_tree(tree_cls)  # Tree's slots set here: no __init__ call
                         value.data = name
@@ -433,6 +444,10 @@ class FastParser:
                         for c in children:  # position of the first child, kept or filtered out
                             if type(c) is tuple:
                                 value.line, value.column = c
+                                value.empty = False
+                                break
+                            if containers and id(c) in containers:
+                                value.line, value.column = containers[id(c)]
                                 value.empty = False
                                 break
                             if type(c) is not tree_cls or not c.empty:
@@ -446,6 +461,13 @@ class FastParser:
                 top = goto[stack[-1]]
                 push_state(top)
                 push_value(value)
+
+
+def _start(first: Any, containers: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """Where the text of a node whose first child is `first` starts (Lark's container start)."""
+    if type(first) is tuple:
+        return first
+    return containers.get(id(first)) or (first.line, first.column)
 
 
 def _special(found: tuple[tuple[str, str, re.Pattern[str]], ...], text: str, pos: int) -> tuple[str, int, str] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+import re
 from typing import Iterator
 
 from lark import Lark, Token
@@ -183,8 +184,23 @@ def syntax_diagnostic(exc: UnexpectedInput, file: str, text: str, line_offset: i
             line, col = _end_position(text)
         expected = set(exc.expected or ())
         if tok.type == "_INDENT":
+            header = _header_missing_end(text, line)
+            if header is not None:  # `prompt greeting` then an indented body: the ':' is missing
+                hline, hcol, want = header
+                return error(file, hline + line_offset, hcol, "E0007", f"expected '{want}' at the end of this line",
+                             f"a block's first line ends with '{want}' before its indented body")
             return error(file, line + line_offset, col, "E0008", "unexpected indentation",
                          "this line is indented more than the line before it, but no block starts there")
+        ending = {"COLON": ":", "DO": "do"}.keys() & expected
+        if tok.type == "_NL" and ending and _indented_after(text, line):  # `on failure` then its body
+            want = ":" if "COLON" in ending else "do"
+            return error(file, line + line_offset, col, "E0007", f"expected '{want}' at the end of this line",
+                         f"a block's first line ends with '{want}' before its indented body")
+        misspelt = _misspelt_keyword(text, line, col)
+        if misspelt is not None:
+            word, wcol, keyword = misspelt
+            return error(file, line + line_offset, wcol + (col_offset if line == 1 else 0), "E0007",
+                         f"unexpected {word!r}", f"did you mean '{keyword}'?")
         if (expected == {"_INDENT"} or (tok.type in ("_DEDENT", "_NL", "$END") and expected <= {"_INDENT", "_NL"} and "_INDENT" in expected)
                 or _opens_block_before(text, line, col)):
             return error(file, line + line_offset, col, "E0008", "expected an indented block",
@@ -204,6 +220,68 @@ def syntax_diagnostic(exc: UnexpectedInput, file: str, text: str, line_offset: i
         line, col = _end_position(text)
         return error(file, line + line_offset, col, "E0007", "unexpected end of file", _expected_help(set(exc.expected or ())))
     return error(file, 1, 1, "E0007", f"syntax error: {exc}")
+
+
+# Lines that open a block: the word they start with, and what must end them.
+_BLOCK_HEADS = {"prompt": ":", "agent": ":", "flow": ":", "schema": ":", "model": ":", "tool": ":", "policy": ":",
+                "if": ":", "elif": ":", "else": ":", "on": "do", "after": "do", "for": "do", "loop": "do",
+                "parallel": "do"}
+# Words that start a statement or a definition: a misspelt one gets "did you mean".
+KEYWORDS = ("import", "model", "schema", "tool", "retry", "timeout", "policy", "prompt", "agent", "flow", "on",
+            "after", "run", "call", "escalate", "return", "log", "notify", "push", "continue", "abort", "fail",
+            "mask", "block", "warn", "if", "elif", "else", "for", "loop", "parallel", "match", "when")
+_WORD = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _header_missing_end(text: str, line: int) -> tuple[int, int, str] | None:
+    """(line, column, ':' or 'do') of the block header before `line` that lacks its ending."""
+    lines = text.splitlines()
+    for n in range(line - 1, 0, -1):
+        code = lines[n - 1].split("#", 1)[0].rstrip()
+        if not code.strip():
+            continue
+        m = _WORD.match(code)
+        word = m.group(1) if m else ""
+        want = ":" if word == "on" and code.split()[1:2] == ["failure"] else _BLOCK_HEADS.get(word)
+        if want is None or code.endswith(":") or code.endswith(" do"):
+            return None
+        return n, len(code) + 1, want
+    return None
+
+
+def _indented_after(text: str, line: int) -> bool:
+    """The next line with code is indented more than line `line`."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return False
+    here = lines[line - 1]
+    for after in lines[line:]:
+        if after.split("#", 1)[0].strip():
+            return _indent(after) > _indent(here)
+    return False
+
+
+def _indent(line: str) -> int:
+    ws = line[: len(line) - len(line.lstrip(" \t"))]
+    return ws.count(" ") + ws.count("\t") * TAB_WIDTH
+
+
+def _misspelt_keyword(text: str, line: int, col: int) -> tuple[str, int, str] | None:
+    """A syntax error on a line whose first word is not a keyword but close to one (`retrun $x`):
+    (the word, its column, the keyword)."""
+    import difflib
+
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    m = _WORD.match(lines[line - 1])
+    if m is None or m.group(1) in KEYWORDS or col < m.start(1) + 1:
+        return None
+    rest = lines[line - 1][m.end(1):].lstrip()
+    if rest.startswith(("=", ".", "(")):  # an assignment or a call: the word is a name
+        return None
+    close = difflib.get_close_matches(m.group(1), KEYWORDS, n=1, cutoff=0.75)
+    return (m.group(1), m.start(1) + 1, close[0]) if close else None
 
 
 def _opens_block_before(text: str, line: int, col: int) -> bool:

@@ -16,6 +16,14 @@ EVENTS = ("start", "input", "output", "tool-call", "tool-result")
 TIME_UNITS = {"second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600}
 BACKOFFS = ("exponential", "linear", "fixed")
 MAX_DIGITS = 300  # in one number literal: far past any real value, well inside what Python can print
+# Expressions and blocks nested in one another, counted together. Python's own compiler refuses
+# about 200 nested parentheses and 100 indentation levels in the generated code; past this the
+# later stages (recursive, like Python's) would run out of stack: E0022 at the statement.
+MAX_NESTING = 150
+
+
+class _TooDeep(Exception):
+    """Raised from deep inside a definition; `definition` reports it at the statement."""
 
 
 def _pos(node: Any) -> tuple[int, int]:
@@ -38,6 +46,10 @@ class Builder:
         self.diagnostics: list[Diagnostic] = []
         # For `${...}` sub-expressions: every node gets the interpolation's position.
         self._fixed: tuple[int, int] | None = None
+        self._depth = 0  # expressions and statements open around the node being built
+        self._stmt_depth = 0  # of which statements
+        self.deepest = [0, 0, 0]  # statements, expressions in a statement, branches of one if/match
+        self._stmt_at = (1, 1)  # the innermost statement being built (E0022 goes there)
 
     # ---------------------------------------------------------------- helpers
     def err(self, node: Any, code: str, message: str, help: str | None = None) -> None:
@@ -69,13 +81,22 @@ class Builder:
             d = self.definition(child)
             if d is not None:
                 defs.append(d)
-        return ast.Module(1, 1, self.file, defs, version)
+        return ast.Module(1, 1, self.file, defs, version, tuple(self.deepest))
 
     def definition(self, t: Tree) -> ast.Definition | None:
         method = getattr(self, "d_" + t.data, None)
         if method is None:  # pragma: no cover - grammar and builder are kept in step
             raise AssertionError(f"no builder for {t.data}")
-        return method(t)
+        self._depth = self._stmt_depth = 0
+        self._stmt_at = _pos(t)
+        try:
+            return method(t)
+        except _TooDeep:
+            line, col = self._stmt_at
+            self.diagnostics.append(error(self.file, line, col, "E0022",
+                                          f"nests too deeply: more than {MAX_NESTING} expressions and blocks inside one another",
+                                          "move the inner part into a flow of its own and `run` it, or into a variable"))
+            return None
 
     def expr_at(self, tree: Any, line: int, column: int) -> ast.Expr:
         saved = self._fixed
@@ -117,6 +138,32 @@ class Builder:
             self.err(t.children[0], "E0005", f"unknown library '{name}'",
                      "import a file with `import ./path.sr`; the only built-in library is `streetrace`")
         return ast.Import(*_pos(t), path=None, std=name)
+
+    def d_import_std_one(self, t: Tree) -> ast.Import:
+        name, source = (str(c) for c in t.children)
+        if source != "streetrace":
+            self.err(t.children[1], "E0005", f"unknown library '{source}'",
+                     "import a file with `import NAME from ./path.sr`; the only built-in library is `streetrace`")
+        else:
+            self.err(t.children[0], "E0005", f"cannot import '{name}' from streetrace: its library has no definitions to import here",
+                     f"declare a built-in tool with `tool {name} = builtin streetrace.{name}`")
+        return ast.Import(*_pos(t), path=None, std=source)
+
+    def d_import_uri(self, t: Tree) -> ast.Import:
+        return self._import_uri(t, t.children[0], None)
+
+    def d_import_uri_one(self, t: Tree) -> ast.Import:
+        return self._import_uri(t, t.children[1], str(t.children[0]))
+
+    def _import_uri(self, t: Tree, uri: Token, name: str | None) -> ast.Import:
+        """`pip://pkg` and `mcp://name` (the origin's forms) parse; nothing loads them here."""
+        what = str(uri)
+        if what.startswith("pip://"):
+            why, how = "Python packages are not loaded by .sr imports", "import .sr files with `import ./path.sr`"
+        else:
+            why, how = "MCP servers are not imported", 'declare one as a tool: `tool NAME = mcp "https://..."`'
+        self.err(uri, "E0005", f"cannot import '{what}': {why}", how)
+        return ast.Import(*_pos(t), path=None, name=name, std=what)
 
     def d_model_short(self, t: Tree) -> ast.Model:
         name, ref = t.children
@@ -288,7 +335,8 @@ class Builder:
                 continue
             key = item.children[0]
             values = [self.agent_value(v) for v in item.children[1:]]
-            props.append(ast.AgentProp(*_pos(key), key=str(key), values=values))
+            props.append(ast.AgentProp(*_pos(key), key=str(key), values=values,
+                                       value_at=[_pos(v) for v in item.children[1:]]))
         return ast.Agent(*_pos(t), name=name, props=props, handlers=handlers)
 
     def agent_value(self, v: Any) -> Any:
@@ -322,6 +370,21 @@ class Builder:
         return [self.stmt(s) for s in items if isinstance(s, Tree)]
 
     def stmt(self, t: Tree) -> ast.Stmt:
+        depth = self._depth = self._depth + 1
+        if depth > MAX_NESTING:
+            raise _TooDeep
+        outer = self._stmt_at
+        self._stmt_at = _pos(t)
+        self._stmt_depth += 1
+        if self._stmt_depth > self.deepest[0]:
+            self.deepest[0] = self._stmt_depth
+        built = self._stmt(t)
+        self._stmt_depth -= 1
+        self._stmt_at = outer
+        self._depth = depth - 1
+        return built
+
+    def _stmt(self, t: Tree) -> ast.Stmt:
         line, col = _pos(t)
         d = t.data
         k = t.children
@@ -382,6 +445,8 @@ class Builder:
                     branches.append((self.expr(c.children[0]), self.block(c.children[1:])))
                 elif c.data == "else_clause":
                     orelse = self.block(c.children)
+            if len(branches) > self.deepest[2]:
+                self.deepest[2] = len(branches)
             return ast.If(line, col, branches, orelse)
         if d == "for_block":
             name = str(k[0])
@@ -405,6 +470,8 @@ class Builder:
                     pat = c.children[0]
                     cases.append(ast.MatchCase(cl, cc, self.expr(pat.children[0]), pat.data == "match_normalized",
                                                self.stmt(c.children[1])))
+            if len(cases) > self.deepest[2]:
+                self.deepest[2] = len(cases)
             return ast.Match(line, col, self.expr(k[0]), cases)
         if d == "failure_block":
             return ast.OnFailure(line, col, self.block(k))
@@ -418,7 +485,14 @@ class Builder:
         build = _EXPR_BUILDERS.get(t.data)
         if build is None:  # pragma: no cover - grammar and builder are kept in step
             raise AssertionError(f"no expression builder for {t.data}")
-        return build(self, t, t.children, line, col)
+        depth = self._depth = self._depth + 1
+        if depth > MAX_NESTING:
+            raise _TooDeep
+        if depth - self._stmt_depth > self.deepest[1]:
+            self.deepest[1] = depth - self._stmt_depth
+        built = build(self, t, t.children, line, col)
+        self._depth = depth - 1
+        return built
 
     # One builder per expression rule: (tree, its children, line, column) -> AST.
     def x_var(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
@@ -513,7 +587,7 @@ class Builder:
                 model = self.plain(c.children[0])
             else:
                 args = [self.expr(a) for a in c.children]
-        return ast.CallLlm(line, col, str(k[0]), args, model)
+        return ast.CallLlm(line, col, str(k[0]), args, model, self.pos(k[0]))
 
     def x_escalate_human(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
         return ast.EscalateHuman(line, col, self.expr(k[0]) if k else None)
@@ -553,11 +627,12 @@ class Builder:
                     handler = ast.EscalationHandler(al, ac, "continue")
                 else:
                     handler = ast.EscalationHandler(al, ac, "abort")
+        name_at = self.pos(t.children[0])
         if agent:
-            return ast.RunAgent(line, col, target, args, history, handler, with_form)
+            return ast.RunAgent(line, col, target, args, history, handler, with_form, name_at)
         if history is not None:
             self.err(t, "E0009", "`history` applies to agents, not flows")
-        return ast.RunFlow(line, col, target, args, handler)
+        return ast.RunFlow(line, col, target, args, handler, name_at)
 
 
 _EXPR_BUILDERS = {name[2:]: fn for name, fn in vars(Builder).items() if name.startswith("x_")}

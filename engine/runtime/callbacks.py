@@ -6,6 +6,7 @@ Tool gating is enforced here, in code: a denied tool never runs, whatever the mo
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Callable
 
 from google.adk.tools.agent_tool import AgentTool
@@ -38,6 +39,12 @@ def ask_human(
     return None
 
 
+# An agent may `use` itself (the origin's diff chunker splits a diff by calling itself): the
+# agents a `use` call is running inside, so that recursion stops at a depth, with a clear error.
+_USE_CHAIN: ContextVar[tuple[str, ...]] = ContextVar("escalate_use_chain", default=())
+MAX_SELF_USE = 5
+
+
 class RuntimeAgentTool(AgentTool):
     """`use CHILD`: runs the child through the one agent-call function in its own session, so
     the child can pause for a human and resume (ADK's AgentTool cannot resume a paused child),
@@ -54,9 +61,19 @@ class RuntimeAgentTool(AgentTool):
         from engine.runtime.child_calls import call_in_tool
 
         request = args.get("request", "") if isinstance(args, dict) else args
+        chain = _USE_CHAIN.get()
+        if chain.count(self._child) >= MAX_SELF_USE:
+            message = (f"agent {self._child!r} uses itself more than {MAX_SELF_USE} levels deep: "
+                       "the recursion stops here; answer with what you have")
+            self._run.emit("log", message=message, level="warning")
+            return {"error": message}
 
         async def child() -> Any:
-            outcome = await self._run.call_agent(self._child, str(request))
+            token = _USE_CHAIN.set(chain + (self._child,))
+            try:
+                outcome = await self._run.call_agent(self._child, str(request))
+            finally:
+                _USE_CHAIN.reset(token)
             return outcome.value if isinstance(outcome.value, (dict, list)) else outcome.text
 
         return await call_in_tool(self._run, tool_context.function_call_id, child)

@@ -47,6 +47,7 @@ class RunContext:
         self.input = input_text
         self.table: dict[str, Any] = {}  # the run's variables
         self.root = Variables(self._own(input_text), self.table)
+        self._unknown_guardrails: set[str] = set()  # told once in the log
         _FRAME.set(self.root)
 
     @staticmethod
@@ -141,14 +142,9 @@ class RunContext:
         self.run.emit("log", message=as_text(message), line=line, level="notify")
 
     async def call_function(self, name: str, args: list[Any], *, line: int) -> Any:
-        from engine.runtime.functions import call_function
+        from engine.runtime.flowlib import call_function
 
-        try:
-            return call_function(name, args)
-        except FlowError:
-            raise
-        except Exception as exc:
-            raise FlowError(f"{name}(): {exc}", line) from exc
+        return call_function(name, args, line)
 
     async def parallel(self, branches: list[Callable[[], Awaitable[None]]], *, line: int) -> None:
         """Truly concurrent branches sharing the flow's frame; the first failure cancels the rest."""
@@ -194,14 +190,39 @@ class RunContext:
             raise FlowError(f"`{what}` only works inside an input/output/tool handler", line)
         return scope
 
+    def _unknown_guardrail(self, name: str, line: int) -> None:
+        """An unknown guardrail never triggers; the run's log says so once per name."""
+        if name not in self._unknown_guardrails:
+            self._unknown_guardrails.add(name)
+            self.run.emit("log", message=f"guardrail {name!r} is not available here: it never triggers "
+                                         "(register it with engine.runtime.guardrails.register_guardrail)",
+                          line=line, level="warning")
+
+    def guardrail(self, name: str, *, line: int) -> bool:
+        """`block if NAME` (and `warn if`, `retry with ... if`): does the message in flight trip it?"""
+        from engine.runtime.flowlib import to_text
+        from engine.runtime.guardrails import check
+
+        try:
+            hit = check(name, to_text(self.vars.get("message")))
+        except Exception as exc:  # a user's guardrail failed: the handler's step fails, clearly
+            raise FlowError(f"guardrail {name!r} failed: {exc}", line) from None
+        if hit is None:
+            self._unknown_guardrail(name, line)
+            return False
+        return hit
+
     def mask(self, guardrail: str, *, line: int) -> None:
         from engine.runtime.guardrails import UnknownGuardrail, mask
 
         scope = self._scope("mask", line)
         try:
             scope.subject = _map_strings(scope.subject, lambda text: mask(guardrail, text))
-        except UnknownGuardrail as exc:
-            raise FlowError(str(exc), line) from None
+        except UnknownGuardrail:
+            self._unknown_guardrail(guardrail, line)
+            return
+        except Exception as exc:
+            raise FlowError(f"guardrail {guardrail!r} failed: {exc}", line) from None
         frame = _FRAME.get()
         if frame is not None:
             frame["message"] = scope.subject

@@ -61,6 +61,10 @@ class FlowContext(Protocol):
         """Checkpoint at each loop iteration: lets a cancelled run stop inside `loop do`."""
 
     # Handler-only guardrails (on input/output/tool-call/tool-result).
+    def guardrail(self, name: str, *, line: int) -> bool:
+        """A named guardrail as a condition: does the message in flight trip it? (never for an
+        unknown name, which the run's log mentions once)"""
+
     def mask(self, guardrail: str, *, line: int) -> None: ...
 
     def block(self, condition: Any, *, line: int) -> None: ...

@@ -328,38 +328,6 @@ def resolve(value: Any) -> Any:
     return value
 
 
-# ------------------------------------------------------------------ guardrails
-
-# `block if jailbreak`: phrases of the usual prompt-injection attempts (case-insensitive).
-_JAILBREAK = re.compile(
-    r"ignore (?:all |any )?(?:the )?(?:previous|prior|above) (?:instructions|rules|prompts?)"
-    r"|disregard (?:all |any )?(?:the )?(?:previous|prior|above|your) (?:instructions|rules)"
-    r"|forget (?:all |your )?(?:previous |prior )?instructions"
-    r"|you are now (?:dan|in developer mode)|\bdo anything now\b|developer mode enabled"
-    r"|\bjailbreak\b|pretend (?:that )?you have no (?:rules|restrictions|guidelines)"
-    r"|reveal (?:your|the) (?:system prompt|hidden instructions)",
-    re.I,
-)
-
-
-def guardrail_names() -> tuple[str, ...]:
-    from engine.runtime.guardrails import GUARDRAILS
-
-    return ("jailbreak", *GUARDRAILS)
-
-
-def guardrail_hit(name: str, subject: Any) -> bool:
-    """A named built-in guardrail as a condition: does the handler's message trip it?"""
-    text = to_text(subject)
-    if name == "jailbreak":
-        return _JAILBREAK.search(text) is not None
-    from engine.runtime.guardrails import GUARDRAILS, mask
-
-    if name not in GUARDRAILS:
-        raise FlowError(f"unknown guardrail {name!r} (known: {', '.join(guardrail_names())})")
-    return mask(name, text) != text
-
-
 # ------------------------------------------------------------------ control flow across nested code
 
 class ContinueLoop(Exception):
@@ -385,40 +353,106 @@ def loop_count(value: Any, line: int = 0) -> int:
     return int(n)
 
 
-# ------------------------------------------------------------------ pure built-in functions
+# ------------------------------------------------------------------ built-in functions
 
 def _join(items: Any, sep: Any = ", ") -> str:
     return to_text(sep).join(to_text(i) for i in iterate(items))
 
 
-PURE_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "len": lambda v: len(v) if isinstance(v, (str, list, tuple, dict)) else len(iterate(v)),
+def _int(v: Any) -> int:
+    """`int("3.7")` is 3, as `int(3.7)` is: text is read as a number first."""
+    if isinstance(v, str):
+        return int(float(v)) if any(c in v for c in ".eE") else int(v)
+    return int(v)
+
+
+def _len(v: Any) -> int:
+    return len(v) if isinstance(v, (str, list, tuple, dict)) else len(iterate(v))
+
+
+def _keys(v: Any) -> list[Any]:
+    return list(v.keys()) if isinstance(v, dict) else []
+
+
+def _values(v: Any) -> list[Any]:
+    return list(v.values()) if isinstance(v, dict) else iterate(v)
+
+
+def _json(v: Any) -> str:
+    return json.dumps(_plain(v), ensure_ascii=False, default=str)
+
+
+def _parse_json(v: Any) -> Any:
+    return json.loads(to_text(v))
+
+
+def _first(v: Any) -> Any:
+    items = iterate(v)
+    return items[0] if items else None
+
+
+def _last(v: Any) -> Any:
+    items = iterate(v)
+    return items[-1] if items else None
+
+
+def _range(*a: Any) -> list[int]:
+    bounds = [_int(x) for x in a]
+    r = range(*bounds)
+    if len(r) > MAX_RANGE:
+        raise FlowError(f"range() of {len(r)} numbers: at most {MAX_RANGE}")
+    return list(r)
+
+
+MAX_RANGE = 1_000_000  # a list a flow may build with range(): far past any loop, far below memory
+
+# THE table of functions a .sr file may call, `f(x)` and `lib.f(x)` alike (the last part of a
+# dotted name is looked up here, never in Python's namespace). All are pure: no I/O, so they
+# also work in prompt bodies, `escalate if` and `filter` conditions.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "len": _len,
+    "length": _len,
     "str": to_text,
     "text": to_text,
-    "int": lambda v: int(float(v)) if isinstance(v, str) else int(v),
-    "float": float,
+    "int": _int,
+    "float": lambda v: float(v),
     "lower": lambda v: to_text(v).lower(),
     "upper": lambda v: to_text(v).upper(),
     "trim": lambda v: to_text(v).strip(),
+    "strip": lambda v: to_text(v).strip(),
     "join": _join,
     "split": lambda v, sep=None: to_text(v).split(None if sep is None else to_text(sep)),
-    "json": lambda v: json.dumps(_plain(v), ensure_ascii=False, default=str),
-    "parse_json": lambda v: json.loads(to_text(v)),
+    "replace": lambda v, old, new: to_text(v).replace(to_text(old), to_text(new)),
+    "json": _json,
+    "to_json": _json,
+    "parse_json": _parse_json,
+    "from_json": _parse_json,
     "normalize": normalize,
-    "keys": lambda v: list(v.keys()) if isinstance(v, dict) else [],
+    "keys": _keys,
+    "values": _values,
+    "first": _first,
+    "last": _last,
     "min": lambda *a: min(iterate(a[0]) if len(a) == 1 else a),
     "max": lambda *a: max(iterate(a[0]) if len(a) == 1 else a),
     "sum": lambda v: sum(iterate(v)),
     "round": lambda v, n=0: round(v, int(n)),
+    "range": _range,
 }
 
 
-def call_pure(name: str, args: list[Any], line: int = 0) -> Any:
-    """A pure built-in function (`len(x)`, `lower(x)`, ...)."""
-    fn = PURE_FUNCTIONS[name]
+def builtin_function(name: str) -> Callable[..., Any] | None:
+    """The function `name` (`len`, `lib.len`, `std.text.len`) calls, or None."""
+    return FUNCTIONS.get(name.rsplit(".", 1)[-1])
+
+
+def call_function(name: str, args: list[Any], line: int = 0) -> Any:
+    """A call from a .sr file: a function of the table, or a FlowError that names them."""
+    fn = builtin_function(name)
+    if fn is None:
+        raise FlowError(f"unknown function {name!r} (available: {', '.join(sorted(FUNCTIONS))})", line)
     try:
         return fn(*args)
-    except FlowError:
-        raise
+    except FlowError as exc:
+        raise FlowError(f"{name}(): {exc}", line or exc.line) from None
     except Exception as exc:  # user-caused: wrong argument types or count
         raise FlowError(f"{name}(): {exc}", line) from None

@@ -1,10 +1,16 @@
 """Compiler speed: full pipeline (parse, analyze, generate, Python compile()) and `escalate check`.
 
-Run: python tests/benchmarks/bench_compiler.py   (prints figures; no assertions)
+Run: python tests/benchmarks/bench_compiler.py [--origin-python PY] [--quick]   (prints figures; no
+assertions). With --origin-python (the python of a venv holding `streetrace==0.1.24`, Python 3.12,
+outside the repository), the origin's own compiler runs side by side, in-process in that
+interpreter, on the same files: its `compile_dsl(source, name, use_cache=False)` against our full
+pipeline, and the ratio. The machine is shared: the load average is printed with the figures.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -67,13 +73,18 @@ def program(lines: int) -> str:
 
 
 def full_pipeline(text: str, path: Path) -> float:
+    return full_pipeline_times(text, path)[0]
+
+
+def full_pipeline_times(text: str, path: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of one full compile, caches emptied first."""
     compiler._parse_cache.clear()
     compiler._result_cache.clear()
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     r = compiler.compile_source(text, path)
-    dt = time.perf_counter() - t
+    times = time.perf_counter() - t, time.process_time() - c
     assert r.ok, r.diagnostics[:3]
-    return dt
+    return times
 
 
 def timings_ms(text: str, runs: int) -> tuple[float, float, float]:
@@ -110,7 +121,157 @@ def calibration_ms() -> float:
     return best * 1000
 
 
+
+# One block in the forms the origin (streetrace 0.1.24) accepts: the same files go to both compilers.
+ORIGIN_BLOCK = '''
+prompt refine{i} using model "main": """Improve this, part {i}: $current"""
+    escalate if ~ "DRIFTING"
+
+prompt judge{i}: """Is $current better than before? Part {i}."""
+
+agent peer{i}:
+    instruction refine{i}
+    description "refines part {i}"
+
+agent judge{i}:
+    instruction judge{i}
+
+flow part{i}:
+    $current = initial user prompt
+    $kept = []
+    loop max 3 do
+        $current = run agent peer{i} with $current, on escalate return $current
+        $verdict = run agent judge{i} with $current, on escalate continue
+        if $verdict ~ "done":
+            return $current
+        $kept = $kept + [$verdict]
+        log "again"
+    end
+    for $item in $kept do
+        log $item
+    end
+    return $current
+'''
+ORIGIN_HEAD = "streetrace v1\nmodel main = anthropic/claude-sonnet\n"
+
+
+def origin_program(lines: int) -> str:
+    n = max(1, (lines - 2) // ORIGIN_BLOCK.count("\n"))
+    return ORIGIN_HEAD + "".join(ORIGIN_BLOCK.format(i=i) for i in range(n))
+
+
+def long_flow(lines: int) -> str:
+    """One flow of `lines` lines: assignments, branches, loops, agent runs, interpolated logs."""
+    step = ('    $v{i} = run agent a with "part {i}"\n    if $v{i} contains "x":\n        log "saw ${{v{i}}}"\n'
+            '    for $x in [$v{i}, {i}] do\n        $total = $total + 1\n    end\n')
+    head = 'prompt p: """x"""\nagent a:\n    instruction p\nflow main:\n    $total = 0\n'
+    return head + "".join(step.format(i=i) for i in range(max(1, lines // 6))) + "    return $total\n"
+
+
+ORIGIN_RUNNER = r'''
+import contextlib, io, json, statistics, sys, time
+from streetrace.dsl.compiler import compile_dsl
+files = json.loads(sys.argv[1])
+out = {}
+for name, path, runs in files:
+    source = open(path, encoding="utf-8").read()
+    walls, cpus = [], []
+    for _ in range(runs):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            t, c = time.perf_counter(), time.process_time()
+            compile_dsl(source, path.rsplit("/", 1)[-1], use_cache=False)  # it names a class after the file
+            cpus.append(time.process_time() - c)
+            walls.append(time.perf_counter() - t)
+    out[name] = [statistics.median(walls), statistics.median(cpus)]
+print(json.dumps(out))
+'''
+
+
+def origin_files(origin_python: str, folder: Path) -> list[tuple[str, Path]]:
+    """The files both compilers get: the origin's own default agent (from its package), our
+    origin-form corpus (tests/lang/origin_forms, which the origin accepts), generated files."""
+    found = subprocess.run([origin_python, "-c", "import importlib.resources as r; "
+                            "print(r.files('streetrace.agents') / 'streetrace.sr')"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    files = [("origin streetrace.sr", Path(found))]
+    forms = Path(__file__).resolve().parents[1] / "lang" / "origin_forms"
+    files += [(f"origin_forms/{p.name}", p) for p in sorted(forms.glob("*.sr"))]
+    for lines in (60, 880):
+        p = folder / f"generated_{lines}.sr"
+        p.write_text(origin_program(lines))
+        files.append((f"generated {origin_program(lines).count(chr(10))} lines", p))
+    return files
+
+
+def compare_with_origin(origin_python: str, runs: int) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        files = origin_files(origin_python, Path(d))
+        counts = {n: runs if p.stat().st_size < 20_000 else max(3, runs // 3) for n, p in files}
+        done = subprocess.run([origin_python, "-c", ORIGIN_RUNNER, json.dumps([(n, str(p), counts[n]) for n, p in files])],
+                              capture_output=True, text=True, timeout=3600)
+        if done.returncode != 0:
+            print("origin compiler failed:", done.stderr.strip().splitlines()[-3:])
+            return
+        theirs = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"side by side, full compile, same files, in-process ({runs} runs each, 3 for large files; "
+              f"medians, wall / CPU; load {_load()}). The ratio is of CPU times, which a loaded machine "
+              "disturbs least:")
+        ratios = []
+        for name, path in files:
+            text = path.read_text(encoding="utf-8")
+            ours = [full_pipeline_times(text, Path(d) / "same.sr") for _ in range(counts[name])]
+            wall, cpu = statistics.median(w for w, _ in ours), statistics.median(c for _, c in ours)
+            o_wall, o_cpu = theirs[name]
+            ratios.append(o_cpu / cpu)
+            print(f"  {name:34s} {text.count(chr(10)):4d} lines: origin {o_wall * 1000:8.1f} / {o_cpu * 1000:8.1f} ms, "
+                  f"ours {wall * 1000:6.2f} / {cpu * 1000:6.2f} ms: ours {ratios[-1]:6.1f}x faster (wall {o_wall / wall:.1f}x)")
+        print(f"  ratio over the files: min {min(ratios):.1f}x, median {statistics.median(ratios):.1f}x")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def check_scaling(sizes: tuple[int, ...]) -> None:
+    """`escalate check` as a user runs it (a fresh process), per line, for two file shapes."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory() as d:
+        for shape, make in (("many flows", program), ("one long flow", long_flow)):
+            print(f"`escalate check`, {shape}: wall of the command incl. start-up, best of 3; and per line, the "
+                  f"in-process CPU time of what it runs (best of 3); load {_load()}:")
+            for size in sizes:
+                path = Path(d) / f"{size}.sr"
+                text = make(size)
+                path.write_text(text)
+                walls = []
+                for _ in range(3):
+                    t = time.perf_counter()
+                    r = subprocess.run([sys.executable, "-m", "engine", "check", str(path)], capture_output=True, env=env)
+                    walls.append(time.perf_counter() - t)
+                    assert r.returncode == 0, r.stdout[-500:]
+                cpus = []
+                for _ in range(3):
+                    compiler._parse_cache.clear()
+                    compiler._result_cache.clear()
+                    c = time.process_time()
+                    compiler.compile_file(path, check_only=True)
+                    cpus.append(time.process_time() - c)
+                lines = text.count(chr(10))
+                print(f"  {lines:7d} lines: {min(walls):6.2f} s wall; {min(cpus):6.2f} s CPU in-process, "
+                      f"{min(cpus) / lines * 1e6:5.1f} us/line")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--origin-python", help="python of a venv with streetrace==0.1.24 (Python 3.12)")
+    parser.add_argument("--quick", action="store_true", help="only the side-by-side and check scaling figures")
+    args = parser.parse_args()
+    print(f"load average now: {_load()} (2 cores, shared machine)")
+    if args.origin_python:
+        compare_with_origin(args.origin_python, 5 if args.quick else 11)
+    check_scaling((1_000, 10_000, 100_000))
+    if args.quick:
+        return
     print(f"calibration: 10^6 Python additions take {calibration_ms():.0f} ms on this machine now "
           f"(about 40 ms on an idle modern core)")
     parse_source(program(57), 'warm.sr')  # table loading is start-up cost, measured by the check timing below

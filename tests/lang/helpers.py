@@ -77,6 +77,11 @@ class FakeCtx:
     async def tick(self, line):
         await asyncio.sleep(0)
 
+    def guardrail(self, name, *, line):
+        from engine.runtime.guardrails import check
+
+        return bool(check(name, str(self.vars.get("message") or "")))
+
     def mask(self, guardrail, *, line):
         self.logs.append(("mask", guardrail))
 

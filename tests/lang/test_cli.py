@@ -24,7 +24,7 @@ def test_check_exit_codes_and_formats(tmp_path: Path):
     assert escalate("check", str(warn)).returncode == 0
     r = escalate("check", str(bad))
     assert r.returncode == 1
-    assert r.stdout.splitlines()[0] == f"{bad}:7:5: error[E0001]: undefined agent 'nope'"
+    assert r.stdout.splitlines()[0] == f"{bad}:7:15: error[E0001]: undefined agent 'nope'"
     assert "Traceback" not in r.stdout + r.stderr
     r = escalate("check", str(tmp_path), "--format", "json")
     data = json.loads(r.stdout)

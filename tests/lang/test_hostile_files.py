@@ -160,7 +160,7 @@ def test_check_output_holds_no_terminal_control(tmp_path: Path):
     both = r.stdout + r.stderr
     assert r.returncode == 1 and b"Traceback" not in both
     assert b"\x1b" not in both and b"\x07" not in both
-    assert "a␛]52;c;aGk=␇b.sr:2:12: error[E0001]".encode() in r.stdout
+    assert "a␛]52;c;aGk=␇b.sr:2:12: error[E0002]".encode() in r.stdout
     assert "cannot import './␛]52;c;aGk=␇x.sr'".encode() in r.stdout
 
 

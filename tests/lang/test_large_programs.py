@@ -36,7 +36,7 @@ def test_many_flows_calling_each_other_are_not_tracked():
     r = check(chain)
     assert r.ok and [(d.code, d.line) for d in r.diagnostics] == [("W0003", 1)]
     small = "".join(f"flow f{i}:\n    $v{i} = 1\n    return run f{i + 1}\n" for i in range(30)) + "flow f30:\n    return $nope\n"
-    assert [d.code for d in check(small).diagnostics] == ["E0001"]  # normal programs keep every check
+    assert [d.code for d in check(small).diagnostics] == ["E0002"]  # normal programs keep every check
 
 
 @pytest.mark.timeout(60)
@@ -44,9 +44,9 @@ def test_many_typos_among_many_names():
     # "did you mean" compared every typo with every name: hours for 50,000 of each.
     n = 30_000
     r = check("flow main:\n" + "".join(f"    $var_{i} = 1\n" for i in range(n)) + "".join(f"    log $vaar_{i}\n" for i in range(n)))
-    assert len(r.diagnostics) == n and {d.code for d in r.diagnostics} == {"E0001"}
+    assert len(r.diagnostics) == n and {d.code for d in r.diagnostics} == {"E0002"}
     # Suggestions while a budget of names compared lasts: the first typos get one, the last do not.
-    assert r.diagnostics[0].help == "did you mean 'var_0'?" and r.diagnostics[-1].help is None
+    assert r.diagnostics[0].help == "did you mean '$var_0'?" and r.diagnostics[-1].help is None
 
 
 @pytest.mark.timeout(60)
@@ -67,4 +67,5 @@ def test_a_match_longer_than_python_can_compile():
     # gives up with a RecursionError, at 8,000 with a MemoryError ("internal compiler error").
     for n in (5_000, 8_000):
         r = check("flow main:\n    match $input\n" + "".join(f'        when "{i}" -> log {i}\n' for i in range(n)) + "    end\n")
-        assert [(d.code, d.message) for d in r.diagnostics] == [("E0007", "the program nests too deeply to compile")]
+        assert [(d.code, d.line, d.message) for d in r.diagnostics] == [
+            ("E0022", 2, f"nests too deeply to run: {n} `when`/`elif` branches in one chain")]

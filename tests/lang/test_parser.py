@@ -84,7 +84,7 @@ def test_windows_line_ends_parse_like_newlines():
     src = ("\ufeffprompt q:\n    hello\n" + BASE + 'prompt t: """a\nb"""\n'
            "flow main:\n\tif true:\n\t\treturn 1\n    return $nope\n").replace("\n", "\r\n")
     r = compile_text(src)
-    assert [(d.code, d.line, d.column) for d in r.diagnostics] == [("E0001", 12, 12)]
+    assert [(d.code, d.line, d.column) for d in r.diagnostics] == [("E0002", 12, 12)]
     r = compile_text(src.replace("$nope", "2"))
     assert r.ok, r.diagnostics
     prompts = workflow_class(r).PROMPTS
