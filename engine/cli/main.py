@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
     rules_check = rules_sub.add_parser("check", help="validate a rules file")
     rules_check.add_argument("file", metavar="R.yaml")
+    rules_schema = rules_sub.add_parser("schema", help="print the JSON Schema of a file format (for editors)")
+    rules_schema.add_argument("kind", nargs="?", choices=("rules", "script", "answers"), default="rules")
     for command in (console, check, comp, run):
         command.add_argument("--allow-imports-outside", action="store_true",
                              help="let imports reach files outside the folder of the file given here")
