@@ -53,7 +53,11 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"{args.file}:1:1: cannot read workflow file: {exc}") from None
     try:
         rules = load_rules(args.rules) if args.rules else load_rules()
-        script = load_script(args.script) if args.script else None
+        # As in the console: `--script`, else `<stem>.yaml` beside the workflow when it exists.
+        from engine.cli.console_cmd import script_for
+
+        script_path = script_for(source, Path(args.script) if args.script else None)
+        script = load_script(script_path) if script_path is not None else None
         answers = load_answers(args.answers) if args.answers else []
     except (RulesError, ScriptError, AnswersError) as exc:
         raise UsageError(str(exc)) from None
@@ -92,6 +96,7 @@ async def _run(
         except LookupError as exc:
             _err(f"{source}: {exc.args[0] if exc.args else exc}")
             return EXIT_USAGE
+        _err(models_line(workflow.cls, script))
 
         async def start() -> Any:
             return engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or utf8_text(source.stem))
@@ -99,6 +104,16 @@ async def _run(
         return await drive(engine, start, answers=answers, wait=args.wait, label=str(source))
     finally:
         close_engine(engine)
+
+
+def models_line(workflow_cls: Any, script: Any) -> str:
+    """Which model answers the agents, said on stderr before the run starts."""
+    if script is not None:
+        return f"models: scripted replies from {script.path} (offline)"
+    from engine.runtime.models import is_real
+
+    real = [f"{name} = {spec.provider}/{spec.model_id}" for name, spec in workflow_cls.MODELS.items() if is_real(spec)]
+    return f"models: {', '.join(real)}" if real else "models: none configured (no --script, no <stem>.yaml beside the file)"
 
 
 def open_database(args: argparse.Namespace) -> Any:
