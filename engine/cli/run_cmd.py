@@ -96,18 +96,21 @@ async def _run(
         except LookupError as exc:
             _err(f"{source}: {exc.args[0] if exc.args else exc}")
             return EXIT_USAGE
-        _err(models_line(workflow.cls, script))
 
         async def start() -> Any:
             return engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or utf8_text(source.stem))
 
-        return await drive(engine, start, answers=answers, wait=args.wait, label=str(source))
+        return await drive(engine, start, answers=answers, wait=args.wait, label=str(source),
+                           models=models_line(workflow.cls, script))
     finally:
         close_engine(engine)
 
 
 def models_line(workflow_cls: Any, script: Any) -> str:
-    """Which model answers the agents, said on stderr before the run starts."""
+    """Which model answers the agents, said on stderr before the run starts ('' without agents
+    or prompts: nothing to answer)."""
+    if not workflow_cls.AGENTS and not workflow_cls.PROMPTS:
+        return ""
     if script is not None:
         return f"models: scripted replies from {script.path} (offline)"
     from engine.runtime.models import is_real
@@ -153,8 +156,9 @@ def close_engine(engine: Any) -> None:
         engine.host.close()
 
 
-async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str) -> int:
-    """Run (or continue) one run headless to its end and give the contract's exit code."""
+async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str, models: str = "") -> int:
+    """Run (or continue) one run headless to its end and give the contract's exit code;
+    `models` (which model answers) is said right after the run's id."""
     from engine.escalation.headless import HeadlessResponder, waiting_message
 
     stuck: list[str] = []
@@ -190,6 +194,8 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
         if handle is None:
             return EXIT_ERROR
         _err(f"run {handle.id}")
+        if models:
+            _err(models)
         ended, left = asyncio.ensure_future(handle.wait()), asyncio.ensure_future(stopped.wait())
         await asyncio.wait([ended, left], return_when=asyncio.FIRST_COMPLETED)
         ended.cancel()
