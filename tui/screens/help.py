@@ -46,7 +46,7 @@ how long the oldest decision has waited.
 ## History (`h`)
 | key | does |
 | --- | --- |
-| `/` | type a filter (task, agent, reason, question or context) |
+| `/` | type a filter: text in the task, agent, reason, question, context or outcome |
 | Tab | to the state, decided-by and session filters |
 | Enter on a row | the escalation in full: question, context, options, outcome |
 | Escape / `h` | back |

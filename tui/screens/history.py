@@ -30,22 +30,22 @@ LOAD_POLL = 0.25  # seconds between checks while a big store loads
 # the question (Enter shows it whole), then the agent, then the reason.
 COLUMNS = (
     Column("asked", 8, "asked"),
-    Column("session", 7, "session", drop=5),
+    Column("session", 7, "session", drop=1),
     Column("task", 16, "task"),
     Column("agent", 12, "agent", drop=3),
-    Column("reason", 17, "reason", drop=2),
+    Column("reason", 17, "reason", drop=4),
     Column("outcome", 30, "outcome"),
-    Column("question", 12, "question", flex=True, drop=4),
+    Column("question", 12, "question", flex=True, drop=2),
 )
-FILTER_FIELDS = "task, agent, reason, question or context"
+FILTER_PLACEHOLDER = "/ filter: any text"  # short enough to show whole on 80 columns
 AGES_TICK = 1.0  # seconds: the `asked` ages move
 BY_LABELS = {"human": "a human", "answers_file": "answers file", "rule": "a rule", "timeout_default": "timeout"}
 
 
 def record_matches(record: EscalationRecord, text: str, state: str, resolved_by: str, session: str = "") -> bool:
-    """The history's filters: free text found in one of the task, agent, reason, question or
-    context (each on its own: a match never spans two), state, who decided, and which session
-    (`this` or `earlier`)."""
+    """The history's filters: free text found in any of the escalation's texts (task, agent,
+    reason, question, context, outcome; each on its own: a match never spans two), state, who
+    decided, and which session (`this` or `earlier`)."""
     esc = record.pending.escalation
     if session and record.earlier != (session == "earlier"):
         return False
@@ -55,7 +55,8 @@ def record_matches(record: EscalationRecord, text: str, state: str, resolved_by:
         return False
     if text:
         wanted = text.lower()
-        return any(wanted in field.lower() for field in (esc.task_id, esc.agent, esc.reason.value, esc.question, esc.context))
+        outcome = decision_summary(record.decision, esc) if record.decision is not None else record.state
+        return any(wanted in field.lower() for field in (esc.task_id, esc.agent, esc.reason.value, esc.question, esc.context, outcome))
     return True
 
 
@@ -73,7 +74,7 @@ class HistoryScreen(Screen):
         yield ConsoleHeader()  # the status of the waiting decisions shows here too
         with Horizontal(id="history-filters"):
             # Compact: one line, and the four fit on an 80-column terminal without wrapping.
-            yield Input(placeholder=f"/ filter: {FILTER_FIELDS}", id="history-filter-text", compact=True)
+            yield Input(placeholder=FILTER_PLACEHOLDER, id="history-filter-text", compact=True)
             yield Select([(s, s) for s in STATES], prompt="any state", id="history-filter-state", compact=True)
             yield Select([(BY_LABELS.get(r.value, r.value), r.value) for r in ResolvedBy], prompt="by anyone",
                          id="history-filter-by", compact=True)

@@ -121,7 +121,7 @@ class DecisionPane(Vertical):
         # what is typed right after `i` lands in the field, not on the choices.
         Binding("i", "focus_instructions", "Instructions", priority=True),
         # Escape: from a field back to the choices; on the choices, the pane steps aside (`d`).
-        Binding("escape", "escape", "Set aside", priority=True),
+        Binding("escape", "escape", "Hide", priority=True),
     ]
 
     def __init__(self, clock: Clock, *, on_answer: Callable[[str, Response], None], id: str | None = None) -> None:

@@ -36,7 +36,7 @@ class Column:
     width: int  # cells; for the flex column, its minimum
     label: str = ""  # shown in the header row, if the table has one
     flex: bool = False  # takes the width the fixed columns leave
-    drop: int = 0  # on a narrow table, hidden: the highest first (0: always shown)
+    drop: int = 0  # on a narrow table, the order in which columns are hidden: 1 first (0: always shown)
 
 
 class RowTable(ScrollView, can_focus=True):
@@ -362,14 +362,14 @@ class RowTable(ScrollView, can_focus=True):
         return strip.crop_extend(0, width, base if post is None else base + post)
 
     def _column_widths(self, width: int) -> list[int]:
-        """Each column's width (0: hidden). Columns that do not fit go, highest `drop` first;
+        """Each column's width (0: hidden). Columns that do not fit go in their `drop` order;
         the width left over goes to the flex column, or to the last one shown."""
         shown = list(range(len(self.columns)))
 
         def needed() -> int:
             return sum(self.columns[i].width for i in shown) + len(shown) + 1
 
-        for index in sorted((i for i, c in enumerate(self.columns) if c.drop), key=lambda i: -self.columns[i].drop):
+        for index in sorted((i for i, c in enumerate(self.columns) if c.drop), key=lambda i: self.columns[i].drop):
             if needed() <= width:
                 break
             shown.remove(index)
