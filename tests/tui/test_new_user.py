@@ -85,7 +85,7 @@ async def test_the_status_line_shows_the_oldest_waiting_decisions_age() -> None:
         session.clock.advance(65)
         ask(session, pending(session.clock, run_id="r2"))
         await settle(pilot)
-        header._tick()  # what its 1 s timer does
+        header.tick()  # what its 1 s timer does
         assert header.status == "oldest 1:05"
         assert "oldest 1:05" in str(header.render())
 

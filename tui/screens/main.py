@@ -69,7 +69,8 @@ class MainScreen(Screen):
         self.ready = False  # runs may still report while the app shuts down
 
     def refresh_clock(self) -> None:
-        """Redraw what moves with time: elapsed times, inbox ages, the countdown."""
+        """Redraw what moves with time: elapsed times, inbox ages, the countdown, the status."""
+        self.query_one(ConsoleHeader).tick()
         self.query_one(RunList).tick()
         self.query_one(Inbox).refresh_ages()
         self.query_one(DecisionPane).refresh_countdown()

@@ -34,14 +34,14 @@ class ConsoleHeader(Widget):
     def on_mount(self) -> None:
         self.watch(self.app, "title", self._retitle, init=False)
         self.watch(self.app, "sub_title", self._retitle, init=False)
-        self._tick()
-        self.set_interval(STATUS_TICK, self._tick)
+        self.tick()
+        self.set_interval(STATUS_TICK, self.tick)
 
     def _retitle(self) -> None:
-        self._tick()
+        self.tick()
         self.refresh()  # one line, whatever it says: no layout
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
         status = getattr(self.app, "decision_status", str)()
         if status != self.status:
             self.status = status
