@@ -270,7 +270,8 @@ class EscalateApp(App[int]):
         return f"oldest {duration(self.session.clock.now() - oldest)}"
 
     def _desktop_notify(self, esc: Any) -> None:
-        """A desktop notification through the terminal (OSC 9 / 777, tui/desktop_notify.py)."""
+        """A desktop notification through the terminal (OSC 9 / 777, tui/desktop_notify.py).
+        Textual has no public way to write an escape sequence: the driver, as for the title."""
         driver = self._driver
         if driver is not None and not self.is_headless:
             from tui.desktop_notify import desktop_notification
