@@ -16,8 +16,8 @@ from engine.escalation.model import OnTimeout, Reason
 from rules.book import workspace_rules_path
 from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
 from rules.model import (
-    DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_SECONDS, Action, Budget,
-    PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride,
+    DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_NOTIFY_SECONDS,
+    MAX_SECONDS, Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride,
 )
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
@@ -26,9 +26,11 @@ RulesUnreadable = YamlUnreadable  # missing or unreadable file
 
 DEFAULT_RULES_NAME = "default.yaml"
 
-_TOP = ("escalationRules", "policy")
+# Kept equal to rules/schema.py's models by tests/rules/test_schema.py.
+_TOP = ("escalationRules", "policy", "notify")
 _SECTIONS = ("global", "taskOverrides", "defaults", "budgets")
 _BUDGET = ("tokens", "warnAt")
+_NOTIFY = ("command", "timeout")
 _RULE = ("pattern", "action", "timeout", "taught")
 _OVERRIDE = ("alwaysAsk", "requireConfirmation", "rules")
 _DEFAULT = ("timeout", "onTimeout")
@@ -76,6 +78,7 @@ def layer_rules(base: Rules, top: Rules) -> Rules:
     return replace(
         base, global_rules=top.global_rules + base.global_rules, task_overrides=tasks,
         defaults={**base.defaults, **top.defaults}, budgets={**base.budgets, **top.budgets},
+        notify=top.notify or base.notify,
         policy=top.policy if top.policy != PolicyConfig() else base.policy,
     )
 
@@ -90,7 +93,12 @@ def default_rules() -> Rules:
 
 def parse_rules(text: str, file: str, base: Rules | None = None) -> Rules:
     """Validate `text`; raises RulesError on the first problem (nothing half-applies)."""
-    return _RulesParser(Reader(text, file)).parse(base if base is not None else default_rules())
+    from rules.schema import RulesFile, validate_document
+
+    reader = Reader(text, file)
+    rules = _RulesParser(reader).parse(base if base is not None else default_rules())
+    validate_document(RulesFile, reader, what="the rules file")  # what the checks above do not cover
+    return rules
 
 
 class _RulesParser:
@@ -116,7 +124,23 @@ class _RulesParser:
                 result = replace(result, budgets=self.budgets(sections["budgets"][1]))
         if "policy" in top:
             result = replace(result, policy=self.policy(top["policy"][1]))
+        if "notify" in top:
+            result = replace(result, notify=self.notify(top["notify"][1]))
         return result
+
+    def notify(self, node: Node) -> NotifyCommand | None:
+        r = self.r
+        if r.is_null(node):
+            return None
+        entries = r.mapping(node, "notify", _NOTIFY)
+        command_node = r.require(entries, "command", node, "notify")
+        words = tuple(r.string(item, "notify.command entry") for item in r.sequence(command_node, "notify.command"))
+        if not words:
+            raise r.error(command_node, "notify.command must name a program, e.g. [notify-send, escalate]")
+        timeout = r.number(entries["timeout"][1], "notify.timeout", maximum=MAX_NOTIFY_SECONDS) if "timeout" in entries else 10.0
+        if timeout <= 0:
+            raise r.error(entries["timeout"][1], "notify.timeout must be more than 0")
+        return NotifyCommand(words, timeout)
 
     # -- escalationRules -----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ DEFAULT_TIMEOUT = 300.0  # seed 004: "Default if no response in 5min"
 # of 1e300 s). "No deadline" is `onTimeout: wait`, not a huge number.
 MAX_SECONDS = 365 * 24 * 3600.0  # timeouts and policy.loopWindow: one year
 MAX_AGENT_DEPTH = 100  # policy.maxDepth
+MAX_NOTIFY_SECONDS = 60.0  # notify.timeout: a notify command that takes longer is killed
 DENY_OPTION = "deny"  # tool approvals fail closed
 
 
@@ -94,11 +95,21 @@ class PolicyConfig:
 
 
 @dataclass(frozen=True)
+class NotifyCommand:
+    """`notify: {command: [...]}`: run for each escalation that waits for a human, with the
+    escalation as JSON on stdin (engine/escalation/notify_hook.py)."""
+
+    command: tuple[str, ...]
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
 class Rules:
     global_rules: tuple[Rule, ...] = ()
     task_overrides: dict[str, TaskOverride] = field(default_factory=dict)
     defaults: dict[Reason, ReasonDefault] = field(default_factory=dict)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    notify: NotifyCommand | None = None
     source: str = "<rules>"
     budgets: dict[str, Budget] = field(default_factory=dict)  # task name (or "default") -> budget
 

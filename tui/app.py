@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import importlib
+import os
 from typing import Any
 
 from textual import work
@@ -27,7 +28,7 @@ from engine.runtime.priority_loop import PriorityLoop
 from engine.text_safety import visible
 from tui.bridge import Batcher
 from tui.decide_actions import DecideActions
-from tui.format import decision_summary, one_line, terminal_title
+from tui.format import decision_summary, duration, one_line, terminal_title
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.session import ConsoleSession, RunRequest
@@ -215,6 +216,7 @@ class EscalateApp(DecideActions, App[int]):
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
         if raised:
             self.bell()  # attention: a human is needed
+            self._desktop_notify(raised[-1])
             if not self._on_main:
                 esc = raised[-1]
                 self.notify(f"{esc.reason.value}: {one_line(esc.question, 200)} (d: answer)",
@@ -260,6 +262,24 @@ class EscalateApp(DecideActions, App[int]):
         waiting = len(self.session.pending())
         self.title = f"{APP_TITLE} · {waiting} decision{'s' if waiting != 1 else ''} waiting" if waiting else APP_TITLE
         self._set_terminal_title(self.title)
+
+    def decision_status(self) -> str:
+        """The status line's right side: how long the oldest waiting decision has waited."""
+        waiting = self.session.pending()
+        if not waiting:
+            return ""
+        oldest = min(p.escalation.created_at for p in waiting)
+        return f"oldest {duration(self.session.clock.now() - oldest)}"
+
+    def _desktop_notify(self, esc: Any) -> None:
+        """A desktop notification through the terminal (OSC 9 / 777, tui/desktop_notify.py).
+        Textual has no public way to write an escape sequence: the driver, as for the title."""
+        driver = self._driver
+        if driver is not None and not self.is_headless:
+            from tui.desktop_notify import desktop_notification
+
+            title = f"DECISION REQUIRED [{one_line(esc.task_id, 40)}]"
+            driver.write(desktop_notification(title, f"{esc.reason.value}: {one_line(esc.question, 160)}", os.environ))
 
     def _set_terminal_title(self, title: str) -> None:
         # Textual has no API for the terminal's own title; OSC 2 is what terminals understand.

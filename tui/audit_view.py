@@ -13,15 +13,15 @@ from rich.text import Text
 
 from engine.escalation.audit import by_agent, by_reason, figures_by, json_lines
 from engine.escalation.model import EscalationRecord
-from tui.format import duration, one_line
+from tui.format import decision_summary, duration, one_line
 
 KEYS = ("by", "rule", "via", "edited", "agent", "reason", "tool")
 MAX_FIGURE_ROWS = 6  # per table: the most decided reasons and agents
 
 
 def text_matches(record: EscalationRecord, text: str) -> bool:
-    """Every `key:value` word must hold, and the other words, together, appear in the task,
-    agent, reason, question, context, or the decision's rule, channel or shown text."""
+    """Every `key:value` word must hold, and the other words, together, appear in one of the
+    task, agent, reason, question, context, outcome, or the decision's rule, channel or note."""
     free: list[str] = []
     for word in text.lower().split():
         key, colon, value = word.partition(":")
@@ -33,10 +33,12 @@ def text_matches(record: EscalationRecord, text: str) -> bool:
     if not free:
         return True
     esc, decision = record.pending.escalation, record.decision
-    parts = [esc.task_id, esc.agent, esc.reason.value, esc.question, esc.context]
+    outcome = decision_summary(decision, esc) if decision is not None else record.state
+    parts = [esc.task_id, esc.agent, esc.reason.value, esc.question, esc.context, outcome]
     if decision is not None:
         parts += [decision.audit.rule, decision.audit.via, decision.note]
-    return " ".join(free) in " ".join(parts).lower()
+    wanted = " ".join(free)
+    return any(wanted in part.lower() for part in parts)  # each field on its own, as the placeholder says
 
 
 def _holds(record: EscalationRecord, key: str, value: str) -> bool:

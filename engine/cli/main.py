@@ -94,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
     rules_check = rules_sub.add_parser("check", help="validate a rules file")
     rules_check.add_argument("file", metavar="R.yaml")
+    rules_schema = rules_sub.add_parser("schema", help="print the JSON Schema of a file format (for editors)")
+    rules_schema.add_argument("kind", nargs="?", choices=("rules", "script", "answers"), default="rules")
     serve = sub.add_parser("serve", help="the console in a web browser, behind a one-time token")
     _console_arguments(serve)  # `serve` opens the same console, with the same arguments, in each browser session
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")

@@ -1,4 +1,5 @@
-"""`escalate rules check R.yaml`: validate a rules file (0 valid, 1 invalid, 2 unreadable)."""
+"""`escalate rules check R.yaml`: validate a rules file (0 valid, 1 invalid, 2 unreadable).
+`escalate rules schema [rules|script|answers]`: print a file format's JSON Schema (0)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from engine.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, write_line
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.rules_command == "schema":
+        from rules.schema import json_schema
+
+        sys.stdout.write(json_schema(args.kind) + "\n")
+        return EXIT_OK
     from rules import RulesError, RulesUnreadable, load_rules
 
     try:

@@ -53,7 +53,11 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"{args.file}:1:1: cannot read workflow file: {exc}") from None
     try:
         rules = load_layered(args.rules)  # else the shipped rules, with .escalate/rules.yaml over them
-        script = load_script(args.script) if args.script else None
+        # As in the console: `--script`, else `<stem>.yaml` beside the workflow when it exists.
+        from engine.cli.console_cmd import script_for
+
+        script_path = script_for(source, Path(args.script) if args.script else None)
+        script = load_script(script_path) if script_path is not None else None
         answers = load_answers(args.answers) if args.answers else []
     except (RulesError, ScriptError, AnswersError) as exc:
         raise UsageError(str(exc)) from None
@@ -96,9 +100,23 @@ async def _run(
         async def start() -> Any:
             return engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or utf8_text(source.stem))
 
-        return await drive(engine, start, answers=answers, wait=args.wait, label=str(source))
+        return await drive(engine, start, answers=answers, wait=args.wait, label=str(source),
+                           models=models_line(workflow.cls, script))
     finally:
         close_engine(engine)
+
+
+def models_line(workflow_cls: Any, script: Any) -> str:
+    """Which model answers the agents, said on stderr before the run starts ('' without agents
+    or prompts: nothing to answer)."""
+    if not workflow_cls.AGENTS and not workflow_cls.PROMPTS:
+        return ""
+    if script is not None:
+        return f"models: scripted replies from {script.path} (offline)"
+    from engine.runtime.models import is_real
+
+    real = [f"{name} = {spec.provider}/{spec.model_id}" for name, spec in workflow_cls.MODELS.items() if is_real(spec)]
+    return f"models: {', '.join(real)}" if real else "models: none configured (no --script, no <stem>.yaml beside the file)"
 
 
 def open_database(args: argparse.Namespace) -> Any:
@@ -138,8 +156,9 @@ def close_engine(engine: Any) -> None:
         engine.host.close()
 
 
-async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str) -> int:
-    """Run (or continue) one run headless to its end and give the contract's exit code."""
+async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str, models: str = "") -> int:
+    """Run (or continue) one run headless to its end and give the contract's exit code;
+    `models` (which model answers) is said right after the run's id."""
     from engine.escalation.headless import HeadlessResponder, waiting_message
 
     stuck: list[str] = []
@@ -175,6 +194,8 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
         if handle is None:
             return EXIT_ERROR
         _err(f"run {handle.id}")
+        if models:
+            _err(models)
         ended, left = asyncio.ensure_future(handle.wait()), asyncio.ensure_future(stopped.wait())
         await asyncio.wait([ended, left], return_when=asyncio.FIRST_COMPLETED)
         ended.cancel()

@@ -18,6 +18,7 @@ AnswersError = YamlError  # invalid file: `FILE:LINE:COL: message`
 AnswersUnreadable = YamlUnreadable
 
 # taskId is accepted because seed 004's EscalationResponse carries it; answers go by order.
+# = rules/schema.py's AnswerEntry (a test keeps them equal).
 _KEYS = ("responseType", "selectedOption", "textResponse", "additionalInstructions", "taskId")
 
 
@@ -37,10 +38,14 @@ def load_answers(path: Path | str) -> list[Answer]:
 
 
 def parse_answers(text: str, file: str) -> list[Answer]:
+    from rules.schema import AnswersFile, validate_document
+
     r = Reader(text, file)
     if r.root is None or r.is_null(r.root):
         return []
-    return [_answer(r, node, n) for n, node in enumerate(r.sequence(r.root, "the answers file"), 1)]
+    answers = [_answer(r, node, n) for n, node in enumerate(r.sequence(r.root, "the answers file"), 1)]
+    validate_document(AnswersFile, r, what="the answers file")
+    return answers
 
 
 def _answer(r: Reader, node: Node, n: int) -> Answer:

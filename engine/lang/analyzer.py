@@ -588,8 +588,9 @@ class Analyzer:
             for a in e.args:
                 self.expr(a, ctx, defined)
         elif isinstance(e, ast.EscalateHuman):
-            if e.message is not None:
-                self.expr(e.message, ctx, defined)
+            for part in (e.message, e.options):
+                if part is not None:
+                    self.expr(part, ctx, defined)
         else:
             self.expr(e, ctx, defined)
 
@@ -714,7 +715,7 @@ _CHILDREN: dict[type, Callable[[Any], Iterable[ast.Expr]]] = {
     ast.RunAgent: lambda x: x.args,
     ast.RunFlow: lambda x: x.args,
     ast.CallLlm: lambda x: x.args,
-    ast.EscalateHuman: lambda x: () if x.message is None else (x.message,),
+    ast.EscalateHuman: lambda x: tuple(e for e in (x.message, x.options) if e is not None),
 }
 
 

@@ -176,6 +176,7 @@ class CallLlm(Expr):
 @_node
 class EscalateHuman(Expr):
     message: Expr | None
+    options: Expr | None = None  # `with options [...]`: labels, or {id, label, description, recommended}
 
 
 @_node

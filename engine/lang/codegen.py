@@ -192,7 +192,8 @@ class ExprGen:
 
     def e_EscalateHuman(self, e: ast.EscalateHuman) -> str:
         msg = self.expr(e.message) if e.message is not None else "''"
-        return f"(await ctx.escalate_to_human({msg}, line={e.line}))"
+        options = f", options={self.expr(e.options)}" if e.options is not None else ""
+        return f"(await ctx.escalate_to_human({msg}, line={e.line}{options}))"
 
 
 # Expression node type -> its ExprGen method.

@@ -590,7 +590,9 @@ class Builder:
         return ast.CallLlm(line, col, str(k[0]), args, model, self.pos(k[0]))
 
     def x_escalate_human(self, t: Tree, k: list[Any], line: int, col: int) -> ast.Expr:
-        return ast.EscalateHuman(line, col, self.expr(k[0]) if k else None)
+        options = next((self.expr(c.children[0]) for c in k if isinstance(c, Tree) and c.data == "human_options"), None)
+        message = next((self.expr(c) for c in k if not (isinstance(c, Tree) and c.data == "human_options")), None)
+        return ast.EscalateHuman(line, col, message, options)
 
     def token_expr(self, t: Token, line: int, col: int) -> ast.Expr:
         if t.type == "VAR":

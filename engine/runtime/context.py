@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from engine.escalation import protocol
 from engine.escalation.broker import EscalationError
-from engine.escalation.model import Escalation, Origin, Reason
+from engine.escalation.model import Origin
 from engine.runtime.flow_api import AbortFlow, CallResult, FlowError, RetryStep, StopTask
 from engine.runtime.frames import CURRENT, CallFrame, current
 from engine.runtime.spec import HandlerSpec
@@ -127,11 +127,17 @@ class RunContext:
             raise FlowError(f"call llm {prompt!r} failed: {exc}", line) from exc
         return CallResult(outcome.value, outcome.escalated)
 
-    async def escalate_to_human(self, message: Any, *, line: int) -> str:
-        escalation = Escalation(
-            id="", task_id=self.run.task, run_id=self.run.run_id, agent="flow",
-            reason=Reason.OTHER, question=as_text(message), origin=Origin.FLOW,
-        )
+    async def escalate_to_human(self, message: Any, *, line: int, options: Any = None) -> str:
+        """A map with a `question` is seed 004's escalation as the flow writes it (reason,
+        context, options, allowAgentDecision, timeout, agent: read as leniently as an agent's);
+        anything else is the question. `with options [...]` gives the choices."""
+        fields = dict(message) if isinstance(message, dict) and "question" in message else {"question": as_text(message)}
+        if options is not None:
+            listed = options if isinstance(options, list) else [options]
+            # A plain label is its own id too: `escalate answer ID --option staging` works.
+            fields["options"] = [{"id": o, "label": o} if isinstance(o, str) else o for o in listed]
+        agent = as_text(fields.get("agent") or "flow")
+        escalation = protocol.to_escalation(fields, id="", task_id=self.run.task, run_id=self.run.run_id, agent=agent, origin=Origin.FLOW)
         decision = await self.run.decide(escalation)
         return protocol.decision_value(escalation, decision)
 

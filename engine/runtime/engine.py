@@ -144,6 +144,10 @@ class Engine:
         self.runs: list[RunHandle] = []
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
         self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run)
+        if getattr(rules, "notify", None) is not None:  # the rules' `notify: {command: [...]}`
+            from engine.escalation.notify_hook import NotifyHook
+
+            NotifyHook(rules.notify, broker)
         self._subscribers: list[Callable[[RunEvent], None]] = []
         self._sinks: dict[str, EventSink] = {}
         self._seq = itertools.count(1)

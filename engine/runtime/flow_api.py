@@ -44,8 +44,9 @@ class FlowContext(Protocol):
     async def call_llm(self, prompt: str, args: list[Any], *, model: str | None, line: int) -> CallResult:
         """`call llm P [with e] [using model "m"]`."""
 
-    async def escalate_to_human(self, message: Any, *, line: int) -> str:
-        """`escalate to human e`: a real pause for a human; the answer's text is the value."""
+    async def escalate_to_human(self, message: Any, *, line: int, options: Any = None) -> str:
+        """`escalate to human e [with options L]`: a real pause for a human; the answer's text
+        (the chosen option's label) is the value."""
 
     async def log(self, message: Any, *, line: int) -> None: ...
 

@@ -52,7 +52,7 @@ class Script:
 
 
 _KINDS = ("text", "tool", "escalate")
-_KEYS = (*_KINDS, "args", "when", "usage")
+_KEYS = (*_KINDS, "args", "when", "usage")  # = rules/schema.py's ReplyEntry (a test keeps them equal)
 _USAGE = ("input", "output")
 MAX_USAGE = 10**12  # tokens in one scripted turn
 
@@ -63,7 +63,15 @@ def load_script(path: Path | str) -> Script:
 
 
 def parse_script(text: str, name: str = "<script>") -> Script:
+    from rules.schema import ScriptFile, validate_document
+
     r = Reader(text, name)
+    script = _parse(r, name)
+    validate_document(ScriptFile, r, what="the script")  # what the checks below do not cover (usage)
+    return script
+
+
+def _parse(r: Reader, name: str) -> Script:
     if r.root is None:
         raise r.error(None, "empty script file: expected a mapping with an 'agents' key")
     entries = r.mapping(r.root, "the script", ("agents",))

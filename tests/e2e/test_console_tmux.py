@@ -25,11 +25,11 @@ ESCALATE = str(Path(sys.executable).with_name("escalate"))
 class Terminal:
     """One tmux session running one command, on a private socket."""
 
-    def __init__(self, tmp: Path, command: str) -> None:
+    def __init__(self, tmp: Path, command: str, size: tuple[int, int] = (120, 40)) -> None:
         self.socket = str(tmp / "tmux.sock")
         self.rc = tmp / "rc"
         script = f"cd {shlex.quote(str(tmp))} && {command}; echo $? > {shlex.quote(str(self.rc))}"
-        self._tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", script)
+        self._tmux("new-session", "-d", "-s", "e2e", "-x", str(size[0]), "-y", str(size[1]), script)
 
     def _tmux(self, *args: str) -> str:
         done = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=10)
@@ -49,6 +49,15 @@ class Terminal:
                 return screen
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
+
+    def wait_gone(self, text: str, timeout: float = 30.0) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            screen = self.screen()
+            if text not in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never went; screen:\n{self.screen()}")
 
     def exit_code(self, timeout: float = 15.0) -> int:
         end = time.monotonic() + timeout
@@ -175,3 +184,33 @@ def _active_runs(cwd: Path) -> list:
 
     listed = subprocess.run([ESCALATE, "runs", "--format", "json"], cwd=cwd, capture_output=True, text=True, timeout=60)
     return json.loads(listed.stdout)
+
+
+def test_at_80x24_escape_sets_the_decision_aside_and_quitting_asks_first(tmp: Path) -> None:
+    workflow = demo_dir() / "test-fix.sr"
+    term = Terminal(tmp, f"{ESCALATE} console {workflow} --run --input 'fix the tests'", size=(80, 24))
+    try:
+        term.wait_for("DECISION REQUIRED [test-fix]")
+        term.wait_for("[5] Custom response...")
+        screen = term.wait_for("i Instructions")  # once the pane has the keyboard
+        assert "q Quit" in screen  # the key bar keeps its labels
+        term.keys("Escape")  # set aside: the decision still waits, the header says for how long
+        screen = term.wait_gone("DECISION REQUIRED")
+        assert "1 decision waiting" in screen and "oldest" in screen
+        term.keys("q")
+        screen = term.wait_for("Quit? y/n")
+        assert "1 decision waiting" in screen and "continue next time" in screen
+        term.keys("n")  # stay
+        term.wait_gone("Quit? y/n")
+        term.keys("d")  # the decision comes back
+        term.wait_for("DECISION REQUIRED [test-fix]")
+        term.keys("q")
+        term.wait_for("Quit? y/n")
+        term.keys("y")
+        assert term.exit_code() == 0
+    finally:
+        term.close()
+    # Nothing was lost: the run waits in the database for next time.
+    listed = subprocess.run([ESCALATE, "runs"], cwd=tmp, capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert "test-fix" in listed.stdout and "test_failure" in listed.stdout

@@ -17,14 +17,15 @@ DATA = Path(__file__).parent / "data"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """`escalate run` in this process; stderr without the `run ID` line every run prints first."""
+    """`escalate run` in this process; stderr without the `run ID` line every run prints first
+    (and the `models:` line after it, for a workflow with agents)."""
     code = main(["run", *argv])
     out, err = capsys.readouterr()
     assert RUN_LINE.match(err) or code == 2, err
     return code, out, RUN_LINE.sub("", err, count=1)
 
 
-RUN_LINE = re.compile(r"^run r[0-9a-f]{8}\n")
+RUN_LINE = re.compile(r"^run r[0-9a-f]{8}\n(models: [^\n]*\n)?")
 
 
 def test_resolver_returns_previous_value_on_normalized_drift(capsys, tmp_path) -> None:
@@ -192,8 +193,10 @@ def test_log_lines_go_to_stderr(capsys, tmp_path) -> None:
     assert err.splitlines() == ["step one", "notify: heads up"]
 
 
-def test_no_script_and_no_model_says_how_to_run_offline(capsys) -> None:
-    code, out, err = run(capsys, str(DATA / "decide.sr"))
+def test_no_script_and_no_model_says_how_to_run_offline(capsys, tmp_path) -> None:
+    alone = tmp_path / "decide.sr"  # without the decide.yaml beside it in DATA, which `run` would use
+    alone.write_text((DATA / "decide.sr").read_text())
+    code, out, err = run(capsys, str(alone))
     assert (code, out) == (1, "")
     assert "'architect' has no real model and no --script was given" in err and "--script S.yaml" in err
 

@@ -49,7 +49,8 @@ def test_a_file_that_cannot_be_appended_to_is_a_usage_error(tmp_path: Path, even
 def test_a_full_disk_is_told_once_and_the_run_goes_on() -> None:
     done = escalate_run("/dev/full")
     assert (done.returncode, done.stdout) == (0, "3.14159\n"), done.stderr
-    run_line, told = done.stderr.splitlines()  # `run ID` first, as every run prints
+    run_line, models, told = done.stderr.splitlines()  # `run ID` first, as every run prints, then the models
+    assert models.startswith("models: ")
     assert run_line.startswith("run r")
     assert told == "events file /dev/full: cannot write: No space left on device; no more events are written to it"
 

@@ -8,7 +8,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from textual.widgets import DataTable, Select, Static
+from textual.widgets import Select, Static
 
 from engine.escalation.agent_policy import AgentEscalationRequest, Denial
 from engine.escalation.clock import RealClock
@@ -18,6 +18,7 @@ from engine.demo import demo_rules, demo_workflows
 from rules import load_rules
 from tests.store.store_helpers import agent_line, raised_line, resolved_line
 from tests.tui.helpers import SIZE, ask, decided, entry, make_app, make_session, pending, wait_until
+from tui.widgets.row_table import RowTable
 from tui.screens.history import MAX_ROWS, HistoryScreen
 from tui.screens.start_run import RunRequest
 from tui.session import EAGER_CHECK_BYTES
@@ -47,8 +48,8 @@ async def first_session(tmp_path: Path) -> None:
 
 
 def table_texts(screen: HistoryScreen) -> list[list[str]]:
-    table = screen.query_one("#history-table", DataTable)
-    return [[str(cell) for cell in table.get_row(key)] for key in table.rows]
+    table = screen.query_one("#history-table", RowTable)
+    return [[str(cell) for cell in table.get_row(key)] for key in table.row_keys]
 
 
 async def test_the_next_console_shows_the_earlier_escalations(tmp_path: Path) -> None:
@@ -176,10 +177,10 @@ async def test_a_big_store_is_imported_after_the_first_frame(tmp_path: Path) -> 
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("h")
             await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), what="the history screen")
-            table = app.screen.query_one("#history-table", DataTable)
+            table = app.screen.query_one("#history-table", RowTable)
             assert "loading earlier sessions" in str(table.border_subtitle)
             await session.open_database()  # what the console does right after its first frame
-            await wait_until(pilot, lambda: len(table.rows) == MAX_ROWS, 5, "rows")
+            await wait_until(pilot, lambda: table.row_count == MAX_ROWS, 5, "rows")
             assert table.border_subtitle == f"newest {MAX_ROWS} of {count} matching"
         assert session.imported == (count, 0) and len(session.earlier) == count
     finally:

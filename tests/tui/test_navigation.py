@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual import events
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from engine.escalation.model import Reason, Response, ResponseType
 from tests.tui.helpers import SIZE, ask, decided, demo_console, make_app, make_session, pending, settle, wait_until
+from tui.widgets.row_table import RowTable
 from tui.screens.start_run import RunRequest, StartRunScreen
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
@@ -67,18 +68,18 @@ async def test_history_filters() -> None:
         session.answer(a.escalation.id, Response(ResponseType.OPTION, "opt1", additional_instructions="tonight"))
         await pilot.press("h")
         await settle(pilot)
-        table = app.screen.query_one("#history-table", DataTable)
+        table = app.screen.query_one("#history-table", RowTable)
         assert table.row_count == 2
         outcome = str(table.get_cell(a.escalation.id, "outcome"))
         assert "opt1" in outcome and "tonight" in outcome
         assert str(table.get_cell(b.escalation.id, "outcome")) == "pending"
         await pilot.press("slash", *"readme")
         await settle(pilot)
-        assert [k.value for k in table.rows] == [b.escalation.id]
+        assert table.row_keys == [b.escalation.id]
         app.screen.query_one("#history-filter-text", Input).value = ""
         app.screen.query_one("#history-filter-by").value = "human"
         await settle(pilot)
-        assert [k.value for k in table.rows] == [a.escalation.id]
+        assert table.row_keys == [a.escalation.id]
         await pilot.press("escape")
         assert app.screen is app.main
 
@@ -184,7 +185,7 @@ async def test_history_filter_takes_what_is_typed_right_after_slash_and_outcomes
         session.answer(esc.escalation.id, Response(ResponseType.OPTION, "o1"))
         await pilot.press("h")
         await settle(pilot)
-        table = app.screen.query_one("#history-table", DataTable)
+        table = app.screen.query_one("#history-table", RowTable)
         assert str(table.get_cell(esc.escalation.id, "outcome")) == 'o1 "Yes ␛[41mbg␛[0m [b]x[/b]" by human'
         burst(app, "/", *"[b] dh")
         await settle(pilot)

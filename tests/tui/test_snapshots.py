@@ -86,3 +86,102 @@ def test_history_screen(snap_compare) -> None:
 def test_help_screen(snap_compare) -> None:
     app, _ = _app()
     assert snap_compare(app, terminal_size=SIZE, press=["question_mark"])
+
+
+# ---- issue 16: the screens at 80x24 and 120x40 ---------------------------------------------------
+
+import pytest  # noqa: E402
+
+SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
+
+
+def _flow_question(session) -> None:
+    import asyncio
+
+    item = pending(session.clock, task="release", run_id="r7", question="Anything to add before the release?", context="",
+                   options=(), allow_agent_decision=False, reason=Reason.OTHER, origin=Origin.FLOW, timeout=None)
+    asyncio.get_running_loop().create_task(session.broker.ask(item))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_decision_pane_sizes(snap_compare, size: str) -> None:
+    app, session = _app()
+
+    async def before(pilot) -> None:
+        _raise_three(session)
+        await pilot.pause()
+        session.clock.advance(25)
+        app.main.refresh_clock()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_flow_question_opens_on_its_answer_field(snap_compare, size: str) -> None:
+    app, session = _app()
+
+    async def before(pilot) -> None:
+        _flow_question(session)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_pane_set_aside(snap_compare, size: str) -> None:
+    app, session = _app()
+
+    async def before(pilot) -> None:
+        _raise_three(session)
+        for _ in range(100):  # the pane takes the keyboard right after the frame that shows it
+            await pilot.pause(0.02)
+            if app.main.query_one("#pane-choices").has_focus:
+                break
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_history_sizes(snap_compare, size: str) -> None:
+    app, session = _app()
+
+    async def before(pilot) -> None:
+        _raise_three(session)
+        await pilot.pause()
+        first, second, third = session.pending()
+        session.answer(second.escalation.id, Response(ResponseType.OPTION, "opt2", additional_instructions="keep cookie"))
+        session.answer(third.escalation.id, Response(ResponseType.OPTION, "deny"))
+        session.clock.advance(95)
+        app.main.refresh_clock()
+        await pilot.pause()
+        await pilot.press("h")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_history_record_in_full(snap_compare, size: str) -> None:
+    app, session = _app()
+
+    async def before(pilot) -> None:
+        _raise_three(session)
+        await pilot.pause()
+        first = session.pending()[0]
+        session.answer(first.escalation.id, Response(ResponseType.OPTION, "relax", additional_instructions="only in CI"))
+        await pilot.pause()
+        await pilot.press("h")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help_sizes(snap_compare, size: str) -> None:
+    app, _ = _app()
+    assert snap_compare(app, terminal_size=SIZES[size], press=["question_mark"])

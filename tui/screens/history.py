@@ -10,24 +10,43 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Header, Input, Select, Static
+from textual.widgets import Input, Select, Static
 
 from engine.escalation.model import EscalationRecord, ResolvedBy
 from tui.format import decision_summary, one_line
 from tui.metrics import HumanTally, ago, metrics_text
 from tui.audit_view import export, figures_text, text_matches
 from tui.session import ConsoleSession
+from tui.widgets.header import ConsoleHeader
 from tui.widgets.key_bar import KeyBar
+from tui.widgets.row_table import Column, RowTable
 
 STATES = ("pending", "decided", "withdrawn")
-SESSIONS = (("this session", "this"), ("earlier sessions", "earlier"))
+SESSIONS = (("this session", "this"), ("earlier ones", "earlier"))
 MAX_ROWS = 200  # newest matching rows drawn; a store may hold tens of thousands
 LOAD_POLL = 0.25  # seconds between checks while a big store loads
 
 
+# Fixed widths (tui/widgets/row_table.py); on a narrow terminal the session goes first, then
+# the question (Enter shows it whole), then the agent, then the reason.
+COLUMNS = (
+    Column("asked", 8, "asked"),
+    Column("session", 7, "session", drop=1),
+    Column("task", 16, "task"),
+    Column("agent", 12, "agent", drop=3),
+    Column("reason", 17, "reason", drop=4),
+    Column("outcome", 30, "outcome"),
+    Column("question", 12, "question", flex=True, drop=2),
+)
+FILTER_PLACEHOLDER = "/ filter: any text"  # short enough to show whole on 80 columns
+AGES_TICK = 1.0  # seconds: the `asked` ages move
+BY_LABELS = {"human": "a human", "answers_file": "answers file", "rule": "a rule", "timeout_default": "timeout"}
+
+
 def record_matches(record: EscalationRecord, text: str, state: str, resolved_by: str, session: str = "") -> bool:
-    """The history's filters: free text over task/agent/reason/question, state, who decided,
-    and which session (`this` or `earlier`)."""
+    """The history's filters: free text found in any of the escalation's texts (task, agent,
+    reason, question, context, outcome; each on its own: a match never spans two), state, who
+    decided, and which session (`this` or `earlier`)."""
     esc = record.pending.escalation
     if session and record.earlier != (session == "earlier"):
         return False
@@ -50,24 +69,25 @@ class HistoryScreen(Screen):
         self.session = session
         self._tally, self._tally_of = HumanTally(), None  # the earlier sessions' tally, and of which list
         self.matching: list[EscalationRecord] = []  # what the filters match, for the export
+        self._rows: dict[str, EscalationRecord] = {}  # row key -> record shown
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield ConsoleHeader()  # the status of the waiting decisions shows here too
         with Horizontal(id="history-filters"):
-            yield Input(placeholder="filter: task, agent, reason or question ( / )", id="history-filter-text")
-            yield Select([(s, s) for s in STATES], prompt="any state", id="history-filter-state")
-            yield Select([(r.value, r.value) for r in ResolvedBy], prompt="decided by anyone", id="history-filter-by")
-            yield Select(SESSIONS, prompt="any session", id="history-filter-session")
-        yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+            # Compact: one line, and the four fit on an 80-column terminal without wrapping.
+            yield Input(placeholder=FILTER_PLACEHOLDER, id="history-filter-text", compact=True)
+            yield Select([(s, s) for s in STATES], prompt="any state", id="history-filter-state", compact=True)
+            yield Select([(BY_LABELS.get(r.value, r.value), r.value) for r in ResolvedBy], prompt="by anyone",
+                         id="history-filter-by", compact=True)
+            yield Select(SESSIONS, prompt="any session", id="history-filter-session", compact=True)
+        yield RowTable(COLUMNS, show_header=True, zebra_stripes=True, id="history-table")
         yield Static("", id="history-metrics", markup=False)
         yield KeyBar()
 
     def on_mount(self) -> None:
-        table = self.query_one("#history-table", DataTable)
-        # The outcome before the question: on an 80-120 column terminal it stays in view.
-        for name in ("asked", "session", "task", "agent", "reason", "outcome", "question"):
-            table.add_column(name, key=name)
-        table.border_title = "Escalations"
+        table = self.query_one("#history-table", RowTable)
+        table.border_title = "Escalations · Enter: all of it"
+        self.set_interval(AGES_TICK, self._refresh_ages)
         self.query_one("#history-metrics", Static).border_title = "Metrics"
         if not self.session.store_loaded.is_set():  # the database's history is still being read
             self._poll = self.set_interval(LOAD_POLL, self._check_loaded)
@@ -99,8 +119,10 @@ class HistoryScreen(Screen):
         filters = (self._filter_value("#history-filter-state"), self._filter_value("#history-filter-by"),
                    self._filter_value("#history-filter-session"))
         now = self.session.clock.now()
-        table = self.query_one("#history-table", DataTable)
+        table = self.query_one("#history-table", RowTable)
+        selected = table.cursor_key
         table.clear()
+        self._rows = {}
         # One snapshot: the runs' thread adds records while we draw.
         earlier = self.session.earlier  # the loader may replace it meanwhile: read once
         everything = earlier + list(self.session.records.values())
@@ -112,11 +134,14 @@ class HistoryScreen(Screen):
             else:
                 outcome = Text(record.state, style="yellow" if record.state == "pending" else "dim")
             session = Text("earlier", style="dim italic") if record.earlier else Text("this")
-            table.add_row(
+            key = f"earlier-{number}:{esc.id}" if record.earlier else esc.id  # ids repeat across sessions
+            table.add_row(key, (
                 Text(ago(now - esc.created_at)), session, Text(one_line(esc.task_id, 30)), Text(one_line(esc.agent, 30)),
-                Text(esc.reason.value), outcome, Text(one_line(esc.question, 60)),
-                key=f"earlier-{number}:{esc.id}" if record.earlier else esc.id,  # ids repeat across sessions
-            )
+                Text(esc.reason.value), outcome, Text(one_line(esc.question, 200)),
+            ))
+            self._rows[key] = record
+        if selected in self._rows:  # the cursor stays on its record while the list changes
+            table.move_cursor(row=table.get_row_index(selected))
         table.border_subtitle = Text(self._subtitle(len(records), len(everything)))  # not markup: it may quote the store's path
         tally = self._earlier_tally(earlier) + HumanTally.of(everything[len(earlier):])
         self.query_one("#history-metrics", Static).update(figures_text(records) + metrics_text(
@@ -133,6 +158,23 @@ class HistoryScreen(Screen):
             self.app.notify(f"cannot write the export: {exc.strerror or exc}", title="Not exported", severity="error", markup=False)
             return
         self.app.notify(f"{count} decisions written to {path}", title="History exported", markup=False)
+    def _refresh_ages(self) -> None:
+        """The `asked` column moves with the clock (a cell whose text is unchanged is not drawn)."""
+        now = self.session.clock.now()
+        table = self.query_one("#history-table", RowTable)
+        for key, record in self._rows.items():
+            table.update_cell(key, "asked", Text(ago(now - record.pending.escalation.created_at)))
+
+    @on(RowTable.Selected, "#history-table")
+    def _row_chosen(self, event: RowTable.Selected) -> None:
+        """Enter (or a click) on a row: that escalation in full (question, context, outcome:
+        nothing cut)."""
+        event.stop()
+        record = self._rows.get(event.key)
+        if record is not None:
+            from tui.screens.record_detail import RecordDetail
+
+            self.app.push_screen(RecordDetail(record, self.session.clock.now()))
 
     def _earlier_tally(self, earlier: list[EscalationRecord]) -> HumanTally:
         """Earlier sessions never change: tallied once (again only when the store's list is replaced)."""

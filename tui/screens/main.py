@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -13,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Input, OptionList
 
 from engine.escalation.model import PendingEscalation
+from engine.text_safety import visible
 from tui.session import ConsoleSession
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
@@ -67,7 +69,8 @@ class MainScreen(Screen):
         self.ready = False  # runs may still report while the app shuts down
 
     def refresh_clock(self) -> None:
-        """Redraw what moves with time: elapsed times, inbox ages, the countdown."""
+        """Redraw what moves with time: elapsed times, inbox ages, the countdown, the status."""
+        self.query_one(ConsoleHeader).tick()
         self.query_one(RunList).tick()
         self.query_one(Inbox).refresh_ages()
         self.query_one(DecisionPane).refresh_countdown()
@@ -95,7 +98,21 @@ class MainScreen(Screen):
         runs = self.query_one(RunList)
         runs.add_run(handle)
         runs.move_cursor(row=runs.get_row_index(handle.id))
-        self.query_one(EventLog).show_run(handle.id, list(handle.events))
+        self._show_log(handle)
+
+    def _show_log(self, handle: Any) -> None:
+        """The Events panel on `handle`'s run: its log so far, and how it ended if it failed."""
+        log = self.query_one(EventLog)
+        log.show_run(handle.id, list(handle.events))
+        if handle.finished_at is not None:
+            self._note_ending(handle)
+
+    def _note_ending(self, handle: Any) -> None:
+        if handle.error and self.query_one(EventLog).run_id == handle.id:
+            status = getattr(handle.status, "value", str(handle.status))
+            line = Text(f"✗ {status}: ", style="bold red")
+            line.append(visible(handle.error))  # the error and its fix, as written: never markup
+            self.query_one(EventLog).note(line)
 
     def run_events(self, events: list[Any]) -> None:
         """A batch of run events: the selected run's log gets each, the run list each run's last."""
@@ -110,13 +127,16 @@ class MainScreen(Screen):
 
     def run_changed(self, handle: Any) -> None:
         self.query_one(RunList).refresh_run(handle.id)
+        if handle.finished_at is not None:
+            self.query_one(EventLog).catch_up(list(handle.events))
+            self._note_ending(handle)
 
     @on(RowTable.Highlighted, "#runs")
     def _run_highlighted(self, event: RowTable.Highlighted) -> None:
         run_id = event.key
         handle = self.session.run(run_id)
         if handle is not None and self.query_one(EventLog).run_id != run_id:
-            self.query_one(EventLog).show_run(run_id, list(handle.events))
+            self._show_log(handle)
 
     @on(OptionList.OptionSelected, "#workflows")
     def _workflow_chosen(self, event: OptionList.OptionSelected) -> None:
@@ -142,7 +162,7 @@ class MainScreen(Screen):
         self._show(pending, ids)
         if self.current_id is None and pane.has_focus_within:
             self._give_focus_back()
-        if was_hidden and self.current_id is not None:
+        if was_hidden and self.current_id is not None and not pane.aside:
             self._focus_before = self.focused
             if not isinstance(self.focused, Input):  # unasked: the decision takes the keyboard, unless you type
                 self._take_keyboard_after_frame()
@@ -157,7 +177,7 @@ class MainScreen(Screen):
         def take(_: Screen) -> None:
             signal.unsubscribe(pane)
             if self.current_id is not None and not isinstance(self.focused, Input):
-                pane.focus_choices()
+                pane.focus_answer()
 
         signal.unsubscribe(pane)  # one pending move at most
         signal.subscribe(pane, take)
@@ -181,12 +201,45 @@ class MainScreen(Screen):
     def _show(self, pending: list[PendingEscalation], ids: list[str]) -> None:
         pane = self.query_one(DecisionPane)
         if self.current_id is None:
+            pane.aside = False  # set aside was for those decisions: the next one comes up by itself
             pane.show(None)
             self._position = 0
         else:
             self._position = ids.index(self.current_id)
-            pane.show(pending[self._position], self._position + 1, len(ids))
+            shown = pending[self._position]
+            pane.show(shown, self._position + 1, len(ids))
+            if not pane.aside:
+                self._follow_run(shown.escalation.run_id)
         self.query_one(Inbox).show(pending, self.current_id)
+
+    def _follow_run(self, run_id: str) -> None:
+        """The Events panel shows the run of the decision on screen (and the run list's cursor
+        is on it), so the question comes with what led to it."""
+        handle = self.session.run(run_id)
+        if handle is None or self.query_one(EventLog).run_id == run_id:
+            return
+        runs = self.query_one(RunList)
+        if run_id in runs:
+            runs.move_cursor(row=runs.get_row_index(run_id))  # its Highlighted message shows the log too
+        self._show_log(handle)
+
+    def set_aside(self) -> None:
+        """Escape on the choices: the pane steps aside (the decision still waits, in the inbox
+        and the header); `d`, the inbox or the next decision raised brings it back."""
+        pane = self.query_one(DecisionPane)
+        if pane.pending is None:
+            return
+        pane.aside = True
+        pane.visible = False
+        self._give_focus_back()
+
+    def bring_back(self) -> None:
+        pane = self.query_one(DecisionPane)
+        if pane.aside:
+            pane.aside = False
+            pane.visible = pane.pending is not None
+            if pane.pending is not None:
+                self._follow_run(pane.pending.escalation.run_id)
 
     def move_decision(self, delta: int) -> None:
         pending = self.session.pending()
@@ -195,20 +248,25 @@ class MainScreen(Screen):
             return
         index = ids.index(self.current_id) if self.current_id in ids else 0
         self.current_id = ids[(index + delta) % len(ids)]
+        self.bring_back()
         self._show(pending, ids)
-        self.query_one(DecisionPane).focus_choices()
+        self.query_one(DecisionPane).focus_answer()
 
     def select_decision(self, escalation_id: str) -> None:
         pending = self.session.pending()
         ids = [p.escalation.id for p in pending]
         if escalation_id in ids:
             self.current_id = escalation_id
+            self.bring_back()
             self._show(pending, ids)
-            self.query_one(DecisionPane).focus_choices()
+            self.query_one(DecisionPane).focus_answer()
 
     def focus_decision(self) -> None:
         if self.current_id is not None:
-            self.query_one(DecisionPane).focus_choices()
+            if self.query_one(DecisionPane).aside:
+                self._focus_before = self.focused
+            self.bring_back()
+            self.query_one(DecisionPane).focus_answer()
 
     @on(RowTable.Selected, "#inbox")
     def _inbox_chosen(self, event: RowTable.Selected) -> None:

@@ -51,6 +51,11 @@ def choices_for(escalation: Escalation) -> list[Choice]:
     return choices
 
 
+def _asks_for_text(escalation: Escalation) -> bool:
+    """A question without options (a flow's `escalate to human "..."`): answered by typing."""
+    return not escalation.options and escalation.origin is not Origin.TOOL_APPROVAL
+
+
 def pane_text(escalation: Escalation) -> Text:
     """Reason, question and context, as plain text (agent text is never markup)."""
     text = Text("Reason: ", style="bold")
@@ -115,7 +120,8 @@ class DecisionPane(Vertical):
         # Priority too, and the field takes the keyboard at once (Widget.focus waits its turn):
         # what is typed right after `i` lands in the field, not on the choices.
         Binding("i", "focus_instructions", "Instructions", priority=True),
-        Binding("escape", "focus_choices", "Back to choices", show=False, priority=True),
+        # Escape: from a field back to the choices; on the choices, the pane steps aside (`d`).
+        Binding("escape", "escape", "Hide", priority=True),
         # Beyond one answer (tui/decide_actions.py); they too step aside in text fields. Listed
         # in the help, not the key bar (which would lose its labels at 120 columns).
         Binding("a", "app.teach('allow')", "Always allow", show=False, priority=True),
@@ -135,6 +141,7 @@ class DecisionPane(Vertical):
         self._focus_asked = False  # the keyboard was asked for before the children were there
         self._queue = (0, 0)  # (position, total) of the shown escalation
         self._countdown = ""  # the countdown line on screen
+        self.aside = False  # Escape set the pane aside: hidden until `d` (MainScreen.set_aside)
 
     def on_mount(self) -> None:
         # The pane's widgets are mounted right after the console's first frame, which they would
@@ -153,7 +160,7 @@ class DecisionPane(Vertical):
             pending, self.pending = self.pending, None
             self.show(pending, *self._queue)
             if self._focus_asked:
-                self.focus_choices()
+                self.focus_answer()
 
     @staticmethod
     def _children() -> list[Widget]:
@@ -178,7 +185,7 @@ class DecisionPane(Vertical):
         # Visibility, not display: the pane keeps its place in the layout, so the other widgets'
         # geometry stays the same and only the pane's region is drawn again (toggling display
         # changed every widget's layout order, and Textual redrew the whole screen).
-        self.visible = pending is not None
+        self.visible = pending is not None and not self.aside
         self._queue = (position, total)
         if not self._mounted:
             self.pending = pending
@@ -208,12 +215,14 @@ class DecisionPane(Vertical):
         # Enter takes the recommended option; with none, a tool approval starts on deny (a tool
         # runs only when someone means it: fail closed, as its timeout is).
         fallback = next((i for i, c in enumerate(self._choices) if c.option_id == DENY), 0) if esc.origin is Origin.TOOL_APPROVAL else 0
+        if _asks_for_text(esc):  # nothing to choose from: the answer is typed (a reflexive Enter never skips)
+            fallback = next(i for i, c in enumerate(self._choices) if c.key == "custom")
         recommended = next((i for i, c in enumerate(self._choices) if c.recommended), fallback)
         options = self.query_one("#pane-choices", OptionList)
         options.highlighted = recommended  # Enter takes the recommended option
         custom = self.query_one("#pane-custom", Input)
         custom.value = ""
-        custom.display = False
+        custom.display = _asks_for_text(esc)
         self.query_one("#pane-instructions", Input).value = self._drafts.get(esc.id, "")
         self.refresh_countdown()
         self.fit()
@@ -245,6 +254,17 @@ class DecisionPane(Vertical):
         if line != self._countdown:  # four checks a second; most change nothing on screen
             self._countdown = line
             self.query_one("#pane-countdown", Static).update(Text(line, style="bold"), layout=False)
+
+    def focus_answer(self) -> None:
+        """Where the keyboard goes when a decision is shown: the answer field for a question
+        without options (type, then Enter), else the choices."""
+        if self._mounted and self.pending is not None and _asks_for_text(self.pending.escalation):
+            custom = self.query_one("#pane-custom", Input)
+            custom.display = True
+            self.screen.set_focus(custom)
+            self.fit()
+        else:
+            self.focus_choices()
 
     def focus_choices(self) -> None:
         if self._mounted:  # at once, like the fields: the next key of a burst is a choice again
@@ -289,12 +309,20 @@ class DecisionPane(Vertical):
         self._skip_while_typing()
         self.screen.set_focus(self.query_one("#pane-instructions", Input))
 
-    def action_focus_choices(self) -> None:
-        """Escape: back to the choices from a field (elsewhere Escape is not the pane's)."""
-        if not self.query_one("#pane-instructions", Input).has_focus and not self.query_one("#pane-custom", Input).has_focus:
+    def action_escape(self) -> None:
+        """Escape: from a field back to the choices; on the choices, the pane steps aside until
+        `d` (elsewhere Escape is not the pane's)."""
+        custom = self.query_one("#pane-custom", Input)
+        if self.query_one("#pane-instructions", Input).has_focus or custom.has_focus:
+            custom.display = self.pending is not None and _asks_for_text(self.pending.escalation)
+            self.focus_choices()
+        elif self.query_one("#pane-choices", OptionList).has_focus:
+            set_aside = getattr(self.screen, "set_aside", None)
+            if set_aside is None:
+                raise SkipAction()
+            set_aside()
+        else:
             raise SkipAction()
-        self.query_one("#pane-custom", Input).display = False
-        self.focus_choices()
 
     @on(OptionList.OptionSelected, "#pane-choices")
     def _selected(self, event: OptionList.OptionSelected) -> None:

@@ -79,6 +79,14 @@ class EventLog(ScrollView, can_focus=True):
         self._resized(following)
         self.refresh()
 
+    def note(self, text: Text) -> None:
+        """A line that is not one of the run's events (how a failed run ended, and its fix):
+        it stays in the log, where a toast would fade."""
+        following = self._at_end()
+        self._add(text)
+        self._resized(following)
+        self.refresh()
+
     def _add(self, text: Text) -> None:
         text.expand_tabs()
         if len(self._texts) == MAX_EVENTS:

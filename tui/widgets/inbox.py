@@ -15,7 +15,8 @@ from tui.format import duration, one_line
 from tui.widgets.row_table import Column, RowTable
 
 # Fixed widths (the inbox is narrow): the question takes what is left.
-_COLUMNS = (Column("mark", 1), Column("age", 7), Column("task", 16), Column("question", 12, flex=True))
+# On a narrow terminal the question goes first (the pane shows it), then the task.
+_COLUMNS = (Column("mark", 1), Column("age", 6), Column("task", 14, drop=2), Column("question", 12, flex=True, drop=1))
 _MARK = Text("▸", style="bold yellow")
 
 

@@ -79,23 +79,41 @@ class KeyBar(Widget, can_focus=False):
                 text.stylize("dim")
             return text
 
-        # On a narrow terminal the descriptions shrink to their first word, then to nothing but
-        # Help's and Quit's, so that every key shows.
-        for words in (None, 1, 0):
+        def assemble(items: tuple[KeyItem, ...], words: int | None) -> tuple[Text, list[tuple[int, int, KeyItem]]]:
             line = Text(no_wrap=True, overflow="ellipsis", end="")
             spans = []
-            for item in self.items:
+            for item in items:
                 start = line.cell_len
                 line.append_text(label(item, words=words))
                 spans.append((start, line.cell_len, item))
-            if line.cell_len <= self.size.width:
+            return line, spans
+
+        # On a narrow terminal: the descriptions shrink to their first word, the palette's key
+        # goes (it is in the help), then the keys furthest right before Help and Quit, so that
+        # every key shown keeps its label; only past that the labels go too.
+        width = self.size.width
+        palette_item = self.palette
+        items = self.items
+        for words in (None, 1):
+            line, spans = assemble(items, words)
+            if line.cell_len + (label(palette_item, lead="").cell_len + 1 if palette_item else 0) <= width:
                 break
-        if self.palette is not None:
-            palette = Text("▏", description_style) + label(self.palette, lead="")
-            gap = self.size.width - line.cell_len - palette.cell_len
+        else:
+            palette_item = None
+            kept = list(items)
+            droppable = [i for i in kept if i.key not in ("question_mark", "q")]
+            line, spans = assemble(tuple(kept), 1)
+            while line.cell_len > width and droppable:
+                kept.remove(droppable.pop())
+                line, spans = assemble(tuple(kept), 1)
+            if line.cell_len > width:
+                line, spans = assemble(tuple(kept), 0)
+        if palette_item is not None:
+            palette = Text("▏", description_style) + label(palette_item, lead="")
+            gap = width - line.cell_len - palette.cell_len
             if gap >= 0:  # on the right, where Textual's footer puts it, when there is room
                 line.append(" " * gap)
-                spans.append((line.cell_len, line.cell_len + palette.cell_len, self.palette))
+                spans.append((line.cell_len, line.cell_len + palette.cell_len, palette_item))
                 line.append_text(palette)
         self._spans = spans
         return line

@@ -36,6 +36,7 @@ class Column:
     width: int  # cells; for the flex column, its minimum
     label: str = ""  # shown in the header row, if the table has one
     flex: bool = False  # takes the width the fixed columns leave
+    drop: int = 0  # on a narrow table, the order in which columns are hidden: 1 first (0: always shown)
 
 
 class RowTable(ScrollView, can_focus=True):
@@ -141,6 +142,9 @@ class RowTable(ScrollView, can_focus=True):
 
     def get_row(self, key: str) -> tuple[Text, ...]:
         return self._cells[key]
+
+    def get_cell(self, key: str, column: str) -> Text:
+        return self._cells[key][self._column_index[column]]
 
     def get_row_index(self, key: str) -> int:
         if self._index is None:
@@ -373,6 +377,8 @@ class RowTable(ScrollView, can_focus=True):
         console = self.app.console
         segments: list[Segment] = [Segment(" ")]
         for cell, cell_width in zip(cells, widths):
+            if not cell_width:
+                continue  # a column the width cannot hold
             text = cell.copy()
             text.truncate(cell_width, overflow="ellipsis", pad=True)
             # Text.render leaves the Text's own style out when it has no spans: apply it here.
@@ -382,8 +388,22 @@ class RowTable(ScrollView, can_focus=True):
         return strip.crop_extend(0, width, base if post is None else base + post)
 
     def _column_widths(self, width: int) -> list[int]:
-        fixed = sum(c.width for c in self.columns if not c.flex) + len(self.columns) + 1
-        return [max(c.width, width - fixed) if c.flex else c.width for c in self.columns]
+        """Each column's width (0: hidden). Columns that do not fit go in their `drop` order;
+        the width left over goes to the flex column, or to the last one shown."""
+        shown = list(range(len(self.columns)))
+
+        def needed() -> int:
+            return sum(self.columns[i].width for i in shown) + len(shown) + 1
+
+        for index in sorted((i for i, c in enumerate(self.columns) if c.drop), key=lambda i: self.columns[i].drop):
+            if needed() <= width:
+                break
+            shown.remove(index)
+        widths = [self.columns[i].width if i in shown else 0 for i in range(len(self.columns))]
+        if shown:
+            grows = next((i for i in shown if self.columns[i].flex), shown[-1])
+            widths[grows] += max(0, width - needed())
+        return widths
 
 
 def _text(cell: Cell) -> Text:
