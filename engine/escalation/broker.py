@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.1  # how soon a decision written by another process reaches a waiting run
+# Decisions and escalations of other processes arrive as news (engine/durable/signals.py); this
+# poll only catches what a lost message would miss.
+POLL_SECONDS = 1.0
 
 RAISED = "raised"
 RESOLVED = "resolved"
@@ -67,6 +69,7 @@ class BrokerEvent:
     kind: str  # RAISED | RESOLVED | CANCELLED
     pending: PendingEscalation
     decision: Decision | None = None
+    elsewhere: bool = False  # decided by another process (a console, `escalate answer`, a worker)
 
 
 def timeout_decision(pending: PendingEscalation, now: float) -> Decision:
@@ -143,10 +146,16 @@ class EscalationBroker:
     elsewhere (`escalate answer`, another console) resolves the local future, and an escalation
     asked again after a restart keeps its original deadline or its decision."""
 
-    def __init__(self, clock: Clock, store: "DecisionStore | None" = None) -> None:
+    def __init__(self, clock: Clock, store: "DecisionStore | None" = None, *, identity: str = "") -> None:
         self.clock = clock
         self.store = store
+        self.identity = identity  # who answers here (Decision.decided_by), e.g. "alice@laptop via console"
         self._poller: asyncio.Task[None] | None = None
+        self._watch_all = False  # a console: every escalation pending in the database is listed here
+        self._stop_listening: Callable[[], None] | None = None
+        self._news: list[str] = []
+        self._news_ready: asyncio.Event | None = None
+        self._reader: asyncio.Task[None] | None = None
         self._entries: dict[str, _Entry] = {}  # pending only, in raise order
         self._done: dict[str, Decision | None] = {}  # resolved (Decision) or withdrawn (None)
         self._subscribers: list[Callable[[BrokerEvent], None]] = []
@@ -194,8 +203,8 @@ class EscalationBroker:
         deadline = pending.policy.deadline
         if deadline is not None and esc_id in self._entries:  # a subscriber may have answered
             entry.timer = self.clock.call_at(deadline, lambda: self._on_deadline(esc_id))
-        if self.store is not None and (self._poller is None or self._poller.done()):
-            self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
+        if self.store is not None:
+            self.watch()
         return entry
 
     async def _await(self, entry: _Entry) -> Decision:
@@ -214,7 +223,7 @@ class EscalationBroker:
         """Resolve a pending escalation once; refuses unknown, resolved or meaningless answers."""
         entry = self._entry(escalation_id)
         validate_response(entry.pending, response)
-        decision = Decision(escalation_id, response, resolved_by, self.clock.now())
+        decision = Decision(escalation_id, response, resolved_by, self.clock.now(), decided_by=self.identity)
         held = self._resolve(entry, decision)
         if held is not decision:
             who = held.resolved_by.value if held is not None else "nobody: it was withdrawn"
@@ -318,29 +327,116 @@ class EscalationBroker:
         self._finish(entry, held)
         if not entry.future.done():
             entry.future.set_result(held)
-        self._notify(BrokerEvent(RESOLVED, entry.pending, held))
+        self._notify(BrokerEvent(RESOLVED, entry.pending, held, elsewhere=recorded or held is not decision))
         return held
 
-    async def _poll(self) -> None:
-        """Decisions written by other processes reach the futures waiting here."""
-        assert self.store is not None
-        while self._entries:
-            await asyncio.sleep(POLL_SECONDS)
-            ids = list(self._entries)
+    # -- other processes ----------------------------------------------------------------------
+
+    def watch(self, *, everything: bool = False) -> None:
+        """Hear what other processes do on the database (call on this broker's loop): decisions
+        reach the escalations waiting here at once; with `everything` (a console), every
+        escalation raised anywhere is listed here too (as `adopt`), and removed when decided."""
+        if self.store is None:
+            return
+        loop = asyncio.get_running_loop()
+        if everything and not self._watch_all:
+            self._watch_all = True
+            self._hear("*")
+        if self._stop_listening is None:
+            def heard(message: str) -> None:  # on the listening thread
+                try:
+                    loop.call_soon_threadsafe(self._hear, message)
+                except RuntimeError:  # the loop closed: this process is stopping
+                    pass
+
+            self._stop_listening = self.store.listen(heard)
+        if self._poller is None or self._poller.done():
+            self._poller = loop.create_task(self._poll(), name="escalate decisions poll")
+
+    def stop_watching(self) -> None:
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
+        for task in (self._poller, self._reader):
+            if task is not None:
+                task.cancel()
+
+    def _hear(self, message: str) -> None:
+        self._news.append(message)
+        if self._news_ready is None:
+            self._news_ready = asyncio.Event()
+        self._news_ready.set()
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(self._read_news(), name="escalate news")
+
+    async def _read_news(self) -> None:
+        """Messages in order, in batches: one query for everything heard meanwhile."""
+        assert self._news_ready is not None
+        while True:
+            await self._news_ready.wait()
+            self._news_ready.clear()
+            batch, self._news = self._news, []
             try:
-                settled = await asyncio.to_thread(self.store.settled, ids)
+                await self._look(batch)
+            except Exception:  # a busy database: the poll catches up
+                log.debug("reading news failed", exc_info=True)
+
+    async def _look(self, messages: list[str]) -> None:
+        assert self.store is not None
+        store = self.store
+        raised: list[str] = []
+        settled: list[str] = []
+        everything = False
+        for message in messages:
+            kind, _, esc_id = message.partition(" ")
+            if kind == "*":
+                everything = True
+            elif kind == "raised" and self._watch_all and esc_id not in self._entries and esc_id not in self._done:
+                raised.append(esc_id)
+            elif kind in ("decided", "withdrawn") and esc_id in self._entries:
+                settled.append(esc_id)
+        if everything:
+            await self._sync()
+            return
+        if raised:
+            for pending in await asyncio.to_thread(store.still_pending, raised):
+                self.adopt(pending)
+        if settled:
+            self._apply(await asyncio.to_thread(store.settled, settled))
+
+    async def _sync(self) -> None:
+        """Everything again: decisions made elsewhere, and (a console) escalations raised elsewhere."""
+        assert self.store is not None
+        if self._watch_all:
+            known = set(self._entries) | set(self._done)
+            fresh = await asyncio.to_thread(self.store.pending_ids)
+            new = [esc_id for esc_id in fresh if esc_id not in known]
+            if new:
+                for pending in await asyncio.to_thread(self.store.still_pending, new):
+                    self.adopt(pending)
+        ids = list(self._entries)
+        if ids:
+            self._apply(await asyncio.to_thread(self.store.settled, ids))
+
+    async def _poll(self) -> None:
+        """What a lost message would miss (a full socket queue, a dropped connection)."""
+        while self._entries or self._watch_all:
+            await asyncio.sleep(POLL_SECONDS)
+            try:
+                await self._sync()
             except Exception:  # a busy database: the next poll tries again
                 log.debug("decision poll failed", exc_info=True)
+
+    def _apply(self, settled: list[tuple[str, Decision | None]]) -> None:
+        for esc_id, decision in settled:
+            entry = self._entries.get(esc_id)
+            if entry is None:
                 continue
-            for esc_id, decision in settled:
-                entry = self._entries.get(esc_id)
-                if entry is None:
-                    continue
-                if decision is None:
-                    self._withdraw(entry)
-                    entry.future.cancel()
-                else:
-                    self._resolve(entry, decision, recorded=True)
+            if decision is None:
+                self._withdraw(entry)
+                entry.future.cancel()
+            else:
+                self._resolve(entry, decision, recorded=True)
 
     def _withdraw(self, entry: _Entry) -> None:
         self._finish(entry, None)
