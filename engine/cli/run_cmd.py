@@ -140,6 +140,7 @@ async def open_engine(args: argparse.Namespace, *, rules: Any, script: Any = Non
         raise UsageError(f"--db {exc}") from None
     clock = RealClock()
     broker = EscalationBroker(clock, store=DecisionStore(db), identity=who(f"escalate {getattr(args, 'command', None) or 'run'}"))
+    broker.watch()  # decisions made by other processes reach this one's runs at once
     return Engine(rules=rules, broker=broker, clock=clock, script=script, workspace=workspace,
                   events_file=events, db=db, host=host)
 

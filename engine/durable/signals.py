@@ -146,13 +146,11 @@ class PostgresSignals(Signals):
         return conn
 
     def _serve(self) -> None:
-        first = True
         while not self._stop.is_set():
             try:
                 self._conn = self._connect()
-                if not first:  # what was said while we were away: look at everything again
-                    self._deliver(RESYNC)
-                first = False
+                # What was said before this connection listened: look at everything again.
+                self._deliver(RESYNC)
                 while not self._stop.is_set():
                     for note in self._conn.notifies(timeout=0.5):
                         self._deliver(note.payload)
