@@ -93,6 +93,16 @@ events = sa.Table(
 )
 
 
+NEWS_PAYLOAD_MAX = 7000  # bytes: PostgreSQL's NOTIFY takes up to 8000
+
+
+def raised_news(esc_id: str, payload: dict[str, Any]) -> str:
+    """`raised ID`, with the escalation itself when it is small enough to travel with the news
+    (a console then lists it without reading it back)."""
+    text = f"raised {esc_id}\n{json.dumps(payload)}"
+    return text if len(text.encode("utf-8", "surrogateescape")) <= NEWS_PAYLOAD_MAX else f"raised {esc_id}"
+
+
 @dataclass(frozen=True)
 class DecideResult:
     won: bool  # this call's decision is the one applied
@@ -222,9 +232,10 @@ class Database:
                 c.execute(escalations.insert().values(
                     id=esc_id, run_id=run_id, created=created, deadline=deadline,
                     payload=json.dumps(payload), status="pending"))
-                self.signals.in_transaction(c, f"raised {esc_id}")
+                news = raised_news(esc_id, payload)
+                self.signals.in_transaction(c, news)
         if exists is None:
-            self.signals.committed(f"raised {esc_id}")
+            self.signals.committed(news)
 
     def get_escalation(self, esc_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
@@ -422,6 +433,8 @@ def _create_tables(engine: sa.Engine) -> None:
     from sqlalchemy.schema import CreateIndex, CreateTable
 
     with engine.begin() as c:
+        if engine.dialect.name == "postgresql":  # IF NOT EXISTS races on PostgreSQL's catalog: one at a time
+            c.execute(sa.text("SELECT pg_advisory_xact_lock(8117008514)"))
         for table in metadata.sorted_tables:
             c.execute(CreateTable(table, if_not_exists=True))
             for index in table.indexes:

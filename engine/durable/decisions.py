@@ -126,6 +126,13 @@ class DecisionStore:
     def pending_ids(self) -> set[str]:
         return self.db.pending_ids()
 
+    @staticmethod
+    def from_news(body: str) -> PendingEscalation:
+        """The escalation a `raised` message carries (engine/durable/database.py raised_news)."""
+        import json
+
+        return pending_from_json(json.loads(body))
+
     def still_pending(self, esc_ids: Iterable[str]) -> list[PendingEscalation]:
         """Those of these escalations that are pending now, as raised."""
         return [pending_from_json(row["payload"]) for row in self.db.pending_among(esc_ids)]

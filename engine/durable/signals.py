@@ -12,7 +12,8 @@ a few seconds (the broker's slow poll), never a decision.
 - SQLite: a database file lives on one host, so each listening process binds a Unix datagram
   socket in a folder beside the database (or under the temporary folder when that path would be
   too long for a socket), and a writer sends each one a datagram after its commit. A socket left
-  by a killed process refuses the datagram and is removed.
+  by a killed process refuses the datagram and is removed. The folder is its creator's only
+  (0700): another user's processes on the same file fall back to the poll.
 """
 
 from __future__ import annotations
@@ -223,7 +224,7 @@ class SocketSignals(Signals):
         with self._lock:
             self._listeners.append(on_message)
             if self._socket is None:
-                self.folder.mkdir(parents=True, exist_ok=True)
+                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's processes only
                 self._path = self.folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.sock"
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
                 sock.bind(str(self._path))

@@ -388,11 +388,15 @@ class EscalationBroker:
         settled: list[str] = []
         everything = False
         for message in messages:
-            kind, _, esc_id = message.partition(" ")
+            head, _, body = message.partition("\n")
+            kind, _, esc_id = head.partition(" ")
             if kind == "*":
                 everything = True
             elif kind == "raised" and self._watch_all and esc_id not in self._entries and esc_id not in self._done:
-                raised.append(esc_id)
+                try:  # the escalation came with the news: listed at once (the database has it)
+                    self.adopt(store.from_news(body))
+                except Exception:  # no body (too big to travel), or not one: read it back
+                    raised.append(esc_id)
             elif kind in ("decided", "withdrawn") and esc_id in self._entries:
                 settled.append(esc_id)
         if everything:
