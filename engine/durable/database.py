@@ -207,13 +207,6 @@ class Database:
                 .values(status="running", owner=owner, heartbeat=now))
         return done.rowcount == 1
 
-    def owners(self) -> dict[str, float | None]:
-        """The owners of active runs and their latest heartbeat."""
-        query = (sa.select(runs.c.owner, sa.func.max(runs.c.heartbeat))
-                 .where(runs.c.status.in_(ACTIVE), runs.c.owner.is_not(None)).group_by(runs.c.owner))
-        with self.engine.connect() as c:
-            return {owner: beat for owner, beat in c.execute(query)}
-
     def interrupted_runs(self, *, now: float | None = None) -> list[dict[str, Any]]:
         now = now if now is not None else time.time()
         query = runs.select().where(

@@ -98,15 +98,28 @@ class Worker:
         self._now = asyncio.Event()  # a second signal: stop without waiting for steps
 
     async def serve(self) -> int:
+        from engine.runtime.engine import warm_up
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self._signalled)
+        try:
+            # ADK's imports and first use (1-4 s) before the first run, not inside it: the runs
+            # share this loop, and the first one would hold up every other meanwhile.
+            await asyncio.to_thread(warm_up)
+            if self._stop.is_set():  # stopped while starting: nothing was taken
+                return 0
+            return await self._serve()
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    async def _serve(self) -> int:
         from engine.durable.decisions import DecisionStore, who
         from engine.escalation.broker import RAISED, EscalationBroker
         from engine.escalation.clock import RealClock
         from engine.escalation.headless import waiting_message
-        from engine.runtime.engine import warm_up
 
-        # ADK's imports and first use (1-4 s) before the first run, not inside it: the runs share
-        # this loop, and the first one would hold up every other meanwhile.
-        await asyncio.to_thread(warm_up)
         self.host = host = await DurableHost.open(self.db, worker_concurrency=self.concurrency)
         clock = RealClock()
         broker = EscalationBroker(clock, store=DecisionStore(self.db), identity=who("worker"))
@@ -115,8 +128,6 @@ class Worker:
                                                 f"{event.pending.escalation.id} ...)") if event.kind == RAISED else None)
         self.router = EngineRouter(self.db, host, broker, clock, self.say)
         loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self._signalled)
         self.say(f"worker {host.owner}: taking up to {self.concurrency} runs at a time from {WORKERS_QUEUE} "
                  "(SIGTERM: finish the current steps and stop)")
         scan = loop.create_task(self._take_over_forever(), name="escalate takeover")
@@ -125,8 +136,6 @@ class Worker:
             scan.cancel()
             await self._drain()
         finally:
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(signum)
             scan.cancel()
             broker.stop_watching()
             host.close()  # its runs are released: another worker takes them at once

@@ -226,7 +226,10 @@ class EscalationBroker:
         decision = Decision(escalation_id, response, resolved_by, self.clock.now(), decided_by=self.identity)
         held = self._resolve(entry, decision)
         if held is not decision:
-            who = held.resolved_by.value if held is not None else "nobody: it was withdrawn"
+            if held is None:
+                who = "nobody: it was withdrawn"
+            else:  # another console, `escalate answer`: named
+                who = held.resolved_by.value + (f" ({held.decided_by})" if held.decided_by else "")
             raise AlreadyResolved(f"escalation {escalation_id} was already decided by {who}")
         return decision
 
@@ -291,7 +294,8 @@ class EscalationBroker:
         if entry is not None:
             return entry
         if escalation_id in self._done:
-            what = "resolved" if self._done[escalation_id] is not None else "withdrawn"
+            done = self._done[escalation_id]
+            what = "withdrawn" if done is None else "resolved" + (f" by {done.decided_by}" if done.decided_by else "")
             raise AlreadyResolved(f"escalation {escalation_id} was already {what}")
         raise UnknownEscalation(f"no escalation with id {escalation_id!r}")
 
