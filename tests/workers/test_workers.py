@@ -46,6 +46,8 @@ def test_detach_queues_a_run_and_prints_its_id(tmp_path: Path, pg_url: str) -> N
     (run_id,) = queue_runs(tmp_path, pg_url, 1)
     listed = json.loads(escalate("runs", "--db", pg_url, "--format", "json", cwd=tmp_path).stdout)
     assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "queued")]
+    resumed = escalate("resume", run_id, "--db", pg_url, cwd=tmp_path)  # a worker's to start, not this process's
+    assert resumed.returncode == 2 and "queued for a worker" in resumed.stderr and "Traceback" not in resumed.stderr
 
 
 def test_detach_refuses_what_only_a_run_in_this_process_can_use(tmp_path: Path) -> None:
