@@ -228,15 +228,17 @@ class EscalateApp(DecideActions, App[int]):
 
     def _say_if_decided_elsewhere(self, event: BrokerEvent, pane: DecisionPane) -> None:
         """The decision on screen ended without the user (its timeout default, a cancelled run):
-        they may be typing into it, so say what happened, and keep their next keys harmless."""
+        they may be typing into it, so say what happened (and who decided, when another console or `escalate answer` did), and keep their next keys harmless."""
         shown = pane.pending
         if shown is None or shown.escalation.id != event.pending.escalation.id:
             return
         decision = event.decision
-        if decision is not None and decision.resolved_by is ResolvedBy.HUMAN:
+        if decision is not None and decision.resolved_by is ResolvedBy.HUMAN and not event.elsewhere:
             return
         esc = event.pending.escalation
         what = decision_summary(decision, esc) if decision is not None else "withdrawn (its run ended)"
+        if decision is not None and decision.decided_by:  # another console, `escalate answer`: who
+            what += f" ({one_line(decision.decided_by, 80)})"
         self.notify(what, title=f"Decision [{one_line(esc.task_id, 40)}] ended without you", severity="warning", markup=False)
         if pane.has_focus_within:
             self.main.park_keyboard()

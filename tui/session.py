@@ -146,13 +146,15 @@ class ConsoleSession:
         import asyncio
 
         from engine.durable.database import Database
-        from engine.durable.decisions import DecisionStore
+        from engine.durable.decisions import DecisionStore, who
         from engine.durable.host import DurableHost
 
         assert self.db_url is not None
         self.db = await asyncio.to_thread(Database, self.db_url)
         self.host = await DurableHost.open(self.db)
         self.broker.store = DecisionStore(self.db)
+        self.broker.identity = who("console")
+        self.broker.watch(everything=True)  # escalations raised and decided by other processes, as they happen
         await asyncio.to_thread(self._load_history)
 
     def _load_history(self) -> None:
@@ -184,11 +186,12 @@ class ConsoleSession:
 
     def interrupted_runs(self) -> list[str]:
         """Runs left active by a process that is gone: this console continues them."""
+        from engine.durable.database import ACTIVE
         from engine.durable.host import owner_alive
 
         stale = {r["run_id"] for r in self.db.interrupted_runs()}
-        return [r["run_id"] for r in self.db.list_runs()
-                if r["run_id"] in stale or r["owner"] is None or not owner_alive(r["owner"])]
+        return [r["run_id"] for r in self.db.list_runs() if r["status"] in ACTIVE and (
+                r["run_id"] in stale or r["owner"] is None or not owner_alive(r["owner"], self.db, r["heartbeat"]))]
 
     @property
     def active(self) -> tuple[int, int]:
@@ -206,6 +209,7 @@ class ConsoleSession:
         """The console is quitting: durable runs stay as they are in the database (running,
         waiting) and continue next time."""
         self.leave()
+        self.broker.stop_watching()
         if self.host is not None:
             self.host.close()
 

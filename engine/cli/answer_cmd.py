@@ -21,7 +21,7 @@ from engine.escalation.model import Audit, Decision, Origin, ResolvedBy, Respons
 
 def main(args: argparse.Namespace) -> int:
     from engine.durable.database import Database, DatabaseError, resolve_url
-    from engine.durable.decisions import DecisionStore, pending_from_json
+    from engine.durable.decisions import DecisionStore, decision_to_json, pending_from_json, who
 
     try:
         db = Database(resolve_url(args.db))
@@ -33,8 +33,7 @@ def main(args: argparse.Namespace) -> int:
             return _fail(f"{args.escalation}: no such escalation in {db.url}", 1)
         pending = pending_from_json(row["payload"])
         if row["status"] != "pending":
-            who = row["resolved_by"] or "nobody (it was withdrawn)"
-            return _fail(f"{args.escalation}: already decided by {who}", 1)
+            return _fail(f"{args.escalation}: already decided by {_by(row['resolved_by'], row['decision'])}", 1)
         if args.args is not None and not args.approve:
             return _fail(f"{args.escalation}: --args goes with --approve (the tool runs with the edited arguments)", 2)
         response = _response(args, pending.escalation.origin)
@@ -49,11 +48,13 @@ def main(args: argparse.Namespace) -> int:
             validate_response(pending, response)
         except EscalationError as exc:
             return _fail(str(exc), 2)
-        decision = Decision(args.escalation, response, ResolvedBy.HUMAN, time.time(), audit=Audit(via="escalate answer"))
+        decision = Decision(args.escalation, response, ResolvedBy.HUMAN, time.time(), audit=Audit(via="escalate answer"),
+                            decided_by=who("escalate answer"))
         held = DecisionStore(db).decide(decision)
         if held is not decision:
-            who = held.resolved_by.value if held is not None else "nobody (it was withdrawn)"
-            return _fail(f"{args.escalation}: already decided by {who}", 1)
+            if held is None:
+                return _fail(f"{args.escalation}: already decided by nobody (it was withdrawn)", 1)
+            return _fail(f"{args.escalation}: already decided by {_by(held.resolved_by.value, decision_to_json(held))}", 1)
         write_line(f"{args.escalation}: decided ({_words(response)})", sys.stdout)
         return 0
     finally:
@@ -79,6 +80,14 @@ def _words(response: Response) -> str:
     if response.response_type is ResponseType.OPTION:
         return f"option {response.selected_option}"
     return response.response_type.value.replace("_", " ")
+
+
+def _by(resolved_by: str | None, decision: dict | None) -> str:
+    """`human (alice@laptop (console))`: the kind of decider, and who it was when known."""
+    if resolved_by is None:
+        return "nobody (it was withdrawn)"
+    person = (decision or {}).get("decidedBy")
+    return f"{resolved_by} ({person})" if person else resolved_by
 
 
 def _fail(message: str, code: int) -> int:

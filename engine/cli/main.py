@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workspace", metavar="DIR")
     run.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db)")
     run.add_argument("--wait", action="store_true", help="wait for an answer instead of exiting 4")
+    run.add_argument("--detach", action="store_true", help="queue the run for `escalate worker`, print its id")
 
     runs = sub.add_parser("runs", help="list runs and their pending escalations")
     runs.add_argument("--db", metavar="URL")
@@ -89,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--wait", action="store_true")
     resume.add_argument("--events", metavar="E.jsonl")
     resume.add_argument("--db", metavar="URL")
+
+    worker = sub.add_parser("worker", help="execute queued runs and take over interrupted ones, until stopped")
+    worker.add_argument("--db", metavar="URL")
+    worker.add_argument("--concurrency", metavar="N", type=_positive, default=8, help="runs at a time (default 8)")
 
     rules = sub.add_parser("rules", help="work with rules files")
     rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
@@ -128,6 +133,12 @@ def _port(text: str) -> int:
     return port
 
 
+def _positive(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 10_000:
+        raise argparse.ArgumentTypeError(f"not a whole number from 1 to 10000: {text!r}")
+    return int(text)
+
+
 # command name -> module with `main(args) -> int`
 _COMMANDS = {
     None: "engine.cli.console_cmd",
@@ -140,6 +151,7 @@ _COMMANDS = {
     "answer": "engine.cli.answer_cmd",
     "resume": "engine.cli.resume_cmd",
     "serve": "engine.cli.serve_cmd",
+    "worker": "engine.cli.worker_cmd",
 }
 
 

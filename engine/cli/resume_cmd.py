@@ -34,6 +34,10 @@ async def _resume(args: argparse.Namespace) -> int:
         db.close()
         return EXIT_USAGE
     label = row["path"]
+    if row["status"] == "queued":  # a worker's to start: resuming it here could run it twice
+        _err(f"{args.run_id}: queued for a worker, not started yet (escalate worker --db ... runs it)")
+        db.close()
+        return EXIT_USAGE
     if row["status"] not in ("running", "waiting"):  # already over: report how it ended
         db.close()
         return outcome_code(_Finished(row), _status(row["status"]), label)

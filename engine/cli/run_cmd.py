@@ -31,6 +31,11 @@ def main(args: argparse.Namespace) -> int:
     from engine.runtime.adk_setup import prepare_adk
 
     prepare_adk()
+    if args.detach:
+        clash = [name for name, given in (("--answers", args.answers), ("--events", args.events), ("--wait", args.wait)) if given]
+        if clash:
+            _err(f"--detach: a worker runs the run; {', '.join(clash)} only apply to a run in this process")
+            return EXIT_USAGE
     try:
         inputs = _load_inputs(args)
     except UsageError as exc:
@@ -97,8 +102,15 @@ async def _run(
             _err(f"{source}: {exc.args[0] if exc.args else exc}")
             return EXIT_USAGE
 
+        task = args.task or utf8_text(source.stem)
+        if args.detach:  # queued for `escalate worker`: its id on stdout, for scripts
+            run_id = engine.queue_run(workflow, flow=args.flow, input=args.input or "", task=task)
+            sys.stdout.write(run_id + "\n")
+            _err(f"run {run_id} queued for a worker (escalate worker --db ...)")
+            return EXIT_OK
+
         async def start() -> Any:
-            return engine.start_run(workflow, flow=args.flow, input=args.input or "", task=args.task or utf8_text(source.stem))
+            return engine.start_run(workflow, flow=args.flow, input=args.input or "", task=task)
 
         return await drive(engine, start, answers=answers, wait=args.wait, label=str(source),
                            models=models_line(workflow.cls, script))
@@ -133,7 +145,7 @@ async def open_engine(args: argparse.Namespace, *, rules: Any, script: Any = Non
     """A durable engine on `--db` (or $ESCALATE_DB, or .escalate/escalate.db): its runs are
     recorded, its escalations wait in the database. Raises UsageError for a bad database."""
     from engine.durable.database import DatabaseError
-    from engine.durable.decisions import DecisionStore
+    from engine.durable.decisions import DecisionStore, who
     from engine.durable.host import DurableHost
     from engine.escalation.broker import EscalationBroker
     from engine.escalation.clock import RealClock
@@ -145,13 +157,15 @@ async def open_engine(args: argparse.Namespace, *, rules: Any, script: Any = Non
     except DatabaseError as exc:
         raise UsageError(f"--db {exc}") from None
     clock = RealClock()
-    broker = EscalationBroker(clock, store=DecisionStore(db))
+    broker = EscalationBroker(clock, store=DecisionStore(db), identity=who(f"escalate {getattr(args, 'command', None) or 'run'}"))
+    broker.watch()  # decisions made by other processes reach this one's runs at once
     return Engine(rules=rules, broker=broker, clock=clock, script=script, workspace=workspace,
                   events_file=events, db=db, host=host)
 
 
 def close_engine(engine: Any) -> None:
     engine.detach()
+    engine.broker.stop_watching()
     if engine.host is not None:
         engine.host.close()
 

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import sqlalchemy as sa
 
@@ -26,6 +26,7 @@ log = logging.getLogger("escalate.durable")
 # Statuses a run row can have: the engine's RunStatus values, plus "interrupted" (derived, never
 # stored: an active run whose owner stopped beating).
 ACTIVE = ("running", "waiting")
+QUEUED = "queued"  # `run --detach`: waiting in the workers' queue, owned by nobody yet
 HEARTBEAT_SECONDS = 2.0
 STALE_AFTER = 10.0  # an owner silent this long is gone: its runs are interrupted
 
@@ -98,6 +99,16 @@ events = sa.Table(
 )
 
 
+NEWS_PAYLOAD_MAX = 7000  # bytes: PostgreSQL's NOTIFY takes up to 8000
+
+
+def raised_news(esc_id: str, payload: dict[str, Any]) -> str:
+    """`raised ID`, with the escalation itself when it is small enough to travel with the news
+    (a console then lists it without reading it back)."""
+    text = f"raised {esc_id}\n{json.dumps(payload)}"
+    return text if len(text.encode("utf-8", "surrogateescape")) <= NEWS_PAYLOAD_MAX else f"raised {esc_id}"
+
+
 @dataclass(frozen=True)
 class DecideResult:
     won: bool  # this call's decision is the one applied
@@ -124,16 +135,23 @@ class Database:
             _create_tables(self.engine)
         except (OSError, sa.exc.SQLAlchemyError) as exc:
             raise DatabaseError(f"{shown(url)}: cannot open the database: {_why(exc)}") from None
+        from engine.durable.signals import signals_for
+
+        self.signals = signals_for(url, self.engine)  # news to the other processes on this database
 
     def close(self) -> None:
         self.flush_events()
+        self.signals.close()
         self.engine.dispose()
 
     # -- runs ------------------------------------------------------------------------------
 
-    def create_run(self, **row: Any) -> None:
+    def create_run(self, *, then: Callable[[sa.Connection], None] | None = None, **row: Any) -> None:
+        """`then(connection)`: more work in the same transaction (a run queued for the workers)."""
         with self.engine.begin() as c:
             c.execute(runs.insert().values(**_run_in(row)))
+            if then is not None:
+                then(c)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.engine.begin() as c:
@@ -161,7 +179,7 @@ class Database:
     def list_runs(self, *, include_finished: bool = False) -> list[dict[str, Any]]:
         query = runs.select().order_by(runs.c.started)
         if not include_finished:
-            query = query.where(runs.c.status.in_(ACTIVE))
+            query = query.where(runs.c.status.in_((*ACTIVE, QUEUED)))
         with self.engine.connect() as c:
             return [_run_out(r) for r in c.execute(query).mappings()]
 
@@ -192,6 +210,23 @@ class Database:
             )
         return done.rowcount == 1
 
+    def claim_queued(self, run_id: str, owner: str, now: float | None = None) -> bool:
+        """A worker starts a queued run: it is running, owned by that worker."""
+        now = now if now is not None else time.time()
+        with self.engine.begin() as c:
+            done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == QUEUED)
+                             .values(status="running", owner=owner, heartbeat=now))
+        return done.rowcount == 1
+
+    def claim_queued_from(self, run_id: str, owner: str, dead_owner: str, now: float | None = None) -> bool:
+        """Take over a queued run that a worker now gone had taken from the queue but not begun."""
+        now = now if now is not None else time.time()
+        with self.engine.begin() as c:
+            done = c.execute(runs.update().where(runs.c.run_id == run_id, sa.or_(
+                runs.c.status == QUEUED, sa.and_(runs.c.status.in_(ACTIVE), runs.c.owner == dead_owner)))
+                .values(status="running", owner=owner, heartbeat=now))
+        return done.rowcount == 1
+
     def interrupted_runs(self, *, now: float | None = None) -> list[dict[str, Any]]:
         now = now if now is not None else time.time()
         query = runs.select().where(
@@ -210,6 +245,10 @@ class Database:
                 c.execute(escalations.insert().values(
                     id=esc_id, run_id=run_id, created=created, deadline=deadline,
                     payload=json.dumps(payload), status="pending"))
+                news = raised_news(esc_id, payload)
+                self.signals.in_transaction(c, news)
+        if exists is None:
+            self.signals.committed(news)
 
     def get_escalation(self, esc_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
@@ -222,6 +261,19 @@ class Database:
             query = query.where(escalations.c.run_id.in_(list(run_ids)))
         with self.engine.connect() as c:
             return [_escalation_row(r) for r in c.execute(query).mappings()]
+
+    def pending_among(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
+        ids = list(esc_ids)
+        if not ids:
+            return []
+        query = (escalations.select().where(escalations.c.id.in_(ids), escalations.c.status == "pending")
+                 .order_by(escalations.c.created))
+        with self.engine.connect() as c:
+            return [_escalation_row(r) for r in c.execute(query).mappings()]
+
+    def pending_ids(self) -> set[str]:
+        with self.engine.connect() as c:
+            return set(c.execute(sa.select(escalations.c.id).where(escalations.c.status == "pending")).scalars())
 
     def escalations_of(self, run_id: str) -> list[dict[str, Any]]:
         query = escalations.select().where(escalations.c.run_id == run_id).order_by(escalations.c.created)
@@ -246,9 +298,14 @@ class Database:
                 .values(status="decided", decision=json.dumps(decision),
                         resolved_by=resolved_by, decided_at=now if now is not None else time.time())
             )
-            if done.rowcount == 1:
-                return DecideResult(True, decision, resolved_by, "decided")
-            row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
+            won = done.rowcount == 1
+            if won:
+                self.signals.in_transaction(c, f"decided {esc_id}")
+            else:
+                row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
+        if won:
+            self.signals.committed(f"decided {esc_id}")
+            return DecideResult(True, decision, resolved_by, "decided")
         if row is None:
             return DecideResult(False, None, None, "unknown")
         return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
@@ -287,8 +344,12 @@ class Database:
 
     def withdraw(self, esc_id: str) -> None:
         with self.engine.begin() as c:
-            c.execute(escalations.update().where(escalations.c.id == esc_id, escalations.c.status == "pending")
-                      .values(status="withdrawn", decided_at=time.time()))
+            done = c.execute(escalations.update().where(escalations.c.id == esc_id, escalations.c.status == "pending")
+                             .values(status="withdrawn", decided_at=time.time()))
+            if done.rowcount == 1:
+                self.signals.in_transaction(c, f"withdrawn {esc_id}")
+        if done.rowcount == 1:
+            self.signals.committed(f"withdrawn {esc_id}")
 
     def past_escalations(self, limit: int = 100_000) -> list[dict[str, Any]]:
         """Decided and withdrawn escalations, oldest first (the history of earlier sessions)."""
@@ -417,6 +478,8 @@ def _create_tables(engine: sa.Engine) -> None:
     from sqlalchemy.schema import CreateIndex, CreateTable
 
     with engine.begin() as c:
+        if engine.dialect.name == "postgresql":  # IF NOT EXISTS races on PostgreSQL's catalog: one at a time
+            c.execute(sa.text("SELECT pg_advisory_xact_lock(8117008514)"))
         for table in metadata.sorted_tables:
             c.execute(CreateTable(table, if_not_exists=True))
             for index in table.indexes:

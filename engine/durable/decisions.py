@@ -3,11 +3,13 @@
 The broker keeps owning the futures a process waits on; this store makes the database the truth
 behind them: an escalation is written when raised, a decision is applied by a conditional update
 (the first writer wins: a console, `escalate answer`, an answers file or a deadline), and
-decisions written by other processes are found by polling the pending ids.
+decisions written by other processes arrive as news (engine/durable/signals.py), with a slow poll
+behind it.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterable
 
 from engine.durable.database import Database
@@ -64,6 +66,7 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
         "additionalInstructions": r.additional_instructions, "resolvedBy": decision.resolved_by.value,
         "resolvedAt": decision.resolved_at, "note": decision.note, "stopsTask": decision.stops_task,
         "editedArgs": r.edited_args, "rule": decision.audit.rule, "via": decision.audit.via, "shown": decision.audit.shown,
+        "decidedBy": decision.decided_by,
     }
 
 
@@ -73,7 +76,19 @@ def decision_from_json(esc_id: str, data: dict[str, Any]) -> Decision:
                         data.get("additionalInstructions"), edited if isinstance(edited, dict) else None)
     audit = Audit(str(data.get("rule") or ""), str(data.get("via") or ""), str(data.get("shown") or ""))
     return Decision(esc_id, response, ResolvedBy(data["resolvedBy"]), float(data.get("resolvedAt") or 0.0),
-                    data.get("note", ""), bool(data.get("stopsTask")), audit)
+                    data.get("note", ""), bool(data.get("stopsTask")), audit, str(data.get("decidedBy") or ""))
+
+
+def who(via: str) -> str:
+    """Who decides from this process, as the other consoles are told: `alice@laptop via console`."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name in this environment (a container without passwd entry)
+        user = f"uid {os.getuid()}" if hasattr(os, "getuid") else "someone"
+    return f"{user}@{socket.gethostname()} via {via}"
 
 
 class DecisionStore:
@@ -119,6 +134,25 @@ class DecisionStore:
 
     def withdraw(self, esc_id: str) -> None:
         self.db.withdraw(esc_id)
+
+    def listen(self, on_message: Any) -> Any:
+        """News of escalations raised, decided or withdrawn by any process (a thread calls
+        `on_message(text)`); returns `stop`."""
+        return self.db.signals.listen(on_message)
+
+    def pending_ids(self) -> set[str]:
+        return self.db.pending_ids()
+
+    @staticmethod
+    def from_news(body: str) -> PendingEscalation:
+        """The escalation a `raised` message carries (engine/durable/database.py raised_news)."""
+        import json
+
+        return pending_from_json(json.loads(body))
+
+    def still_pending(self, esc_ids: Iterable[str]) -> list[PendingEscalation]:
+        """Those of these escalations that are pending now, as raised."""
+        return [pending_from_json(row["payload"]) for row in self.db.pending_among(esc_ids)]
 
     def settled(self, esc_ids: Iterable[str]) -> list[tuple[str, Decision | None]]:
         """Escalations among these that are no longer pending: (id, decision or None if withdrawn)."""

@@ -7,7 +7,10 @@ console's, with its broker and screen). The workflow function therefore hands it
 host's loop, carrying DBOS's context (a context variable) with it, and waits for it there.
 
 Why a queue per process: `resume` re-enqueues a run; a queue named after this process's executor
-id makes sure that this process, and no other one sharing the database, executes it.
+id, which only this process listens to (`DBOS.listen_queues`: by default a DBOS process dequeues
+from every queue in the database), makes sure that this process, and no other one sharing the
+database, executes it. Workers (`escalate worker`) also listen to the shared queue `escalate-runs`
+that `run --detach` fills.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import contextvars
 import logging
 import os
 import socket
+import time
 import uuid
 from typing import Awaitable, Callable, Protocol
 
@@ -29,6 +33,8 @@ log = logging.getLogger("escalate.durable")
 APP_NAME = "escalate"
 # Fixed: DBOS filters recovery by application version, and a run must survive an upgrade.
 APP_VERSION = "escalate-runs-1"
+WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
+WORKFLOW_NAME = "escalate_run"
 
 
 class RunExecutor(Protocol):
@@ -45,7 +51,7 @@ def current_host() -> "DurableHost | None":
 def _workflow_function() -> Callable[[str], Awaitable[None]]:
     from dbos import DBOS
 
-    @DBOS.workflow(name="escalate_run")
+    @DBOS.workflow(name=WORKFLOW_NAME)
     async def escalate_run(run_id: str) -> None:
         host = _HOST
         if host is None or host.executor is None:
@@ -66,20 +72,32 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     return escalate_run
 
 
-def owner_alive(owner: str) -> bool:
-    """Whether the process an owner id names may still run: certain only on this host (the
-    process is looked up); elsewhere its heartbeat tells."""
-    host, _, rest = owner.rpartition("-")[0].rpartition("-")
-    pid = rest
+PRESENCE_GRACE = 2 * HEARTBEAT_SECONDS  # PostgreSQL: a free presence lock and this long without a beat: gone
+
+
+def owner_alive(owner: str, db: Database | None = None, heartbeat: float | None = None) -> bool:
+    """Whether the process an owner id names may still run: certain on this host (the process
+    is looked up) and, on PostgreSQL, anywhere: its connection's advisory lock is free and it
+    has not beaten for PRESENCE_GRACE (a lock alone could be a dropped connection being made
+    again); elsewhere its heartbeat tells (the callers' STALE_AFTER)."""
+    if pid_gone(owner):
+        return False
+    silent = heartbeat is None or heartbeat < time.time() - PRESENCE_GRACE
+    return not (db is not None and silent and db.signals.owner_gone(owner))
+
+
+def pid_gone(owner: str) -> bool:
+    """True when `owner` names a process of this host that no longer exists."""
+    host, _, pid = owner.rpartition("-")[0].rpartition("-")
     if host != socket.gethostname() or not pid.isdigit():
-        return True
+        return False
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
-        return False
-    except PermissionError:
         return True
-    return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _chain(task: "asyncio.Task[None]", done: "concurrent.futures.Future[None]") -> None:
@@ -100,28 +118,45 @@ class DurableHost:
         self.owner = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.queue_name = f"escalate-{self.owner}"
         self.executor: RunExecutor | None = None
+        self.draining = False  # a worker stopping: runs it takes from the queue now are left for others
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, db: Database) -> "DurableHost":
-        """Launch DBOS for this process (once; a second open with the same database reuses it)."""
+    async def open(cls, db: Database, *, worker_concurrency: int | None = None) -> "DurableHost":
+        """Launch DBOS for this process (once; a second open with the same database reuses it).
+        `worker_concurrency`: this process is a worker, taking up to that many runs at once
+        from the shared queue."""
         global _HOST
         loop = asyncio.get_running_loop()
         if _HOST is not None:
-            if _HOST.db.url == db.url and _HOST.loop is loop:
+            if _HOST.db.url == db.url and _HOST.loop is loop and worker_concurrency is None:
                 return _HOST
             _HOST.close()  # an earlier console or command of this process, on another database or loop
         host = cls(db, loop)
-        host._launch()
+        host._launch([WORKERS_QUEUE] if worker_concurrency is not None else [])
         from dbos import DBOS
 
         # Polled often: a resumed run starts within a tenth of a second.
         await DBOS.register_queue_async(host.queue_name, polling_interval_sec=0.1)
+        if worker_concurrency is not None:
+            # DBOS keeps one per-worker limit with the queue: the latest worker to start sets it.
+            await DBOS.register_queue_async(WORKERS_QUEUE, worker_concurrency=worker_concurrency,
+                                            polling_interval_sec=0.1, on_conflict="always_update")
+        db.signals.hold_presence(host.owner)
         _HOST = host
         return host
 
-    def _launch(self) -> None:
+    def enqueue_in(self, conn: object, run_id: str) -> None:
+        """Queue a recorded run for the workers, inside the transaction that records it."""
+        from dbos import DBOSClient, EnqueueOptions
+
+        client = DBOSClient(system_database_engine=self.db.engine, application_name=APP_NAME)
+        options: EnqueueOptions = {"workflow_name": WORKFLOW_NAME, "queue_name": WORKERS_QUEUE,
+                                   "workflow_id": run_id, "app_version": APP_VERSION}
+        client.enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
+
+    def _launch(self, shared_queues: list[str]) -> None:
         from dbos import DBOS
 
         dbos_log = logging.getLogger("dbos")
@@ -138,6 +173,7 @@ class DurableHost:
             "log_level": "ERROR",
             "notification_listener_polling_interval_sec": 0.05,
         })
+        DBOS.listen_queues([self.queue_name, *shared_queues])
         try:
             DBOS.launch()
         except Exception as exc:
@@ -170,7 +206,7 @@ class DurableHost:
         """Start a new run as a workflow on this loop."""
         from dbos import DBOS, SetWorkflowID
 
-        self._ensure_beat()
+        self.keep_beating()
         assert self._workflow is not None
         with SetWorkflowID(run_id):
             await DBOS.start_workflow_async(self._workflow, run_id)
@@ -182,10 +218,11 @@ class DurableHost:
 
         row = await asyncio.to_thread(self.db.get_run, run_id)
         owner = row["owner"] if row else None
-        dead = owner if owner and not owner_alive(owner) else None
+        beat = row["heartbeat"] if row else None
+        dead = owner if owner and not await asyncio.to_thread(owner_alive, owner, self.db, beat) else None
         if not await asyncio.to_thread(lambda: self.db.claim_run(run_id, self.owner, dead_owner=dead)):
             return False
-        self._ensure_beat()
+        self.keep_beating()
         if await DBOS.get_workflow_status_async(run_id) is None:
             # The process died between recording the run and starting its workflow: nothing of it
             # ran, so it starts from the beginning, here.
@@ -194,7 +231,7 @@ class DurableHost:
             await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
         return True
 
-    def _ensure_beat(self) -> None:
+    def keep_beating(self) -> None:
         if self._beat_task is None or self._beat_task.done():
             self._beat_task = self.loop.create_task(self._beat(), name="escalate heartbeat")
 

@@ -7,6 +7,7 @@ warm-up) just run the function.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any, Awaitable, Callable, TypeVar
@@ -14,6 +15,10 @@ from typing import Any, Awaitable, Callable, TypeVar
 T = TypeVar("T")
 
 _enabled = False
+# Steps executing now, per run: a stopping worker (`escalate worker` on SIGTERM) lets each finish
+# and stops its run at that boundary (`drain`).
+_in_flight: dict[str, int] = {}
+_on_idle: Callable[[str], None] | None = None
 # The crash harness (tests/durable) audits replays: with this set, every live execution of a
 # step and every step result handed back to the run is appended to this file, one JSON line.
 _AUDIT = os.environ.get("ESCALATE_STEP_AUDIT")
@@ -26,8 +31,9 @@ def enable() -> None:
 
 
 def disable() -> None:
-    global _enabled
+    global _enabled, _on_idle
     _enabled = False
+    _on_idle = None
 
 
 def _in_workflow() -> tuple[Any, bool]:
@@ -44,9 +50,33 @@ async def step(name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     dbos, inside = _in_workflow()
     if not inside:
         return await fn(*args)
-    if _AUDIT:
-        return await _audited(dbos, name, fn, *args)
-    return await dbos.run_step_async({"name": name, "retries_allowed": False}, fn, *args)
+    run_id = dbos.workflow_id
+    if _on_idle is not None:  # draining: no new step starts; the run stops once its steps end
+        if not _in_flight.get(run_id):
+            _on_idle(run_id)
+        await asyncio.Event().wait()  # cancelled when the run is stopped
+    _in_flight[run_id] = _in_flight.get(run_id, 0) + 1
+    try:
+        if _AUDIT:
+            return await _audited(dbos, name, fn, *args)
+        return await dbos.run_step_async({"name": name, "retries_allowed": False}, fn, *args)
+    finally:
+        left = _in_flight[run_id] - 1
+        if left:
+            _in_flight[run_id] = left
+        else:
+            del _in_flight[run_id]
+            if _on_idle is not None:
+                _on_idle(run_id)
+
+
+def drain(on_idle: Callable[[str], None]) -> set[str]:
+    """Stop starting steps: `on_idle(run_id)` is called for each run when its steps in flight
+    have finished (and recorded their results), or when it tries to start another one.
+    Returns the runs with a step in flight now (the others can be stopped at once)."""
+    global _on_idle
+    _on_idle = on_idle
+    return set(_in_flight)
 
 
 async def _audited(dbos: Any, name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.1  # how soon a decision written by another process reaches a waiting run
+# Decisions and escalations of other processes arrive as news (engine/durable/signals.py); this
+# poll only catches what a lost message would miss.
+POLL_SECONDS = 1.0
 
 RAISED = "raised"
 RESOLVED = "resolved"
@@ -68,6 +70,7 @@ class BrokerEvent:
     kind: str  # RAISED | RESOLVED | CANCELLED
     pending: PendingEscalation
     decision: Decision | None = None
+    elsewhere: bool = False  # decided by another process (a console, `escalate answer`, a worker)
 
 
 def timeout_decision(pending: PendingEscalation, now: float) -> Decision:
@@ -149,10 +152,16 @@ class EscalationBroker:
     elsewhere (`escalate answer`, another console) resolves the local future, and an escalation
     asked again after a restart keeps its original deadline or its decision."""
 
-    def __init__(self, clock: Clock, store: "DecisionStore | None" = None) -> None:
+    def __init__(self, clock: Clock, store: "DecisionStore | None" = None, *, identity: str = "") -> None:
         self.clock = clock
         self.store = store
+        self.identity = identity  # who answers here (Decision.decided_by), e.g. "alice@laptop via console"
         self._poller: asyncio.Task[None] | None = None
+        self._watch_all = False  # a console: every escalation pending in the database is listed here
+        self._stop_listening: Callable[[], None] | None = None
+        self._news: list[str] = []
+        self._news_ready: asyncio.Event | None = None
+        self._reader: asyncio.Task[None] | None = None
         self._entries: dict[str, _Entry] = {}  # pending only, in raise order
         self._done: dict[str, Decision | None] = {}  # resolved (Decision) or withdrawn (None)
         self._subscribers: list[Callable[[BrokerEvent], None]] = []
@@ -200,8 +209,8 @@ class EscalationBroker:
         deadline = pending.policy.deadline
         if deadline is not None and esc_id in self._entries:  # a subscriber may have answered
             entry.timer = self.clock.call_at(deadline, lambda: self._on_deadline(esc_id))
-        if self.store is not None and (self._poller is None or self._poller.done()):
-            self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
+        if self.store is not None:
+            self.watch()
         return entry
 
     async def _await(self, entry: _Entry) -> Decision:
@@ -221,10 +230,14 @@ class EscalationBroker:
         """Resolve a pending escalation once; refuses unknown, resolved or meaningless answers."""
         entry = self._entry(escalation_id)
         validate_response(entry.pending, response)
-        decision = Decision(escalation_id, response, resolved_by, self.clock.now(), audit=audit or Audit())
+        decision = Decision(escalation_id, response, resolved_by, self.clock.now(), audit=audit or Audit(),
+                            decided_by=self.identity)
         held = self._resolve(entry, decision)
         if held is not decision:
-            who = held.resolved_by.value if held is not None else "nobody: it was withdrawn"
+            if held is None:
+                who = "nobody: it was withdrawn"
+            else:  # another console, `escalate answer`: named
+                who = held.resolved_by.value + (f" ({held.decided_by})" if held.decided_by else "")
             raise AlreadyResolved(f"escalation {escalation_id} was already decided by {who}")
         return decision
 
@@ -239,6 +252,8 @@ class EscalationBroker:
             if entry is None:
                 continue
             validate_response(entry.pending, decision.response)
+            if decision.resolved_by is ResolvedBy.HUMAN and not decision.decided_by:
+                decision = replace(decision, decided_by=self.identity)  # the other consoles say who
             ready.append((entry, decision))
         if self.store is not None and ready:
             held = self.store.decide_many([d for _, d in ready])
@@ -318,7 +333,8 @@ class EscalationBroker:
         if entry is not None:
             return entry
         if escalation_id in self._done:
-            what = "resolved" if self._done[escalation_id] is not None else "withdrawn"
+            done = self._done[escalation_id]
+            what = "withdrawn" if done is None else "resolved" + (f" by {done.decided_by}" if done.decided_by else "")
             raise AlreadyResolved(f"escalation {escalation_id} was already {what}")
         raise UnknownEscalation(f"no escalation with id {escalation_id!r}")
 
@@ -354,29 +370,120 @@ class EscalationBroker:
         self._finish(entry, held)
         if not entry.future.done():
             entry.future.set_result(held)
-        self._notify(BrokerEvent(RESOLVED, entry.pending, held))
+        self._notify(BrokerEvent(RESOLVED, entry.pending, held, elsewhere=recorded or held is not decision))
         return held
 
-    async def _poll(self) -> None:
-        """Decisions written by other processes reach the futures waiting here."""
-        assert self.store is not None
-        while self._entries:
-            await asyncio.sleep(POLL_SECONDS)
-            ids = list(self._entries)
+    # -- other processes ----------------------------------------------------------------------
+
+    def watch(self, *, everything: bool = False) -> None:
+        """Hear what other processes do on the database (call on this broker's loop): decisions
+        reach the escalations waiting here at once; with `everything` (a console), every
+        escalation raised anywhere is listed here too (as `adopt`), and removed when decided."""
+        if self.store is None:
+            return
+        loop = asyncio.get_running_loop()
+        if everything and not self._watch_all:
+            self._watch_all = True
+            self._hear("*")
+        if self._stop_listening is None:
+            def heard(message: str) -> None:  # on the listening thread
+                try:
+                    loop.call_soon_threadsafe(self._hear, message)
+                except RuntimeError:  # the loop closed: this process is stopping
+                    pass
+
+            self._stop_listening = self.store.listen(heard)
+        if self._poller is None or self._poller.done():
+            self._poller = loop.create_task(self._poll(), name="escalate decisions poll")
+
+    def stop_watching(self) -> None:
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
+        for task in (self._poller, self._reader):
+            if task is not None:
+                task.cancel()
+
+    def _hear(self, message: str) -> None:
+        self._news.append(message)
+        if self._news_ready is None:
+            self._news_ready = asyncio.Event()
+        self._news_ready.set()
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(self._read_news(), name="escalate news")
+
+    async def _read_news(self) -> None:
+        """Messages in order, in batches: one query for everything heard meanwhile."""
+        assert self._news_ready is not None
+        while True:
+            await self._news_ready.wait()
+            self._news_ready.clear()
+            batch, self._news = self._news, []
             try:
-                settled = await asyncio.to_thread(self.store.settled, ids)
+                await self._look(batch)
+            except Exception:  # a busy database: the poll catches up
+                log.debug("reading news failed", exc_info=True)
+
+    async def _look(self, messages: list[str]) -> None:
+        assert self.store is not None
+        store = self.store
+        raised: list[str] = []
+        settled: list[str] = []
+        everything = False
+        for message in messages:
+            head, _, body = message.partition("\n")
+            kind, _, esc_id = head.partition(" ")
+            if kind == "*":
+                everything = True
+            elif kind == "raised" and self._watch_all and esc_id not in self._entries and esc_id not in self._done:
+                try:  # the escalation came with the news: listed at once (the database has it)
+                    self.adopt(store.from_news(body))
+                except Exception:  # no body (too big to travel), or not one: read it back
+                    raised.append(esc_id)
+            elif kind in ("decided", "withdrawn") and esc_id in self._entries:
+                settled.append(esc_id)
+        if everything:
+            await self._sync()
+            return
+        if raised:
+            for pending in await asyncio.to_thread(store.still_pending, raised):
+                self.adopt(pending)
+        if settled:
+            self._apply(await asyncio.to_thread(store.settled, settled))
+
+    async def _sync(self) -> None:
+        """Everything again: decisions made elsewhere, and (a console) escalations raised elsewhere."""
+        assert self.store is not None
+        if self._watch_all:
+            known = set(self._entries) | set(self._done)
+            fresh = await asyncio.to_thread(self.store.pending_ids)
+            new = [esc_id for esc_id in fresh if esc_id not in known]
+            if new:
+                for pending in await asyncio.to_thread(self.store.still_pending, new):
+                    self.adopt(pending)
+        ids = list(self._entries)
+        if ids:
+            self._apply(await asyncio.to_thread(self.store.settled, ids))
+
+    async def _poll(self) -> None:
+        """What a lost message would miss (a full socket queue, a dropped connection)."""
+        while self._entries or self._watch_all:
+            await asyncio.sleep(POLL_SECONDS)
+            try:
+                await self._sync()
             except Exception:  # a busy database: the next poll tries again
                 log.debug("decision poll failed", exc_info=True)
+
+    def _apply(self, settled: list[tuple[str, Decision | None]]) -> None:
+        for esc_id, decision in settled:
+            entry = self._entries.get(esc_id)
+            if entry is None:
                 continue
-            for esc_id, decision in settled:
-                entry = self._entries.get(esc_id)
-                if entry is None:
-                    continue
-                if decision is None:
-                    self._withdraw(entry)
-                    entry.future.cancel()
-                else:
-                    self._resolve(entry, decision, recorded=True)
+            if decision is None:
+                self._withdraw(entry)
+                entry.future.cancel()
+            else:
+                self._resolve(entry, decision, recorded=True)
 
     def _withdraw(self, entry: _Entry) -> None:
         self._finish(entry, None)

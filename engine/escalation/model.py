@@ -122,6 +122,7 @@ class Decision:
     note: str = ""  # e.g. "nobody answered within 300 s" or the rule that decided
     stops_task: bool = False  # a `stop` default or rule: the task ends (run exits 3)
     audit: Audit = field(default_factory=Audit)
+    decided_by: str = ""  # who answered, for the other consoles: "alice@laptop via console"
 
     def to_event_fields(self, escalation: Escalation | None = None) -> dict[str, Any]:
         """The contract's `decision` event fields, plus the chosen option's label (from

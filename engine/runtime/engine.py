@@ -216,16 +216,35 @@ class Engine:
         if self.db is None or self.host is None:
             handle._task = loop.create_task(self._execute(handle, workflow, chosen), name=f"run {run_id}", context=context)
             return handle
-        self.db.create_run(
-            run_id=run_id, task=handle.task, workflow=workflow.name, path=str(Path(workflow.path).resolve()),
-            flow=flow, input=input, script=_file_or_none(chosen.path if chosen is not None else None),
-            rules=_file_or_none(getattr(self.rules, "source", None)),
-            workspace=str(self.workspace), status=RunStatus.RUNNING.value, started=handle.started_at,
-            owner=self.host.owner, heartbeat=handle.started_at,
-        )
+        self.db.create_run(**self._run_row(run_id, handle, workflow, chosen), status=RunStatus.RUNNING.value,
+                           owner=self.host.owner, heartbeat=handle.started_at)
         self._prepared[run_id] = (handle, workflow, chosen)
         handle._task = loop.create_task(self.host.start(run_id), name=f"start {run_id}", context=context)
         return handle
+
+    def queue_run(self, workflow: CompiledWorkflow, *, flow: str | None = None, input: str = "",
+                  task: str | None = None, script: Script | None = None) -> str:
+        """Record a run and queue it for the workers (`run --detach`), in one transaction;
+        returns its id. Nothing of it runs in this process."""
+        from engine.durable.database import QUEUED
+
+        assert self.db is not None and self.host is not None
+        host = self.host
+        run_id = f"r{uuid.uuid4().hex[:8]}"
+        handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input, started_at=self.clock.now())
+        chosen = script if script is not None else self.script
+        self.db.create_run(**self._run_row(run_id, handle, workflow, chosen), status=QUEUED, owner=None, heartbeat=None,
+                           then=lambda conn: host.enqueue_in(conn, run_id))
+        return run_id
+
+    def _run_row(self, run_id: str, handle: RunHandle, workflow: CompiledWorkflow, script: Script | None) -> dict[str, Any]:
+        """What the database keeps of a run so that any process can execute or continue it."""
+        return dict(
+            run_id=run_id, task=handle.task, workflow=workflow.name, path=str(Path(workflow.path).resolve()),
+            flow=handle.flow, input=handle.input, script=_file_or_none(script.path if script is not None else None),
+            rules=_file_or_none(getattr(self.rules, "source", None)),
+            workspace=str(self.workspace), started=handle.started_at,
+        )
 
     async def resume_run(self, run_id: str) -> RunHandle | None:
         """Continue an interrupted durable run in this process (None: another process has it)."""
@@ -249,9 +268,13 @@ class Engine:
         after a crash, which replays its recorded steps and goes on from the first unrecorded."""
         from engine.runtime.script import load_script
 
-        assert self.db is not None
+        assert self.db is not None and self.host is not None
         prepared = self._prepared.pop(run_id, None)
         if prepared is None:
+            self.db.claim_queued(run_id, self.host.owner)  # a queued run a worker took: it is this process's now
+            self.host.keep_beating()
+            if self.host.draining:  # a worker stopping: the run is left, owned by nobody alive, for another one
+                raise asyncio.CancelledError(f"{run_id}: this worker is stopping")
             row = self.db.get_run(run_id)
             if row is None:
                 raise LookupError(f"no run {run_id} in {self.db.url}")
@@ -268,12 +291,15 @@ class Engine:
             arrived.set_result(handle)
         await self._execute(handle, workflow, script, durable=True)
 
-    def detach(self) -> list["asyncio.Task[None]"]:
-        """Stop this process's runs without ending them: durable runs stay in the database as
-        they are (running, waiting) and continue the next time escalate opens or resumes them.
-        Returns the runs' tasks, cancelled and unwinding (their commands are killed with them)."""
+    def detach(self, run_ids: "set[str] | None" = None) -> list["asyncio.Task[None]"]:
+        """Stop this process's runs (or those of `run_ids`) without ending them: durable runs
+        stay in the database as they are (running, waiting) and continue the next time escalate
+        opens or resumes them, here or in another process. Returns the runs' tasks, cancelled
+        and unwinding (their commands are killed with them)."""
         stopping = []
         for handle in self.runs:
+            if run_ids is not None and handle.id not in run_ids:
+                continue
             if not handle.status.finished and not handle.detached:
                 handle.detached = True
                 self.broker.forget_run(handle.id)

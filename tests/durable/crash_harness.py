@@ -68,11 +68,11 @@ def _command(workdir: Path, db_url: str, run_id: str | None) -> list[str]:
 
 
 def run_with_kills(workdir: Path, kills: int, rng: random.Random, *, max_delay: float = 2.5,
-                   timeout: float = 600.0) -> Report:
-    """One run, killed `kills` times at random moments, continued each time until it ends."""
+                   timeout: float = 600.0, db_url: str | None = None) -> Report:
+    """One run, killed `kills` times at random moments, continued each time until it ends
+    (on `db_url`, by default a new SQLite file in `workdir`)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    db_path = workdir / "escalate.db"
-    db_url = f"sqlite:///{db_path}"
+    db_url = db_url or f"sqlite:///{workdir / 'escalate.db'}"
     audit = workdir / "steps.jsonl"
     env = {**os.environ, "ESCALATE_STEP_AUDIT": str(audit), "PYTHONDONTWRITEBYTECODE": "0"}
     report = Report()

@@ -1,0 +1,282 @@
+"""News between the processes sharing one database: an escalation raised, decided or withdrawn.
+
+The database stays the truth; a message is only a hint to look (`raised ID`, `decided ID`,
+`withdrawn ID`; `*`: look at everything again, e.g. after a reconnection), so a lost one costs
+a few seconds (the broker's slow poll), never a decision.
+
+- PostgreSQL: `NOTIFY` inside the writing transaction (delivered at commit, to every process on
+  any host that `LISTEN`s on the database), and one listening connection per process. That
+  connection also holds a session advisory lock named after the process's owner id: when the
+  process dies, the server drops the connection and the lock, so another host sees at once that
+  it is gone (`owner_gone`).
+- SQLite: a database file lives on one host, so each listening process binds a Unix datagram
+  socket in a folder beside the database (or under the temporary folder when that path would be
+  too long for a socket), and a writer sends each one a datagram after its commit. A socket left
+  by a killed process refuses the datagram and is removed. The folder is its creator's only
+  (0700): another user's processes on the same file fall back to the poll.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import sqlalchemy as sa
+
+log = logging.getLogger("escalate.durable")
+
+CHANNEL = "escalate_news"
+RESYNC = "*"
+_SOCKET_PATH_MAX = 100  # sockaddr_un holds 108 bytes with its terminator on Linux, 104 on macOS
+_RECONNECT_SECONDS = 0.5
+
+Listener = Callable[[str], None]
+
+
+class Signals:
+    """No cross-process news (a platform without Unix sockets): the broker's poll alone."""
+
+    def in_transaction(self, conn: sa.Connection, message: str) -> None:
+        """Called inside the writing transaction."""
+
+    def committed(self, message: str) -> None:
+        """Called after the writing transaction committed."""
+
+    def listen(self, on_message: Listener) -> Callable[[], None]:
+        """`on_message(text)` on a thread of its own for every message; returns `stop`."""
+        return lambda: None
+
+    def hold_presence(self, owner: str) -> None:
+        """Keep a sign that this process (`owner`) is alive for as long as it runs."""
+
+    def owner_gone(self, owner: str) -> bool:
+        """True when `owner`'s process is known to be gone (False: alive or unknown)."""
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def signals_for(url: str, engine: sa.Engine) -> Signals:
+    from engine.durable.urls import sqlite_path
+
+    path = sqlite_path(url)
+    if path is not None:
+        return SocketSignals(path) if hasattr(socket, "AF_UNIX") else Signals()
+    return PostgresSignals(url, engine)
+
+
+# -- PostgreSQL: LISTEN/NOTIFY and an advisory lock per live process ------------------------------
+
+
+def _lock_key(owner: str) -> int:
+    """A signed 64-bit advisory lock key for an owner id."""
+    return int.from_bytes(hashlib.sha256(owner.encode()).digest()[:8], "big", signed=True)
+
+
+class PostgresSignals(Signals):
+    def __init__(self, url: str, engine: sa.Engine) -> None:
+        self.url = url
+        self.engine = engine
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+        self._owner: str | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._conn: Any = None
+
+    def in_transaction(self, conn: sa.Connection, message: str) -> None:
+        conn.execute(sa.text("SELECT pg_notify(:channel, :message)"), {"channel": CHANNEL, "message": message})
+
+    def listen(self, on_message: Listener) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(on_message)
+        self._ensure_thread()
+
+        def stop() -> None:
+            with self._lock:
+                if on_message in self._listeners:
+                    self._listeners.remove(on_message)
+
+        return stop
+
+    def hold_presence(self, owner: str) -> None:
+        self._owner = owner
+        self._ensure_thread()
+
+    def owner_gone(self, owner: str) -> bool:
+        # The lock is free exactly when no live session holds it: the owner's connection closed.
+        with self.engine.begin() as c:
+            return bool(c.execute(sa.text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": _lock_key(owner)}).scalar())
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def _ensure_thread(self) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._serve, name="escalate-listen", daemon=True)
+                self._thread.start()
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        from engine.durable.urls import engine_url
+
+        conninfo = engine_url(self.url).replace("postgresql+psycopg://", "postgresql://", 1)
+        conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+        if self._owner is not None:
+            conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(self._owner),))
+        conn.execute(f"LISTEN {CHANNEL}")
+        return conn
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._conn = self._connect()
+                # What was said before this connection listened: look at everything again.
+                self._deliver(RESYNC)
+                while not self._stop.is_set():
+                    for note in self._conn.notifies(timeout=0.5):
+                        self._deliver(note.payload)
+            except Exception:  # the server restarted, the network dropped: connect again
+                if self._stop.is_set():
+                    return
+                log.debug("listening connection lost", exc_info=True)
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:
+                        pass
+                self._stop.wait(_RECONNECT_SECONDS)
+
+    def _deliver(self, message: str) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(message)
+            except Exception:
+                log.exception("a news listener failed")
+
+
+# -- SQLite: Unix datagram sockets in a folder beside the database -------------------------------
+
+
+def news_folder(db_path: Path) -> Path:
+    """Where the listening sockets of a SQLite database live (the same for every process)."""
+    beside = Path(str(db_path) + ".news")
+    if len(str(beside)) + 24 <= _SOCKET_PATH_MAX:
+        return beside
+    digest = hashlib.sha256(str(db_path).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"escalate-news-{digest}"
+
+
+class SocketSignals(Signals):
+    def __init__(self, db_path: Path) -> None:
+        self.folder = news_folder(db_path)
+        self._sender: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+        self._socket: socket.socket | None = None
+        self._path: Path | None = None
+        self._thread: threading.Thread | None = None
+
+    def committed(self, message: str) -> None:
+        data = message.encode("utf-8", "surrogateescape")
+        try:
+            entries = list(os.scandir(self.folder))
+        except OSError:  # nobody listens yet
+            return
+        with self._lock:
+            if self._sender is None:
+                self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                self._sender.setblocking(False)
+            sender = self._sender
+            for entry in entries:
+                if not entry.name.endswith(".sock"):
+                    continue
+                try:
+                    sender.sendto(data, entry.path)
+                except (ConnectionRefusedError, FileNotFoundError):  # its process is gone
+                    _unlink(entry.path)
+                except OSError:  # a full queue (a busy listener): its poll catches up
+                    pass
+
+    def listen(self, on_message: Listener) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(on_message)
+            if self._socket is None:
+                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's processes only
+                self._path = self.folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.sock"
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                sock.bind(str(self._path))
+                sock.settimeout(0.5)
+                self._socket = sock
+                self._thread = threading.Thread(target=self._serve, args=(sock,), name="escalate-listen", daemon=True)
+                self._thread.start()
+
+        def stop() -> None:
+            with self._lock:
+                if on_message in self._listeners:
+                    self._listeners.remove(on_message)
+
+        return stop
+
+    def close(self) -> None:
+        with self._lock:
+            sock, self._socket = self._socket, None
+            sender, self._sender = self._sender, None
+            path, self._path = self._path, None
+            thread, self._thread = self._thread, None
+        if path is not None:
+            _unlink(str(path))
+        if sock is not None:
+            sock.close()
+        if sender is not None:
+            sender.close()
+        if thread is not None:
+            thread.join(timeout=2.0)
+
+    def _serve(self, sock: socket.socket) -> None:
+        while True:
+            try:
+                data = sock.recv(4096)
+            except socket.timeout:
+                if self._socket is not sock:
+                    return
+                continue
+            except OSError:  # closed
+                return
+            message = data.decode("utf-8", "surrogateescape")
+            with self._lock:
+                listeners = list(self._listeners)
+            for listener in listeners:
+                try:
+                    listener(message)
+                except Exception:
+                    log.exception("a news listener failed")
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

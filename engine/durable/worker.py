@@ -1,0 +1,241 @@
+"""A worker (`escalate worker`): executes runs queued by `run --detach` and takes over the runs of
+processes that died, until it is stopped.
+
+- The queue is DBOS's (`WORKERS_QUEUE`): a worker takes up to `concurrency` runs at a time
+  from it; a run waiting for a person keeps its place, as it is still running.
+- Takeover: every second the worker looks for active runs whose process is gone (on this host:
+  its pid no longer exists; on PostgreSQL, anywhere: its connection's advisory lock is free and
+  it has not beaten for `PRESENCE_GRACE`; otherwise: no heartbeat for `STALE_AFTER`), claims
+  them with a conditional update (the first taker wins) and continues them here from their last
+  recorded step. A queued run that a dead worker took from the queue but never began is taken
+  back the same way.
+- Stopping (SIGTERM, or Ctrl-C): no new step starts, the steps in flight finish and are
+  recorded, then the runs are released at once for another worker; a second signal stops at
+  once (a step in flight then runs again elsewhere).
+- Each run has the rules file and workspace it was queued with: one engine per such pair, all
+  sharing the process's broker and durable host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from engine.durable import steps
+from engine.durable.database import ACTIVE, QUEUED, STALE_AFTER, Database
+from engine.durable.host import WORKERS_QUEUE, DurableHost, owner_alive
+
+TAKEOVER_SECONDS = 1.0
+
+
+class EngineRouter:
+    """The host's executor in a worker: each run goes to the engine of its rules and workspace."""
+
+    def __init__(self, db: Database, host: DurableHost, broker: Any, clock: Any, say: Callable[[str], None]) -> None:
+        self.db = db
+        self.host = host
+        self.broker = broker
+        self.clock = clock
+        self.say = say
+        self._engines: dict[tuple[str | None, str], Any] = {}
+        host.executor = self
+
+    def engine_for(self, row: dict[str, Any]) -> Any:
+        from engine.runtime.engine import Engine
+        from rules.loader import load_rules
+
+        key = (row["rules"], row["workspace"])
+        engine = self._engines.get(key)
+        if engine is None:
+            rules = load_rules(row["rules"]) if row["rules"] else load_rules()
+            engine = Engine(rules=rules, broker=self.broker, clock=self.clock, workspace=Path(row["workspace"]),
+                            db=self.db, host=self.host)
+            self.host.executor = self  # the engine named itself the executor: runs come here first
+            self._engines[key] = engine
+        return engine
+
+    async def execute_durable(self, run_id: str) -> None:
+        row = await asyncio.to_thread(self.db.get_run, run_id)
+        if row is None:
+            raise LookupError(f"no run {run_id} in {self.db.url}")
+        try:
+            engine = self.engine_for(row)
+        except Exception as exc:  # its rules file is gone or broken: the run cannot go on anywhere
+            self.say(f"{run_id}: failed: {exc}")
+            await asyncio.to_thread(self.db.update_run, run_id, status="failed", error=str(exc), finished=time.time())
+            return
+        if row["status"] == QUEUED:
+            self.say(f"{run_id}: started ({row['task']})")
+        await engine.execute_durable(run_id)
+        handle = engine.run(run_id)
+        if handle is not None and not handle.detached:
+            ended = f"{handle.status.value}: {handle.error}" if handle.error else handle.status.value
+            self.say(f"{run_id}: {ended}")
+
+    async def resume(self, row: dict[str, Any]) -> Any:
+        return await self.engine_for(row).resume_run(row["run_id"])
+
+    @property
+    def runs(self) -> list[Any]:
+        return [handle for engine in self._engines.values() for handle in engine.runs]
+
+    def detach(self, run_ids: set[str] | None = None) -> list["asyncio.Task[None]"]:
+        return [task for engine in self._engines.values() for task in engine.detach(run_ids)]
+
+
+class Worker:
+    def __init__(self, db: Database, concurrency: int, say: Callable[[str], None]) -> None:
+        self.db = db
+        self.concurrency = concurrency
+        self.say = say
+        self.host: DurableHost | None = None
+        self.router: EngineRouter | None = None
+        self._taking: set[str] = set()  # takeovers in progress
+        self._stop = asyncio.Event()
+        self._now = asyncio.Event()  # a second signal: stop without waiting for steps
+
+    async def serve(self) -> int:
+        from engine.runtime.engine import warm_up
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self._signalled)
+        try:
+            # ADK's imports and first use (1-4 s) before the first run, not inside it: the runs
+            # share this loop, and the first one would hold up every other meanwhile.
+            await asyncio.to_thread(warm_up)
+            if self._stop.is_set():  # stopped while starting: nothing was taken
+                return 0
+            return await self._serve()
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    async def _serve(self) -> int:
+        from engine.durable.decisions import DecisionStore, who
+        from engine.escalation.broker import RAISED, EscalationBroker
+        from engine.escalation.clock import RealClock
+        from engine.escalation.headless import waiting_message
+
+        self.host = host = await DurableHost.open(self.db, worker_concurrency=self.concurrency)
+        clock = RealClock()
+        broker = EscalationBroker(clock, store=DecisionStore(self.db), identity=who("worker"))
+        broker.watch()
+        broker.subscribe(lambda event: self.say(f"{waiting_message(event.pending)} (answer it with: escalate answer "
+                                                f"{event.pending.escalation.id} ...)") if event.kind == RAISED else None)
+        self.router = EngineRouter(self.db, host, broker, clock, self.say)
+        loop = asyncio.get_running_loop()
+        self.say(f"worker {host.owner}: taking up to {self.concurrency} runs at a time from {WORKERS_QUEUE} "
+                 "(SIGTERM: finish the current steps and stop)")
+        scan = loop.create_task(self._take_over_forever(), name="escalate takeover")
+        try:
+            await self._stop.wait()
+            scan.cancel()
+            await self._drain()
+        finally:
+            scan.cancel()
+            broker.stop_watching()
+            host.close()  # its runs are released: another worker takes them at once
+        self.say(f"worker {host.owner}: stopped")
+        return 0
+
+    def _signalled(self) -> None:
+        if self._stop.is_set():
+            self._now.set()
+        self._stop.set()
+
+    async def _drain(self) -> None:
+        """No new step; the steps in flight finish (recorded); then each run is left for another
+        worker. A second signal leaves them at once."""
+        assert self.host is not None and self.router is not None
+        router = self.router
+        self.host.draining = True
+        stopping: list[asyncio.Task[None]] = []
+
+        def idle(run_id: str) -> None:
+            stopping.extend(router.detach({run_id}))
+
+        busy = steps.drain(idle)
+        active = [h for h in router.runs if not h.status.finished and not h.detached]
+        if busy & {h.id for h in active}:
+            self.say(f"stopping: waiting for the steps in flight of {len(busy)} run(s)")
+        stopping.extend(router.detach({h.id for h in active if h.id not in busy}))
+        while any(not h.status.finished and not h.detached for h in router.runs):
+            if self._now.is_set():
+                stopping.extend(router.detach())
+                break
+            await asyncio.sleep(0.05)
+        if stopping:
+            await asyncio.wait(stopping, timeout=10.0)
+
+    # -- takeover ------------------------------------------------------------------------------
+
+    async def _take_over_forever(self) -> None:
+        while True:
+            try:
+                await self._take_over()
+            except Exception as exc:  # a busy database: the next scan tries again
+                self.say(f"takeover scan failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}")
+            await asyncio.sleep(TAKEOVER_SECONDS)
+
+    async def _take_over(self) -> None:
+        assert self.host is not None
+        me = self.host.owner
+        rows = await asyncio.to_thread(self.db.list_runs)
+        verdicts: dict[str, bool] = {}
+        now = time.time()
+        for row in rows:
+            run_id, owner = row["run_id"], row["owner"]
+            if run_id in self._taking or owner == me or row["status"] not in ACTIVE:
+                continue
+            beat = row["heartbeat"]
+            stale = beat is None or beat < now - STALE_AFTER
+            if not stale and owner is not None:
+                if owner not in verdicts:
+                    verdicts[owner] = not await asyncio.to_thread(owner_alive, owner, self.db, beat)
+                stale = verdicts[owner]
+            if stale:
+                self._start_takeover(row, owner)
+        if any(row["status"] == QUEUED for row in rows):
+            await self._take_back_dequeued(verdicts)
+
+    def _start_takeover(self, row: dict[str, Any], owner: str | None) -> None:
+        assert self.router is not None
+        router = self.router
+        run_id = row["run_id"]
+        self._taking.add(run_id)
+
+        async def take() -> None:
+            try:
+                handle = await router.resume(row)
+                if handle is not None:
+                    self.say(f"{run_id}: taken over from {owner or 'a stopped process'}")
+            except Exception as exc:
+                self.say(f"{run_id}: could not be taken over: {exc}")
+            finally:
+                self._taking.discard(run_id)
+
+        asyncio.get_running_loop().create_task(take(), name=f"take over {run_id}")
+
+    async def _take_back_dequeued(self, verdicts: dict[str, bool]) -> None:
+        """Queued runs a worker took from the queue and died before beginning (rare: a window of
+        milliseconds): continued here like any interrupted run."""
+        from dbos import DBOS
+
+        assert self.host is not None
+        host = self.host
+        for status in await DBOS.list_workflows_async(status="PENDING", queue_name=WORKERS_QUEUE,
+                                                       load_input=False, load_output=False):
+            executor = status.executor_id
+            if not executor or executor == host.owner or status.workflow_id in self._taking:
+                continue
+            if executor not in verdicts:
+                verdicts[executor] = not await asyncio.to_thread(owner_alive, executor, self.db)
+            if not verdicts[executor]:
+                continue
+            if await asyncio.to_thread(self.db.claim_queued_from, status.workflow_id, host.owner, executor):
+                self.say(f"{status.workflow_id}: taken back from {executor}")
+                await DBOS.resume_workflow_async(status.workflow_id, queue_name=host.queue_name)
