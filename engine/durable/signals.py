@@ -64,6 +64,23 @@ class Signals:
         pass
 
 
+class _Fanout(Signals):
+    """The listeners of one process, each told every message on the listening thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+
+    def _deliver(self, message: str) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(message)
+            except Exception:
+                log.exception("a news listener failed")
+
+
 def signals_for(url: str, engine: sa.Engine) -> Signals:
     from engine.durable.urls import sqlite_path
 
@@ -81,12 +98,11 @@ def _lock_key(owner: str) -> int:
     return int.from_bytes(hashlib.sha256(owner.encode()).digest()[:8], "big", signed=True)
 
 
-class PostgresSignals(Signals):
+class PostgresSignals(_Fanout):
     def __init__(self, url: str, engine: sa.Engine) -> None:
+        super().__init__()
         self.url = url
         self.engine = engine
-        self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
         self._owner: str | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -167,14 +183,6 @@ class PostgresSignals(Signals):
                         pass
                 self._stop.wait(_RECONNECT_SECONDS)
 
-    def _deliver(self, message: str) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            try:
-                listener(message)
-            except Exception:
-                log.exception("a news listener failed")
 
 
 # -- SQLite: Unix datagram sockets in a folder beside the database -------------------------------
@@ -189,12 +197,11 @@ def news_folder(db_path: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"escalate-news-{digest}"
 
 
-class SocketSignals(Signals):
+class SocketSignals(_Fanout):
     def __init__(self, db_path: Path) -> None:
+        super().__init__()
         self.folder = news_folder(db_path)
         self._sender: socket.socket | None = None
-        self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
         self._socket: socket.socket | None = None
         self._path: Path | None = None
         self._thread: threading.Thread | None = None
@@ -265,14 +272,7 @@ class SocketSignals(Signals):
                 continue
             except OSError:  # closed
                 return
-            message = data.decode("utf-8", "surrogateescape")
-            with self._lock:
-                listeners = list(self._listeners)
-            for listener in listeners:
-                try:
-                    listener(message)
-                except Exception:
-                    log.exception("a news listener failed")
+            self._deliver(data.decode("utf-8", "surrogateescape"))
 
 
 def _unlink(path: str) -> None:

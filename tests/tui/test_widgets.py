@@ -63,7 +63,9 @@ async def test_key_bar_shows_every_key_on_a_narrow_terminal() -> None:
         line = str(app.main.query_one(KeyBar).render())
         keys = [item.display for item in app.main.query_one(KeyBar).items]
         assert len(line) <= 80 and "…" not in line and "? Help" in line and "q Quit" in line
-        assert all(f" {key} " in line for key in keys)
+        # Every key but the rules screen's keeps its place and label at 80 columns; `r` is the
+        # rightmost before Help, so it steps aside first (the help lists it).
+        assert [key for key in keys if f" {key} " not in line] == ["r"]
 
 
 async def test_key_bar_repaints_only_when_its_keys_change() -> None:

@@ -11,10 +11,10 @@ from tui.format import duration, event_line, one_line, status_text, token_count
 from tui.widgets.row_table import Column, RowTable
 
 # Run ids are 9 characters (durable) or `r<n>-<hex6>` (11 from the 100th run); on a narrow
-# terminal `latest` goes first, then `elapsed`, then `workflow`: the run and its status stay.
+# terminal `latest` goes first, then `tokens`, `elapsed` and `workflow`: the run and its status stay.
 _COLUMNS = (
     Column("run", 11, "run"),
-    Column("workflow", 16, "workflow", drop=3),
+    Column("workflow", 16, "workflow", drop=4),
     Column("status", 15, "status"),
     Column("elapsed", 7, "elapsed", drop=3),
     Column("tokens", 6, "tokens", drop=2),
