@@ -15,13 +15,19 @@ STRINGS = st.sampled_from(['"hi"', '"a ${x} b"', "'raw'", '""', '"q\\"x"'])
 NUMBERS = st.sampled_from(["0", "42", "3.5", "9" * 40])
 
 
+COMPARISONS = ("==", "!=", "<", ">=", "~", "contains")
+
+
 def exprs() -> st.SearchStrategy[str]:
     atom = st.one_of(VARS, NAMES, STRINGS, NUMBERS, st.sampled_from(["true", "false", "null", "initial user prompt"]))
 
     def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         op = st.sampled_from(["+", "-", "*", "/", "%", "==", "!=", "<", ">=", "~", "contains", "and", "or"])
         return st.one_of(
-            st.tuples(inner, op, inner).map(lambda t: f"{t[0]} {t[1]} ({t[2]})"),
+            # Comparisons do not chain (`a == b == c` is an error): a comparison's left side is
+            # parenthesized, arithmetic and logic keep theirs bare to exercise precedence.
+            st.tuples(inner, op, inner).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})" if t[1] in COMPARISONS
+                                            else f"{t[0]} {t[1]} ({t[2]})"),
             inner.map(lambda e: f"not ({e})"), inner.map(lambda e: f"-({e})"),
             st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
             st.lists(st.tuples(NAMES, inner), max_size=2).map(lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"),
