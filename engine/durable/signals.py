@@ -136,6 +136,9 @@ class PostgresSignals(_Fanout):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
+        self._drop_connection()
+
+    def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
@@ -175,14 +178,8 @@ class PostgresSignals(_Fanout):
                 if self._stop.is_set():
                     return
                 log.debug("listening connection lost", exc_info=True)
-                conn, self._conn = self._conn, None
-                if conn is not None:
-                    try:
-                        conn.close()
-                    except Exception:
-                        pass
+                self._drop_connection()
                 self._stop.wait(_RECONNECT_SECONDS)
-
 
 
 # -- SQLite: Unix datagram sockets in a folder beside the database -------------------------------

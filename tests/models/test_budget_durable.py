@@ -11,19 +11,11 @@ from pathlib import Path
 import pytest
 
 from engine.durable.database import Database
+from tests.models.test_budgets import THREE_CALLS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-FLOW = """
-prompt p: \"\"\"You help.\"\"\"
-agent main:
-    instruction p
-flow main:
-    $a = run agent main $input
-    $b = run agent main $a
-    $c = run agent main $b
-    return $c
-"""
+FLOW = THREE_CALLS
 
 SCRIPT = """
 agents:
