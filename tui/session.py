@@ -26,6 +26,15 @@ EAGER_CHECK_BYTES = 256 * 1024  # a --store file up to this size is checked befo
 FULL_GC_EVERY = 100  # middle-generation passes per full pass (Python's default: 10)
 
 
+def settle_collector() -> None:
+    """What exists now lives as long as the console: out of the collector's passes (gc.freeze),
+    full passes ten times rarer, and the collector on."""
+    gc.freeze()
+    young, middle, _full = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_GC_EVERY)
+    gc.enable()
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """What the user asked to start: a flow of a workflow, with its input."""
@@ -111,10 +120,7 @@ class ConsoleSession:
         try:
             importlib.import_module(ENGINE_MODULE).warm_up()
         finally:
-            gc.freeze()
-            young, middle, _full = gc.get_threshold()
-            gc.set_threshold(young, middle, FULL_GC_EVERY)
-            gc.enable()
+            settle_collector()
 
     def open_engine(self) -> None:
         """Create the engine on the broker and compile every workflow (errors kept per entry)."""

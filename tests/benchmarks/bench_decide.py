@@ -74,6 +74,7 @@ async def bench_batch(folder: Path) -> None:
     from tests.benchmarks.bench_console import FrameProbe, press, settled
     from tests.tui.helpers import make_app, make_session
     from tui.screens.batch import BatchScreen
+    from tui.session import settle_collector
 
     db = Database(f"sqlite:///{folder / 'batch.db'}")
     open_keys, approve_keys, handler, keys_used = [], [], [], set()
@@ -89,6 +90,7 @@ async def bench_batch(folder: Path) -> None:
                 while len(session.pending()) < BATCH:
                     await pilot.pause()
                 await pilot.pause(0.3)
+                settle_collector()  # as the console does once started (tui/session.py)
                 app.main.focus_decision()
                 await pilot.pause(0.1)
                 chosen = app._batch_chosen
@@ -116,6 +118,7 @@ async def bench_batch(folder: Path) -> None:
     print(f"  b -> preview of {BATCH} on screen: {summary(open_keys)}")
     print(f"  a -> {BATCH} approved, screen updated: {summary(approve_keys)}")
     print(f"     of which the batch applied (decisions written in one transaction, inbox and pane synced): {summary(handler)}")
+    print(f"  each round, ms: b {[round(x) for x in open_keys]}; a {[round(x) for x in approve_keys]}")
 
 
 async def bench_teach(folder: Path, with_db: bool) -> None:
@@ -151,6 +154,7 @@ async def bench_teach(folder: Path, with_db: bool) -> None:
     print(f"teach a rule -> {PENDING} matching waiting requests released ({where}, 1 other left waiting):")
     print(f"  wall {summary(samples)}")
     print(f"  CPU of the thread {summary(cpu)}")
+    print(f"  each round, ms: {[round(x) for x in samples]}")
 
 
 async def main() -> None:
