@@ -33,7 +33,8 @@ class FastFail(Exception):
         super().__init__()
         self.where = where
 
-# Alternatives start with distinct characters (but TRIPLE before STRING, NUMBER before INT): the
+# Alternatives start with distinct characters (but TRIPLE before STRING, NUMBER before INT; TRIPLE is
+# parser._TRIPLE, the unrolled form of the grammar's lazy pattern): the
 # most frequent come first, which the regex engine tries in order.
 _MASTER = re.compile(
     r"""
@@ -43,7 +44,7 @@ _MASTER = re.compile(
   | (?P<OP>->|>=|<=|==|!=|\[\]|[()\[\]{}:,.=+\-*/%<>~?])
   | (?P<NL>(?:\r?\n[\t \f]*|\#[^\n]*)+)
   | (?P<VAR>\$[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<TRIPLE>\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?''')
+  | (?P<TRIPLE>\"\"\"[^"]*(?:"(?!"")[^"]*)*\"\"\"|'''[^']*(?:'(?!'')[^']*)*''')
   | (?P<STRING>"(?:[^"\\$]|\\.|\$(?!\{)|\$\{[^}]*\})*"|'(?:[^'\\\n]|\\.)*')
   | (?P<NUMBER>[0-9]+\.[0-9]+)
   | (?P<INT>[0-9]+)

@@ -237,7 +237,7 @@ def check_scaling(sizes: tuple[int, ...]) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as d:
         for shape, make in (("many flows", program), ("one long flow", long_flow)):
-            print(f"`escalate check`, {shape}: wall of the command incl. start-up, best of 3; and per line, the "
+            print(f"`escalate check`, {shape}: wall of the command incl. start-up, best and median of 3; and per line, the "
                   f"in-process CPU time of what it runs (best of 3); load {_load()}:")
             for size in sizes:
                 path = Path(d) / f"{size}.sr"
@@ -257,7 +257,7 @@ def check_scaling(sizes: tuple[int, ...]) -> None:
                     compiler.compile_file(path, check_only=True)
                     cpus.append(time.process_time() - c)
                 lines = text.count(chr(10))
-                print(f"  {lines:7d} lines: {min(walls):6.2f} s wall; {min(cpus):6.2f} s CPU in-process, "
+                print(f"  {lines:7d} lines: {min(walls):6.2f} s wall (median {statistics.median(walls):.2f} s); {min(cpus):6.2f} s CPU in-process, "
                       f"{min(cpus) / lines * 1e6:5.1f} us/line")
 
 

@@ -147,6 +147,7 @@ async def bench_teach(folder: Path, with_db: bool) -> None:
             assert len(broker.pending()) == 1  # the other call is not matched
             other.cancel()
             await asyncio.gather(other, return_exceptions=True)
+            broker.stop_watching()  # its news reader (the decisions it wrote came back as news)
     finally:
         if db is not None:
             db.close()
