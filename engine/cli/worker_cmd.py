@@ -9,13 +9,17 @@ import argparse
 import asyncio
 
 from engine.cli.run_cmd import EXIT_USAGE, UsageError, _err, open_database
+from engine.runtime.priority_loop import PriorityLoop
 
 
 def main(args: argparse.Namespace) -> int:
     from engine.runtime.adk_setup import prepare_adk
 
     prepare_adk()
-    return asyncio.run(_serve(args))
+    # The runs' work waits behind the escalations' (raised, answered: engine/runtime/frames.py
+    # clears BACKGROUND for a human wait), so twenty busy runs do not delay what a person sees.
+    with asyncio.Runner(loop_factory=PriorityLoop) as runner:
+        return runner.run(_serve(args))
 
 
 async def _serve(args: argparse.Namespace) -> int:

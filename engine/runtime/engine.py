@@ -271,6 +271,7 @@ class Engine:
         assert self.db is not None and self.host is not None
         prepared = self._prepared.pop(run_id, None)
         if prepared is None:
+            BACKGROUND.set(True)  # a run a worker dequeued (start() marks its own): escalations come first
             self.db.claim_queued(run_id, self.host.owner)  # a queued run a worker took: it is this process's now
             self.host.keep_beating()
             if self.host.draining:  # a worker stopping: the run is left, owned by nobody alive, for another one

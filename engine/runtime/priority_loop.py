@@ -1,4 +1,5 @@
-"""An event loop on which a console's work comes before the runs' work.
+"""An event loop on which a console's work comes before the runs' work (and, in `escalate worker`,
+the escalations' work: raising one, hearing its answer, before the other runs' steps).
 
 A console shares its loop with the runs it shows. Scripted (or fast) models answer at once, so
 twenty runs keep the loop's ready queue full: a plain loop runs every ready callback in arrival
