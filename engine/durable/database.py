@@ -314,32 +314,32 @@ class Database:
         """`decide` for each (id, decision, resolved_by, now), all in one transaction: each
         escalation still gets its own conditional update (pending only), so each is won or
         lost on its own; what holds afterwards tells which were ours (a decision's JSON carries
-        its time and channel: two writers never write the same)."""
+        its time and channel: two writers never write the same). Every decision won is news to
+        the other processes, as with `decide`."""
         if not items:
             return []
         wall = time.time()
-        rows = [{"b_id": esc_id, "b_decision": json.dumps(decision), "b_by": resolved_by,
-                 "b_at": now if now is not None else wall} for esc_id, decision, resolved_by, now in items]
-        update = (escalations.update()
-                  .where(escalations.c.id == sa.bindparam("b_id"), escalations.c.status == "pending")
-                  .values(status="decided", decision=sa.bindparam("b_decision"), resolved_by=sa.bindparam("b_by"),
-                          decided_at=sa.bindparam("b_at")))
+        rows = [(json.dumps(decision), resolved_by, now if now is not None else wall, esc_id)
+                for esc_id, decision, resolved_by, now in items]
         ids = [esc_id for esc_id, *_ in items]
+        won_news: list[str] = []
         with self.engine.begin() as c:
-            c.execute(update, rows)
+            # The driver's own executemany: SQLAlchemy's per-row parameter handling was most of
+            # the time for a taught rule releasing 200 requests (10 of 14 ms).
+            mark = "?" if c.dialect.paramstyle == "qmark" else "%s"
+            c.exec_driver_sql(f"UPDATE {escalations.name} SET status = 'decided', decision = {mark}, resolved_by = {mark}, "
+                              f"decided_at = {mark} WHERE id = {mark} AND status = 'pending'", rows)
             held = {r["id"]: r for r in c.execute(
                 sa.select(escalations.c.id, escalations.c.status, escalations.c.decision, escalations.c.resolved_by)
                 .where(escalations.c.id.in_(ids))).mappings()}
-        results = []
-        for row, (esc_id, decision, resolved_by, _now) in zip(rows, items):
-            now_row = held.get(esc_id)
-            if now_row is None:
-                results.append(DecideResult(False, None, None, "unknown"))
-            elif now_row["status"] == "decided" and now_row["decision"] == row["b_decision"] and now_row["resolved_by"] == resolved_by:
-                results.append(DecideResult(True, decision, resolved_by, "decided"))
-            else:
-                results.append(DecideResult(False, json.loads(now_row["decision"]) if now_row["decision"] else None,
-                                            now_row["resolved_by"], now_row["status"]))
+            results = [_held_result(held.get(esc_id), decision, resolved_by, text)
+                       for (text, resolved_by, _at, esc_id), (_id, decision, *_rest) in zip(rows, items)]
+            for esc_id, result in zip(ids, results):
+                if result.won:
+                    won_news.append(f"decided {esc_id}")
+                    self.signals.in_transaction(c, won_news[-1])
+        for news in won_news:
+            self.signals.committed(news)
         return results
 
     def withdraw(self, esc_id: str) -> None:
@@ -491,6 +491,15 @@ def _escalation_row(row: Any) -> dict[str, Any]:
     out["payload"] = json.loads(out["payload"])
     out["decision"] = json.loads(out["decision"]) if out["decision"] else None
     return out
+
+
+def _held_result(row: Any, decision: dict[str, Any], resolved_by: str, text: str) -> DecideResult:
+    """What holds for one escalation of decide_many, from its row after the updates."""
+    if row is None:
+        return DecideResult(False, None, None, "unknown")
+    if row["status"] == "decided" and row["decision"] == text and row["resolved_by"] == resolved_by:
+        return DecideResult(True, decision, resolved_by, "decided")
+    return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -89,3 +89,33 @@ async def test_a_decision_made_elsewhere_reaches_the_waiting_run_without_a_poll(
         worker.stop_watching()
         worker_db.close()
         shell_db.close()
+
+
+async def test_a_batch_decided_in_one_console_reaches_the_waiting_runs_and_the_other_console(url: str, monkeypatch) -> None:
+    """A batch (or a taught rule releasing what waits) is many decisions in one transaction:
+    each is news, as a single answer is."""
+    from engine.escalation.model import Decision, ResolvedBy
+
+    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    dbs = [Database(url) for _ in range(3)]
+    worker, alice, bob = (EscalationBroker(RealClock(), store=DecisionStore(db), identity=name)
+                          for db, name in zip(dbs, ("worker", "alice@a via console", "bob@b via console")))
+    try:
+        worker.watch()
+        for console in (alice, bob):
+            console.watch(everything=True)
+        await asyncio.sleep(0.5)  # PostgreSQL: the listening connections are up
+        ids = [f"r{n}.1" for n in range(5)]
+        asked = [asyncio.ensure_future(worker.ask(pending(esc_id))) for esc_id in ids]
+        await until(lambda: all(alice.get(i) is not None and bob.get(i) is not None for i in ids))
+        batch = [Decision(i, Response(ResponseType.OPTION, selected_option="jwt"), ResolvedBy.HUMAN, time.time()) for i in ids]
+        applied = alice.apply_many(batch)
+        assert [d.escalation_id for d in applied] == ids
+        decisions = await asyncio.wait_for(asyncio.gather(*asked), 10)
+        assert [d.escalation_id for d in decisions] == ids and {d.decided_by for d in decisions} == {"alice@a via console"}
+        await until(lambda: all(bob.get(i) is None for i in ids))  # gone from the other console too
+    finally:
+        for broker in (worker, alice, bob):
+            broker.stop_watching()
+        for db in dbs:
+            db.close()
