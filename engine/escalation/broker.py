@@ -440,8 +440,8 @@ class EscalationBroker:
                     self.adopt(store.from_news(body))
                 except Exception:  # no body (too big to travel), or not one: read it back
                     raised.append(esc_id)
-            elif kind in ("decided", "withdrawn") and esc_id in self._entries:
-                settled.append(esc_id)
+            elif kind in ("decided", "withdrawn"):  # one id, or several (a batch: "decided ID ID ...")
+                settled.extend(i for i in esc_id.split(" ") if i in self._entries)
         if everything:
             await self._sync()
             return

@@ -114,7 +114,10 @@ class EscalationDesk:
 
     def tool_verdict(self, task: str, tool: str, args: dict[str, Any]) -> str:
         """What the rules say about a tool call: allow, deny, ask (a human) or stop."""
-        rule = self.rules.match_tool(task, tool, args)
+        return self._verdict_of(task, self.rules.match_tool(task, tool, args))
+
+    def _verdict_of(self, task: str, rule: Rule | None) -> str:
+        """The verdict for a call the rules matched to `rule` (None: no rule) in `task`."""
         if rule is not None and rule.action is Action.DENY:
             return DENY
         if rule is not None and rule.action is Action.STOP:
@@ -132,7 +135,7 @@ class EscalationDesk:
         """Gate one tool call; emits `tool_call`. Only `allowed` and `confirmed` may run it (with
         `result.args` when the person approved edited arguments)."""
         rule = self._count(self.rules.match_tool(task, tool, args))
-        verdict = self.tool_verdict(task, tool, args)
+        verdict = self._verdict_of(task, rule)
         if verdict == ALLOW:
             result = ToolVerdict(ALLOWED)
         elif verdict == DENY:
@@ -160,7 +163,7 @@ class EscalationDesk:
         if result != CONFIRMED or result.args is None:
             return result
         rule = self._count(self.rules.match_tool(task, tool, result.args))
-        verdict = self.tool_verdict(task, tool, result.args)
+        verdict = self._verdict_of(task, rule)
         if verdict == DENY:
             return ToolVerdict(DENIED, f"The edited call {tool} was refused by {_rule_name(rule)}. Do not retry it.",
                                result.decision, result.args)
@@ -186,7 +189,7 @@ class EscalationDesk:
                 if not isinstance(tool, str) or not isinstance(args, dict):
                     continue  # raised before approvals carried their call
                 rule = self.rules.match_tool(esc.task_id, tool, args)
-                verdict = self.tool_verdict(esc.task_id, tool, args)
+                verdict = self._verdict_of(esc.task_id, rule)
                 if rule is None or not decides(rule) or verdict not in (ALLOW, DENY):
                     continue
                 response = Response(ResponseType.OPTION, selected_option=APPROVE if verdict == ALLOW else DENY)
