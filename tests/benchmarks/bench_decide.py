@@ -36,7 +36,7 @@ from engine.escalation.teaching import propose, teach
 from rules.book import RuleBook
 from rules.model import Action
 
-REPEAT = 20
+REPEAT = 60  # rounds: the p95 of 60 is the 58th, not the slowest one
 BATCH = 50
 PENDING = 200
 RULES = """\
