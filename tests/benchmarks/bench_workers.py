@@ -287,8 +287,8 @@ def main() -> None:
                 if "throughput" in parts:
                     throughput(new_url, folder, args.throughput_runs)
                 if "latency" in parts:
-                    latency(new_url(), folder, args.latency_runs, 1)
-                    latency(new_url(), folder, args.latency_runs, 20)
+                    for at_once in (1, 5, 20):  # runs at a time per worker: 2, 10 and 40 on 2 cores
+                        latency(new_url(), folder, args.latency_runs, at_once)
                 if "dead" in parts:
                     dead_worker(new_url(), folder)
     finally:
