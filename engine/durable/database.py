@@ -117,6 +117,13 @@ class DecideResult:
     status: str  # the escalation's status after the call: decided | withdrawn | unknown
 
 
+def decided_news(esc_id: str, decision: dict[str, Any]) -> str:
+    """`decided ID`, with the decision when it is small enough to travel with the news (the
+    waiting run then goes on without reading it back)."""
+    text = f"decided {esc_id}\n{json.dumps(decision)}"
+    return text if len(text.encode("utf-8", "surrogateescape")) <= NEWS_PAYLOAD_MAX else f"decided {esc_id}"
+
+
 NEWS_IDS = 50  # escalation ids in one `decided` message (PostgreSQL's NOTIFY takes 8,000 bytes)
 
 
@@ -303,11 +310,12 @@ class Database:
             )
             won = done.rowcount == 1
             if won:
-                self.signals.in_transaction(c, f"decided {esc_id}")
+                news = decided_news(esc_id, decision)
+                self.signals.in_transaction(c, news)
             else:
                 row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
         if won:
-            self.signals.committed(f"decided {esc_id}")
+            self.signals.committed(news)
             return DecideResult(True, decision, resolved_by, "decided")
         if row is None:
             return DecideResult(False, None, None, "unknown")

@@ -150,6 +150,13 @@ class DecisionStore:
 
         return pending_from_json(json.loads(body))
 
+    @staticmethod
+    def decision_from_news(esc_id: str, body: str) -> Decision:
+        """The decision a `decided` message carries (engine/durable/database.py decided_news)."""
+        import json
+
+        return decision_from_json(esc_id, json.loads(body))
+
     def still_pending(self, esc_ids: Iterable[str]) -> list[PendingEscalation]:
         """Those of these escalations that are pending now, as raised."""
         return [pending_from_json(row["payload"]) for row in self.db.pending_among(esc_ids)]

@@ -429,6 +429,7 @@ class EscalationBroker:
         store = self.store
         raised: list[str] = []
         settled: list[str] = []
+        carried: list[tuple[str, Decision | None]] = []  # decisions that came with the news
         everything = False
         for message in messages:
             head, _, body = message.partition("\n")
@@ -440,8 +441,15 @@ class EscalationBroker:
                     self.adopt(store.from_news(body))
                 except Exception:  # no body (too big to travel), or not one: read it back
                     raised.append(esc_id)
+            elif kind == "decided" and body and esc_id in self._entries:
+                try:  # the decision came with the news: the waiting run goes on at once
+                    carried.append((esc_id, store.decision_from_news(esc_id, body)))
+                except Exception:  # not one: read it back
+                    settled.append(esc_id)
             elif kind in ("decided", "withdrawn"):  # one id, or several (a batch: "decided ID ID ...")
                 settled.extend(i for i in esc_id.split(" ") if i in self._entries)
+        if carried:
+            self._apply(carried)
         if everything:
             await self._sync()
             return
