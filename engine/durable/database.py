@@ -247,10 +247,11 @@ class Database:
 
     # -- escalations -------------------------------------------------------------------------
 
-    def add_escalation(self, esc_id: str, run_id: str, payload: dict[str, Any], created: float, deadline: float | None) -> None:
-        """Record a raised escalation; raising the same id again (a replayed step) is a no-op."""
+    def add_escalation(self, esc_id: str, run_id: str, payload: dict[str, Any], created: float, deadline: float | None) -> float:
+        """Record a raised escalation; raising the same id again (a replayed step) is a no-op.
+        Returns the raise time recorded for it."""
         with self.engine.begin() as c:
-            exists = c.execute(sa.select(escalations.c.id).where(escalations.c.id == esc_id)).first()
+            exists = c.execute(sa.select(escalations.c.created).where(escalations.c.id == esc_id)).first()
             if exists is None:
                 c.execute(escalations.insert().values(
                     id=esc_id, run_id=run_id, created=created, deadline=deadline,
@@ -259,6 +260,8 @@ class Database:
                 self.signals.in_transaction(c, news)
         if exists is None:
             self.signals.committed(news)
+            return created
+        return float(exists[0])
 
     def get_escalation(self, esc_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:

@@ -105,8 +105,13 @@ class DecisionStore:
         return row["status"], decision_from_json(esc_id, row["decision"]) if row["decision"] else None
 
     def raised(self, pending: PendingEscalation) -> None:
+        self.raise_once(pending)
+
+    def raise_once(self, pending: PendingEscalation) -> float:
+        """Record a raised escalation unless its id is recorded already; returns the raise time
+        recorded for it."""
         esc = pending.escalation
-        self.db.add_escalation(esc.id, esc.run_id, pending_to_json(pending), esc.created_at, pending.policy.deadline)
+        return self.db.add_escalation(esc.id, esc.run_id, pending_to_json(pending), esc.created_at, pending.policy.deadline)
 
     def decide(self, decision: Decision) -> Decision | None:
         """Apply `decision`; returns the decision that holds (another one if someone was first),

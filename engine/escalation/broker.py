@@ -194,6 +194,16 @@ class EscalationBroker:
         entry = self._register(pending)
         return await self._await(entry)
 
+    def record_raised(self, pending: PendingEscalation) -> Escalation:
+        """Write a raised escalation to the database now (every console lists it), ahead of
+        `ask`, which then finds it pending; returns it as recorded: with its first raise time
+        if this id was recorded before (a step run again after a crash)."""
+        if self.store is None:
+            return pending.escalation
+        created = self.store.raise_once(pending)
+        esc = pending.escalation
+        return esc if created == esc.created_at else replace(esc, created_at=created)
+
     def adopt(self, pending: PendingEscalation) -> None:
         """List an escalation still pending in the database whose run is not running here (yet):
         it can be answered (the database keeps the decision for its run) and its deadline

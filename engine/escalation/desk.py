@@ -50,15 +50,24 @@ def new_escalation_id() -> str:
     return f"esc-{next(_ids)}"
 
 
-async def minted(escalation: Escalation, clock: Clock) -> Escalation:
+async def minted(escalation: Escalation, clock: Clock,
+                 raise_now: Callable[[Escalation], Escalation] | None = None) -> Escalation:
     """Give an escalation raised without an id its id and raise time, as a recorded step: after
-    a restart the run asks again under the same id, with the same deadline."""
+    a restart the run asks again under the same id, with the same deadline. `raise_now` records
+    it as raised (for the consoles) inside that step, right after the id and time are made,
+    rather than after the step's own record: with many runs writing, that record can wait
+    long. It returns the escalation as recorded (its first raise time, when a step that
+    crashed before its record runs again)."""
     if escalation.id:
-        return escalation if escalation.created_at else replace(escalation, created_at=clock.now())
+        escalation = escalation if escalation.created_at else replace(escalation, created_at=clock.now())
+        return raise_now(escalation) if raise_now is not None else escalation
     from engine.durable.steps import step, step_key
 
     async def mint() -> list[Any]:
-        return [step_key() or new_escalation_id(), clock.now()]
+        made = replace(escalation, id=step_key() or new_escalation_id(), created_at=clock.now())
+        if raise_now is not None:
+            made = raise_now(made)
+        return [made.id, made.created_at]
 
     esc_id, created = await step("escalation", mint)
     return replace(escalation, id=esc_id, created_at=created)
@@ -96,8 +105,7 @@ class EscalationDesk:
         """Resolve an agent's escalation: by a rule at once, or by a human (or their stand-in:
         answers file, timeout default) through the broker. A stopping decision has
         `stops_task` set; the caller ends the task."""
-        escalation = await minted(escalation, self.clock)
-        rule = self._count(self.rules.match_escalation(escalation))
+        rule = self._count(self.rules.match_escalation(escalation))  # on its text: no id or time needed
         action = rule.action if rule else Action.ASK_USER
         override = self.rules.override(escalation.task_id)
         if action is Action.ALLOW and override is not None and override.always_ask:
@@ -105,6 +113,7 @@ class EscalationDesk:
         if action is Action.ASK_USER:
             return await self._wait_for_human(escalation, rule)
         assert rule is not None  # only a matched rule can allow, deny or stop
+        escalation = await minted(escalation, self.clock)
         self._emit_raised(escalation, TimeoutPolicy(None))
         decision = _rule_decision(escalation, rule, self.clock.now())
         self._emit(escalation.run_id, "decision", decision.to_event_fields(escalation))
@@ -143,7 +152,7 @@ class EscalationDesk:
         elif verdict == STOP:
             result = ToolVerdict(STOP, f"The tool call {tool} stopped the task ({_rule_name(rule)}).")
         else:
-            escalation = await minted(_tool_escalation(run_id, task, agent, tool, args), self.clock)
+            escalation = _tool_escalation(run_id, task, agent, tool, args)
             if rule is not None and rule.why:  # a shell command rules cannot check: say why a human is asked
                 escalation = replace(escalation, context=f"{escalation.context}\n{rule.why}")
             decision = await self._wait_for_human(escalation, rule, {"tool": tool, "args": args})
@@ -219,10 +228,14 @@ class EscalationDesk:
     # -- the one human wait -------------------------------------------------------------------------
 
     async def _wait_for_human(self, escalation: Escalation, rule: Rule | None, extra: dict[str, Any] | None = None) -> Decision:
-        # From the raise time, not now: asked again after a restart, it keeps its deadline.
-        policy = self.rules.timeout_policy(escalation, escalation.created_at, rule)
-        self._emit_raised(escalation, policy)
-        decision = await self.broker.ask(PendingEscalation(escalation, policy, dict(extra or {})))
+        def pending_of(esc: Escalation) -> PendingEscalation:
+            # From the raise time, not now: asked again after a restart, it keeps its deadline.
+            return PendingEscalation(esc, self.rules.timeout_policy(esc, esc.created_at, rule), dict(extra or {}))
+
+        escalation = await minted(escalation, self.clock, lambda esc: self.broker.record_raised(pending_of(esc)))
+        pending = pending_of(escalation)
+        self._emit_raised(escalation, pending.policy)
+        decision = await self.broker.ask(pending)
         self._emit(escalation.run_id, "decision", decision.to_event_fields(escalation))
         return decision
 
