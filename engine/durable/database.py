@@ -8,6 +8,7 @@ wins, across threads, processes and hosts, and the others are told who decided.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -487,18 +488,32 @@ def _run_out(row: Any) -> dict[str, Any]:
     return out
 
 
+CREATE_ATTEMPTS = 100  # x 50 ms: creating the tables of a new SQLite file beside other processes
+
+
 def _create_tables(engine: sa.Engine) -> None:
     """IF NOT EXISTS: several processes may open a new database at the same moment (a console
     and `escalate runs`), and a check-then-create would fail in all but one."""
     from sqlalchemy.schema import CreateIndex, CreateTable
 
-    with engine.begin() as c:
-        if engine.dialect.name == "postgresql":  # IF NOT EXISTS races on PostgreSQL's catalog: one at a time
-            c.execute(sa.text("SELECT pg_advisory_xact_lock(8117008514)"))
-        for table in metadata.sorted_tables:
-            c.execute(CreateTable(table, if_not_exists=True))
-            for index in table.indexes:
-                c.execute(CreateIndex(index, if_not_exists=True))
+    for attempt in itertools.count():
+        try:
+            with engine.begin() as c:
+                if engine.dialect.name == "postgresql":  # IF NOT EXISTS races on PostgreSQL's catalog: one at a time
+                    c.execute(sa.text("SELECT pg_advisory_xact_lock(8117008514)"))
+                for table in metadata.sorted_tables:
+                    c.execute(CreateTable(table, if_not_exists=True))
+                    for index in table.indexes:
+                        c.execute(CreateIndex(index, if_not_exists=True))
+            return
+        except sa.exc.OperationalError as exc:
+            # SQLite: seen once with two workers starting together on a new file (one of them
+            # creating DBOS's tables meanwhile): "database is locked" here, although the other
+            # writer's transaction was short. A transaction that read before writing is refused
+            # without waiting when another writes meanwhile; it can only start again.
+            if engine.dialect.name != "sqlite" or "locked" not in str(exc) or attempt >= CREATE_ATTEMPTS:
+                raise
+            time.sleep(0.05)
 
 
 def _escalation_row(row: Any) -> dict[str, Any]:
