@@ -103,11 +103,16 @@ events = sa.Table(
 NEWS_PAYLOAD_MAX = 7000  # bytes: PostgreSQL's NOTIFY takes up to 8000
 
 
+def _news(head: str, body: dict[str, Any]) -> str:
+    """`head`, with `body` as JSON on the next line when the whole fits in one message."""
+    text = f"{head}\n{json.dumps(body)}"
+    return text if len(text.encode("utf-8", "surrogateescape")) <= NEWS_PAYLOAD_MAX else head
+
+
 def raised_news(esc_id: str, payload: dict[str, Any]) -> str:
     """`raised ID`, with the escalation itself when it is small enough to travel with the news
     (a console then lists it without reading it back)."""
-    text = f"raised {esc_id}\n{json.dumps(payload)}"
-    return text if len(text.encode("utf-8", "surrogateescape")) <= NEWS_PAYLOAD_MAX else f"raised {esc_id}"
+    return _news(f"raised {esc_id}", payload)
 
 
 @dataclass(frozen=True)
@@ -121,8 +126,7 @@ class DecideResult:
 def decided_news(esc_id: str, decision: dict[str, Any]) -> str:
     """`decided ID`, with the decision when it is small enough to travel with the news (the
     waiting run then goes on without reading it back)."""
-    text = f"decided {esc_id}\n{json.dumps(decision)}"
-    return text if len(text.encode("utf-8", "surrogateescape")) <= NEWS_PAYLOAD_MAX else f"decided {esc_id}"
+    return _news(f"decided {esc_id}", decision)
 
 
 NEWS_IDS = 50  # escalation ids in one `decided` message (PostgreSQL's NOTIFY takes 8,000 bytes)
@@ -321,9 +325,7 @@ class Database:
         if won:
             self.signals.committed(news)
             return DecideResult(True, decision, resolved_by, "decided")
-        if row is None:
-            return DecideResult(False, None, None, "unknown")
-        return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
+        return _lost(row)
 
     def decide_many(self, items: list[tuple[str, dict[str, Any], str, float | None]]) -> list[DecideResult]:
         """`decide` for each (id, decision, resolved_by, now), all in one transaction: each
@@ -525,10 +527,15 @@ def _escalation_row(row: Any) -> dict[str, Any]:
 
 def _held_result(row: Any, decision: dict[str, Any], resolved_by: str, text: str) -> DecideResult:
     """What holds for one escalation of decide_many, from its row after the updates."""
+    if row is not None and row["status"] == "decided" and row["decision"] == text and row["resolved_by"] == resolved_by:
+        return DecideResult(True, decision, resolved_by, "decided")
+    return _lost(row)
+
+
+def _lost(row: Any) -> DecideResult:
+    """A decision not applied: what holds instead (`row`: the escalation's, None if unknown)."""
     if row is None:
         return DecideResult(False, None, None, "unknown")
-    if row["status"] == "decided" and row["decision"] == text and row["resolved_by"] == resolved_by:
-        return DecideResult(True, decision, resolved_by, "decided")
     return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
 
 
