@@ -17,3 +17,17 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     prefix = _DROP_FILE_OVERRIDES if os.geteuid() == 0 else []
     return subprocess.run([*prefix, sys.executable, "-c", code], cwd=cwd, capture_output=True,
                           text=True, timeout=60)
+
+
+OTHER_UID = 54321  # another local user: owns nothing here, belongs to no group of ours
+
+
+def bound_by_permissions() -> list[str]:
+    """A command prefix: this user, with file permissions applying to it even as root."""
+    return list(_DROP_FILE_OVERRIDES) if os.geteuid() == 0 else []
+
+
+def as_other_user() -> list[str]:
+    """A command prefix: the command runs as OTHER_UID (only root may use it)."""
+    uid = str(OTHER_UID)
+    return ["setpriv", "--reuid", uid, "--regid", uid, "--clear-groups", "--"]

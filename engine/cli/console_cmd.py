@@ -68,7 +68,7 @@ def _console(args: argparse.Namespace) -> int:
                 raise
             write_line(str(exc))
             return EXIT_USAGE
-        _route_logs(Path(args.store).parent if args.store else Path(tempfile.gettempdir()))
+        _route_logs()
         app = _app(session, args)
         result = app.run()
     if session.store_error:  # a big --store file, imported after the first frame, was broken
@@ -98,8 +98,10 @@ def _database(args: argparse.Namespace) -> str:
         raise UsageError(f"--db {exc}") from None
     path = sqlite_path(url)
     if path is not None:
+        from engine.private import make_folders
+
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_folders(path.parent)  # 0700: the database is this user's alone
         except OSError as exc:
             raise UsageError(f"--db {url}: cannot create {path.parent}: {exc.strerror or exc}") from None
         if not os.access(path.parent, os.W_OK) or (path.exists() and not path.is_file()):
@@ -203,9 +205,19 @@ def _session(files: list[Path], script: Path | None, rules: object, workspace: P
     return ConsoleSession(entries, rules=rules, store=store, workspace=workspace, db_url=db_url, rule_book=book)
 
 
-def _route_logs(folder: Path) -> None:
-    """ADK and the runtime log to stderr, which a full-screen app hides: send them to a file."""
-    handler = logging.FileHandler(folder / LOG_FILE_NAME, encoding="utf-8")
+def _route_logs() -> None:
+    """ADK and the runtime log to stderr, which a full-screen app hides: send them to a file in
+    this user's own folder (a predictable name in a shared folder could be another user's file).
+    Without such a folder the console keeps no log, and says so here, before its first frame."""
+    from engine.private import NotPrivate, private_folder, user_folder, why
+
+    handler: logging.Handler
+    try:
+        folder = private_folder(user_folder())
+        handler = logging.FileHandler(folder / LOG_FILE_NAME, encoding="utf-8")
+    except (NotPrivate, OSError) as exc:
+        write_line(f"escalate: warning: the console keeps no log: {why(exc)}")
+        handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     root = logging.getLogger()
     for existing in list(root.handlers):

@@ -14,11 +14,13 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import sqlalchemy as sa
 
 from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
+from engine.private import create_private_file, make_folders
 
 __all__ = ["Database", "DatabaseError", "resolve_url", "sqlite_path"]
 
@@ -143,7 +145,7 @@ class Database:
         path = sqlite_path(url)
         try:
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                _create_file(path)
             self.engine = sa.create_engine(engine_url(url), future=True)
             if path is not None:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -537,6 +539,14 @@ def _lost(row: Any) -> DecideResult:
     if row is None:
         return DecideResult(False, None, None, "unknown")
     return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
+
+
+def _create_file(path: Path) -> None:
+    """A new SQLite database is this user's alone: its folders 0700, the file 0600 before SQLite
+    opens it (SQLite gives its -wal, -shm and -journal files the database file's mode). An
+    existing file keeps its mode: a database may be shared on purpose."""
+    make_folders(path.parent)
+    create_private_file(path)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -10,10 +10,11 @@ a few seconds (the broker's slow poll), never a decision.
   process dies, the server drops the connection and the lock, so another host sees at once that
   it is gone (`owner_gone`).
 - SQLite: a database file lives on one host, so each listening process binds a Unix datagram
-  socket in a folder beside the database (or under the temporary folder when that path would be
+  socket in a folder beside the database (or in this user's own folder when that path would be
   too long for a socket), and a writer sends each one a datagram after its commit. A socket left
-  by a killed process refuses the datagram and is removed. The folder is its creator's only
-  (0700): another user's processes on the same file fall back to the poll.
+  by a killed process refuses the datagram and is removed. The folder is this user's alone
+  (0700, checked each time it is opened): another user's processes on the same file, or a
+  folder someone else made first, mean no news: the poll serves.
 """
 
 from __future__ import annotations
@@ -21,20 +22,24 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import secrets
 import socket
-import tempfile
+import sys
 import threading
-import uuid
 from pathlib import Path
 from typing import Any, Callable
 
 import sqlalchemy as sa
 
+from engine.private import NotPrivate, check_private, private_folder, user_folder, why
+
 log = logging.getLogger("escalate.durable")
 
 CHANNEL = "escalate_news"
 RESYNC = "*"
-_SOCKET_PATH_MAX = 100  # sockaddr_un holds 108 bytes with its terminator on Linux, 104 on macOS
+# The longest socket path `bind` takes: sockaddr_un holds 108 bytes with its terminator on Linux,
+# 104 on macOS and the BSDs.
+_SOCKET_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 _RECONNECT_SECONDS = 0.5
 
 Listener = Callable[[str], None]
@@ -182,33 +187,63 @@ class PostgresSignals(_Fanout):
                 self._stop.wait(_RECONNECT_SECONDS)
 
 
-# -- SQLite: Unix datagram sockets in a folder beside the database -------------------------------
+# -- SQLite: Unix datagram sockets in a folder of this user's ------------------------------------
 
 
-def news_folder(db_path: Path) -> Path:
-    """Where the listening sockets of a SQLite database live (the same for every process)."""
+def _socket_name() -> str:
+    return f"{secrets.token_hex(8)}.sock"
+
+
+_SOCKET_NAME_BYTES = len(_socket_name())  # every name is as long
+
+
+def _fits(folder: Path) -> bool:
+    """Whether a socket of ours in `folder` has a path that `bind` takes (counted in bytes)."""
+    return len(os.fsencode(folder)) + 1 + _SOCKET_NAME_BYTES <= _SOCKET_PATH_MAX
+
+
+def news_folder(db_path: Path) -> Path | None:
+    """Where the listening sockets of a SQLite database live (the same for every process of this
+    user with the same $XDG_RUNTIME_DIR or temporary folder): `<db>.news` beside it, else, when
+    a socket's path there would be too long, `news-<hash>` in this user's own folder; None when
+    that is too long as well."""
     beside = Path(str(db_path) + ".news")
-    if len(str(beside)) + 24 <= _SOCKET_PATH_MAX:
+    if _fits(beside):
         return beside
-    digest = hashlib.sha256(str(db_path).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"escalate-news-{digest}"
+    digest = hashlib.sha256(os.fsencode(db_path)).hexdigest()[:16]
+    fallback = user_folder() / f"news-{digest}"
+    return fallback if _fits(fallback) else None
 
 
 class SocketSignals(_Fanout):
+    """A socket per listening process in the news folder, which is this user's alone: made 0700
+    and checked every time it is opened, to listen or to send. A folder someone else made (or
+    none that fits) means no sockets at all: the broker's poll serves, and one log line says why."""
+
     def __init__(self, db_path: Path) -> None:
         super().__init__()
+        self._db_path = db_path
         self.folder = news_folder(db_path)
+        # The user's own folder the news folder lives in, checked first (None: beside the database).
+        self._within = self.folder.parent if self.folder is not None and self.folder.parent == user_folder() else None
         self._sender: socket.socket | None = None
         self._socket: socket.socket | None = None
         self._path: Path | None = None
         self._thread: threading.Thread | None = None
+        self._told = False
 
     def committed(self, message: str) -> None:
-        data = message.encode("utf-8", "surrogateescape")
-        try:
-            entries = list(os.scandir(self.folder))
-        except OSError:  # nobody listens yet
+        if self.folder is None or not os.path.lexists(self.folder):  # nobody listens
             return
+        try:
+            for folder in (self._within, self.folder):
+                if folder is not None:
+                    check_private(folder)
+            entries = list(os.scandir(self.folder))
+        except (NotPrivate, OSError) as exc:
+            self._tell(why(exc))
+            return
+        data = message.encode("utf-8", "surrogateescape")
         with self._lock:
             if self._sender is None:
                 self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -227,15 +262,11 @@ class SocketSignals(_Fanout):
     def listen(self, on_message: Listener) -> Callable[[], None]:
         with self._lock:
             self._listeners.append(on_message)
-            if self._socket is None:
-                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's processes only
-                self._path = self.folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.sock"
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                sock.bind(str(self._path))
-                sock.settimeout(0.5)
-                self._socket = sock
-                self._thread = threading.Thread(target=self._serve, args=(sock,), name="escalate-listen", daemon=True)
-                self._thread.start()
+            if self._socket is None and not self._told:
+                try:
+                    self._bind()
+                except (NotPrivate, OSError) as exc:
+                    self._tell(why(exc))
 
         def stop() -> None:
             with self._lock:
@@ -243,6 +274,31 @@ class SocketSignals(_Fanout):
                     self._listeners.remove(on_message)
 
         return stop
+
+    def _bind(self) -> None:
+        if self.folder is None:
+            raise NotPrivate(f"{self._db_path}.news and {user_folder()} are too long a path for a socket")
+        for folder in (self._within, self.folder):
+            if folder is not None:
+                private_folder(folder)
+        path = self.folder / _socket_name()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            sock.bind(str(path))
+        except OSError:
+            sock.close()
+            raise
+        sock.settimeout(0.5)
+        self._socket, self._path = sock, path
+        self._thread = threading.Thread(target=self._serve, args=(sock,), name="escalate-listen", daemon=True)
+        self._thread.start()
+
+    def _tell(self, reason: str) -> None:
+        """Once: why this process neither hears nor sends news (its poll serves instead)."""
+        if not self._told:
+            self._told = True
+            log.warning("escalate: news between processes is off: %s; other processes' escalations and "
+                        "decisions are seen by the poll, within seconds", reason)
 
     def close(self) -> None:
         with self._lock:

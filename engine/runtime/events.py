@@ -4,9 +4,9 @@ One `RunEvent` per happening; an `EventSink` per run keeps them, hands them to s
 engine, the console) and optionally appends them to a JSONL file as they happen.
 
 The events file is the user's to choose, so it can be anything: `escalate run` checks at start
-that it can be opened for appending (`prepare_events_file`: a usage error otherwise), and a
-write that fails later (a full disk, a reader that went away) never ends the run: the sink says
-so once, as a `log` warning, and writes no more events to the file.
+that it can be opened for appending and takes a write (`prepare_events_file`: a usage error
+otherwise), and a write that fails later (a full disk, a reader that went away) never ends the
+run: the sink says so once, as a `log` warning, and writes no more events to the file.
 """
 
 from __future__ import annotations
@@ -87,7 +87,12 @@ def prepare_events_file(path: Path) -> None:
     """Check at start that `path` takes appended events, and empty it if it is a regular file
     (this run's events only). Raises OSError naming why not."""
     with open_for_append(path) as f:
-        if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        fd = f.fileno()
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        # A write, as the events will make: a device that refuses them (/dev/full) refuses even
+        # an empty one; a regular file (a full disk, a quota) takes a byte, removed at once.
+        os.write(fd, b"\n" if regular else b"")
+        if regular:
             f.truncate(0)
 
 

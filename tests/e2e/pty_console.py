@@ -18,12 +18,13 @@ class PtyConsole:
     """`escalate console ...` with a pseudo-terminal (120x40) as its stdin, stdout and stderr;
     everything it writes is kept in `output`."""
 
-    def __init__(self, cwd: Path, *args: str) -> None:
+    def __init__(self, cwd: Path, *args: str, prefix: tuple[str, ...] = ()) -> None:
+        """`prefix`: a command the console runs under (e.g. `setpriv ...`)."""
         master, self.tty = pty.openpty()
         self.modes_before = termios.tcgetattr(self.tty)[3]
         fcntl.ioctl(self.tty, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "engine", "console", *args], cwd=cwd, env=env,
+        self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "engine", "console", *args], cwd=cwd, env=env,
                                      stdin=self.tty, stdout=self.tty, stderr=self.tty, start_new_session=True)
         self._master = master
         self.output = bytearray()

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ def escalate_run(events: str) -> subprocess.CompletedProcess[str]:
         ("/", "Is a directory"),
         ("/nonexistent/e.jsonl", "No such file or directory"),
         ("FIFO", "a FIFO that no process is reading"),
+        ("/dev/full", "No space left on device"),  # opens, but takes no write: checked before the run
     ],
 )
 def test_a_file_that_cannot_be_appended_to_is_a_usage_error(tmp_path: Path, events: str, why: str) -> None:
@@ -45,14 +47,52 @@ def test_a_file_that_cannot_be_appended_to_is_a_usage_error(tmp_path: Path, even
     assert done.stderr == f"--events {events}: cannot write: {why}\n"
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_a_full_disk_is_told_once_and_the_run_goes_on() -> None:
-    done = escalate_run("/dev/full")
-    assert (done.returncode, done.stdout) == (0, "3.14159\n"), done.stderr
-    run_line, models, told = done.stderr.splitlines()  # `run ID` first, as every run prints, then the models
-    assert models.startswith("models: ")
-    assert run_line.startswith("run r")
-    assert told == "events file /dev/full: cannot write: No space left on device; no more events are written to it"
+GATED = """streetrace v1
+
+tool cli = builtin streetrace.cli
+
+prompt work: \"\"\"You do the work.\"\"\"
+
+agent worker:
+    tools cli
+    instruction work
+
+flow main:
+    $done = run agent worker $input
+    return $done
+"""
+
+# The command waits until the events file's reader is gone, so that what follows cannot be written.
+GATED_SCRIPT = """agents:
+  worker:
+    - tool: run_command
+      args: {command: "while [ ! -e reader-gone ]; do sleep 0.05; done"}
+    - "finished"
+"""
+
+
+def test_a_write_that_fails_later_is_told_once_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A FIFO whose reader reads the first event, then goes away: the next writes fail (EPIPE)."""
+    (tmp_path / "gated.sr").write_text(GATED)
+    (tmp_path / "gated.yaml").write_text(GATED_SCRIPT)
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDWR)  # a reader from now on, which never blocks on the open
+
+    def read_one_event_then_go() -> None:
+        with os.fdopen(reader, "rb") as events:
+            assert json.loads(events.readline())["type"]
+        (tmp_path / "reader-gone").touch()
+
+    thread = threading.Thread(target=read_one_event_then_go)
+    thread.start()
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli.main", "run", "gated.sr", "--events", str(fifo)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, timeout=120)
+    thread.join(30)
+    assert (done.returncode, done.stdout) == (0, "finished\n"), done.stderr
+    told = [line for line in done.stderr.splitlines() if line.startswith("events file")]
+    assert told == [f"events file {fifo}: cannot write: Broken pipe; no more events are written to it"], done.stderr
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
