@@ -1,0 +1,201 @@
+"""Whose database is this, and whose rules file: what the person trusts, kept in their own
+configuration (`trust.json` in platformdirs' user config folder, `~/.config/escalate/` on Linux).
+
+A database escalate creates gets a marker row (a random id and this user's uid) and that id
+goes into the user's configuration: a copy of the file elsewhere (a repository that ships
+`.escalate/escalate.db`) carries the marker but not the trust. A database without a marker (made
+before markers existed) is this user's when the file is theirs and no git repository tracks it
+(SQLite), or when the connected role owns DBOS's tables (PostgreSQL); it then gets a marker. Any
+other database is listed, never continued, until `escalate trust DB` says so.
+
+A workspace rules file's `notify` command runs only once `escalate rules trust FILE` has kept the
+digest of that file's exact content (as direnv does); any change needs trusting again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+MARKER_TABLE = "escalate_marker"
+CONFIG_NAME = "trust.json"
+_marker = sa.Table(
+    MARKER_TABLE, sa.MetaData(),
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("uid", sa.Integer),
+    sa.Column("created", sa.Float),
+)
+
+
+class TrustError(Exception):
+    """The configuration cannot be read or written: one line naming the file."""
+
+
+# -- the user's configuration -----------------------------------------------------------------
+
+def config_path() -> Path:
+    from platformdirs import user_config_path
+
+    return user_config_path("escalate") / CONFIG_NAME
+
+
+def _load() -> dict[str, Any]:
+    path = config_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"databases": {}, "rules": {}}
+    except (OSError, ValueError) as exc:
+        raise TrustError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(data, dict):
+        raise TrustError(f"{path}: not a JSON object")
+    databases, rules = data.get("databases"), data.get("rules")
+    return {"databases": databases if isinstance(databases, dict) else {},
+            "rules": rules if isinstance(rules, dict) else {}}
+
+
+def _save(data: dict[str, Any]) -> None:
+    path = config_path()
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = path.with_name(f".{CONFIG_NAME}.{os.getpid()}")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=1, sort_keys=True)
+        os.replace(temp, path)
+    except OSError as exc:
+        raise TrustError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+# -- databases --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Verdict:
+    trusted: bool
+    reason: str  # why, for the one line the person reads
+    own_rows: bool  # rows may be converted from pickle (this user wrote them)
+
+
+def sqlite_file(url: str) -> Path | None:
+    prefix = "sqlite:///"
+    return Path(url[len(prefix):]) if url.startswith(prefix) else None
+
+
+def assess(engine: sa.Engine, url: str) -> Verdict:
+    """Whether this user may continue the runs of this database (see the module's docstring);
+    marks a database that is new, or this user's and unmarked."""
+    marker = _read_marker(engine)
+    trusted = _load()["databases"]
+    if marker is not None:
+        if marker in trusted:
+            return Verdict(True, "created by you", True)
+        return Verdict(False, "created by escalate for someone else, or elsewhere (a copy)", False)
+    file = sqlite_file(url)
+    if file is not None:
+        problem = _foreign_file(file)
+        if problem is not None:
+            return Verdict(False, problem, False)
+    elif not _owns_dbos_tables(engine):
+        return Verdict(False, "DBOS's tables there belong to another database role", False)
+    mark(engine, url)
+    return Verdict(True, "yours (marked now)", True)
+
+
+def trust_database(engine: sa.Engine, url: str) -> str:
+    """`escalate trust DB`: the person says this database's runs may be continued here."""
+    marker = _read_marker(engine) or mark(engine, url)
+    data = _load()
+    data["databases"][marker] = {"url": shown(url), "trusted": time.time()}
+    _save(data)
+    return marker
+
+
+def mark(engine: sa.Engine, url: str) -> str:
+    marker = secrets.token_hex(16)
+    with engine.begin() as conn:
+        _marker.create(conn, checkfirst=True)
+        conn.execute(sa.delete(_marker))
+        conn.execute(sa.insert(_marker).values(id=marker, uid=os.getuid(), created=time.time()))
+    data = _load()
+    data["databases"][marker] = {"url": shown(url), "trusted": time.time()}
+    _save(data)
+    return marker
+
+
+def _read_marker(engine: sa.Engine) -> str | None:
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(MARKER_TABLE):
+            return None
+        row = conn.execute(sa.select(_marker.c.id).limit(1)).first()
+    return str(row[0]) if row is not None else None
+
+
+def shown(url: str) -> str:
+    return sa.engine.make_url(url).render_as_string(hide_password=True)
+
+
+def _foreign_file(file: Path) -> str | None:
+    """Why a SQLite file without a marker is not this user's own, or None."""
+    try:
+        owner = file.stat().st_uid
+    except OSError:
+        return None  # not there yet: escalate creates it
+    if owner != os.getuid():
+        return f"the file belongs to another user (uid {owner})"
+    if _tracked_by_git(file):
+        return "the file came with a git repository (tracked by git)"
+    return None
+
+
+def _tracked_by_git(file: Path) -> bool:
+    # fsmonitor off: a repository's own configuration must not choose a program for us to run.
+    command = ["git", "-c", "core.fsmonitor=false", "-C", str(file.parent), "ls-files", "--error-unmatch", "--", file.name]
+    try:
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=10, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # no git here: nothing can say the file came with a repository
+    return done.returncode == 0
+
+
+def _owns_dbos_tables(engine: sa.Engine) -> bool:
+    with engine.connect() as conn:
+        owner = conn.execute(sa.text(
+            "SELECT tableowner = current_user FROM pg_tables WHERE tablename = 'workflow_status' "
+            "ORDER BY schemaname = 'dbos' DESC LIMIT 1")).scalar()
+    return owner is None or bool(owner)  # no DBOS tables yet: they will be ours
+
+
+# -- workspace rules files ---------------------------------------------------------------------
+
+def digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def rules_trusted(path: Path, content: bytes) -> bool:
+    try:
+        known = _load()["rules"].get(str(path.resolve()))
+    except TrustError:
+        return False
+    return known == digest(content)
+
+
+def trust_rules(path: Path) -> str:
+    """`escalate rules trust FILE`: keep the digest of the file's content as it is now."""
+    try:
+        content = path.read_bytes()
+    except OSError as exc:
+        raise TrustError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data = _load()
+    data["rules"][str(path.resolve())] = digest(content)
+    _save(data)
+    return digest(content)
