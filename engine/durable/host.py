@@ -154,6 +154,7 @@ class DurableHost:
         """Before DBOS reads anything: whose database this is, this user's pickle rows made
         JSON, and the runs whose rows are still not JSON, refused."""
         from engine.durable import serialization, trust
+        from engine.trusted import TrustError
 
         engine = self.db.engine
         try:
@@ -161,7 +162,7 @@ class DurableHost:
             if verdict.own_rows:
                 self.converted, _ = serialization.migrate(engine)
             refusals = serialization.scan(engine)
-        except trust.TrustError as exc:
+        except TrustError as exc:
             raise DatabaseError(str(exc)) from None
         except Exception as exc:  # sqlalchemy's errors: one line naming the database
             raise DatabaseError(f"{self.db.url}: cannot check its rows: {str(exc).splitlines()[0][:300]}") from None
@@ -186,7 +187,10 @@ class DurableHost:
         if run_id in self.refused:
             return self.refused[run_id]
         found = serialization.scan(self.db.engine, run_id)
-        return found[0].line(self.db.url) if found else None
+        if not found:
+            return None
+        self.refused[run_id] = found[0].line(self.db.url)
+        return self.refused[run_id]
 
     @classmethod
     async def open(cls, db: Database, *, worker_concurrency: int | None = None) -> "DurableHost":

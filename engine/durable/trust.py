@@ -1,79 +1,34 @@
-"""Whose database is this, and whose rules file: what the person trusts, kept in their own
-configuration (`trust.json` in platformdirs' user config folder, `~/.config/escalate/` on Linux).
+"""Whose database is this: the databases the person trusts are kept in their own configuration
+(engine/trusted.py).
 
 A database escalate creates gets a marker row (a random id and this user's uid) and that id
 goes into the user's configuration: a copy of the file elsewhere (a repository that ships
 `.escalate/escalate.db`) carries the marker but not the trust. A database without a marker (made
 before markers existed) is this user's when the file is theirs and no git repository tracks it
 (SQLite), or when the connected role owns DBOS's tables (PostgreSQL); it then gets a marker. Any
-other database is listed, never continued, until `escalate trust DB` says so.
-
-A workspace rules file's `notify` command runs only once `escalate rules trust FILE` has kept the
-digest of that file's exact content (as direnv does); any change needs trusting again.
+other database is listed, never continued, until `escalate trust --db URL` says so.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import secrets
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import sqlalchemy as sa
 
+from engine.trusted import load, save
+
 MARKER_TABLE = "escalate_marker"
-CONFIG_NAME = "trust.json"
 _marker = sa.Table(
     MARKER_TABLE, sa.MetaData(),
     sa.Column("id", sa.Text, primary_key=True),
     sa.Column("uid", sa.Integer),
     sa.Column("created", sa.Float),
 )
-
-
-class TrustError(Exception):
-    """The configuration cannot be read or written: one line naming the file."""
-
-
-# -- the user's configuration -----------------------------------------------------------------
-
-def config_path() -> Path:
-    from platformdirs import user_config_path
-
-    return user_config_path("escalate") / CONFIG_NAME
-
-
-def _load() -> dict[str, Any]:
-    path = config_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {"databases": {}, "rules": {}}
-    except (OSError, ValueError) as exc:
-        raise TrustError(f"{path}: cannot read: {exc}") from None
-    if not isinstance(data, dict):
-        raise TrustError(f"{path}: not a JSON object")
-    databases, rules = data.get("databases"), data.get("rules")
-    return {"databases": databases if isinstance(databases, dict) else {},
-            "rules": rules if isinstance(rules, dict) else {}}
-
-
-def _save(data: dict[str, Any]) -> None:
-    path = config_path()
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temp = path.with_name(f".{CONFIG_NAME}.{os.getpid()}")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=1, sort_keys=True)
-        os.replace(temp, path)
-    except OSError as exc:
-        raise TrustError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 # -- databases --------------------------------------------------------------------------------
@@ -94,7 +49,7 @@ def assess(engine: sa.Engine, url: str) -> Verdict:
     """Whether this user may continue the runs of this database (see the module's docstring);
     marks a database that is new, or this user's and unmarked."""
     marker = _read_marker(engine)
-    trusted = _load()["databases"]
+    trusted = load()["databases"]
     if marker is not None:
         if marker in trusted:
             return Verdict(True, "created by you", True)
@@ -113,9 +68,9 @@ def assess(engine: sa.Engine, url: str) -> Verdict:
 def trust_database(engine: sa.Engine, url: str) -> str:
     """`escalate trust DB`: the person says this database's runs may be continued here."""
     marker = _read_marker(engine) or mark(engine, url)
-    data = _load()
+    data = load()
     data["databases"][marker] = {"url": shown(url), "trusted": time.time()}
-    _save(data)
+    save(data)
     return marker
 
 
@@ -125,9 +80,9 @@ def mark(engine: sa.Engine, url: str) -> str:
         _marker.create(conn, checkfirst=True)
         conn.execute(sa.delete(_marker))
         conn.execute(sa.insert(_marker).values(id=marker, uid=os.getuid(), created=time.time()))
-    data = _load()
+    data = load()
     data["databases"][marker] = {"url": shown(url), "trusted": time.time()}
-    _save(data)
+    save(data)
     return marker
 
 
@@ -175,27 +130,3 @@ def _owns_dbos_tables(engine: sa.Engine) -> bool:
     return owner is None or bool(owner)  # no DBOS tables yet: they will be ours
 
 
-# -- workspace rules files ---------------------------------------------------------------------
-
-def digest(content: bytes) -> str:
-    return hashlib.sha256(content).hexdigest()
-
-
-def rules_trusted(path: Path, content: bytes) -> bool:
-    try:
-        known = _load()["rules"].get(str(path.resolve()))
-    except TrustError:
-        return False
-    return known == digest(content)
-
-
-def trust_rules(path: Path) -> str:
-    """`escalate rules trust FILE`: keep the digest of the file's content as it is now."""
-    try:
-        content = path.read_bytes()
-    except OSError as exc:
-        raise TrustError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    data = _load()
-    data["rules"][str(path.resolve())] = digest(content)
-    _save(data)
-    return digest(content)
