@@ -19,6 +19,7 @@ import base64
 import io
 import json
 import pickle
+import weakref
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Iterable
@@ -121,14 +122,25 @@ class Refusal:
                 "(a database is data, never code; this run is not continued)")
 
 
+_reflected: "weakref.WeakKeyDictionary[sa.Engine, dict[str, sa.Table]]" = weakref.WeakKeyDictionary()
+
+
 def _tables(conn: sa.Connection) -> dict[str, sa.Table]:
+    """DBOS's tables as they are in this database (read once per engine: reading them costs
+    tens of milliseconds, and every continued run is checked)."""
     import sqlalchemy as sa
 
+    known = _reflected.get(conn.engine)
+    if known is not None:
+        return known
     schema = "dbos" if conn.dialect.name == "postgresql" else None  # DBOS's default system schema
     names = set(sa.inspect(conn).get_table_names(schema=schema))
     wanted = {p.table for p in _PLACES} | {t for t, _ in _SIDE}
     meta = sa.MetaData(schema=schema)
-    return {n: sa.Table(n, meta, autoload_with=conn) for n in wanted & names}
+    tables = {n: sa.Table(n, meta, autoload_with=conn) for n in wanted & names}
+    if "workflow_status" in tables:  # DBOS has made its tables: they stay
+        _reflected[conn.engine] = tables
+    return tables
 
 
 def scan(engine: sa.Engine, workflow_id: str | None = None) -> list[Refusal]:
