@@ -25,7 +25,8 @@ from engine.trusted import load, save
 MARKER_TABLE = "escalate_marker"
 _marker = sa.Table(
     MARKER_TABLE, sa.MetaData(),
-    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("slot", sa.Integer, primary_key=True),  # always 1: one marker, whoever writes first
+    sa.Column("id", sa.Text, nullable=False),
     sa.Column("uid", sa.Integer),
     sa.Column("created", sa.Float),
 )
@@ -75,11 +76,23 @@ def trust_database(engine: sa.Engine, url: str) -> str:
 
 
 def mark(engine: sa.Engine, url: str) -> str:
-    marker = secrets.token_hex(16)
-    with engine.begin() as conn:
-        _marker.create(conn, checkfirst=True)
-        conn.execute(sa.delete(_marker))
-        conn.execute(sa.insert(_marker).values(id=marker, uid=os.getuid(), created=time.time()))
+    """Mark the database (two processes opening a new one together: the first marker stays, and
+    both keep that one) and trust it."""
+    for attempt in range(3):
+        try:
+            with engine.begin() as conn:
+                _marker.create(conn, checkfirst=True)
+            break
+        except sa.exc.DBAPIError:  # created by another process meanwhile (PostgreSQL's catalog race)
+            if attempt == 2:
+                raise
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(_marker).values(slot=1, id=secrets.token_hex(16), uid=os.getuid(), created=time.time()))
+    except sa.exc.IntegrityError:
+        pass  # another process marked it first
+    marker = _read_marker(engine)
+    assert marker is not None
     data = load()
     data["databases"][marker] = {"url": shown(url), "trusted": time.time()}
     save(data)
