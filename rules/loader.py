@@ -6,6 +6,7 @@ the shipped default for that section; a section that is present (even empty) rep
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -58,7 +59,22 @@ def load_layered(explicit: Path | str | None, base: Path | str | None = None, wo
     top = workspace_rules_path(workspace)
     if not top.is_file():
         return rules
-    return layer_rules(rules, parse_rules(read_text(str(top)), str(top), base=Rules()))
+    text = read_text(str(top))
+    return layer_rules(rules, _notify_if_trusted(parse_rules(text, str(top), base=Rules()), top, text))
+
+
+def _notify_if_trusted(rules: Rules, path: Path, text: str) -> Rules:
+    """A workspace file comes with the folder (a cloned repository): its rules only restrict or
+    ask, but its `notify` command would run a program, so it runs only once the person has
+    trusted the file's exact content (`escalate rules trust FILE`); until then it is named."""
+    from engine.trusted import rules_trusted
+
+    if rules.notify is None or rules_trusted(path, text.encode("utf-8")):
+        return rules
+    logging.getLogger("escalate.rules").warning(
+        "%s: its notify command %s is not run: this file's content is not trusted "
+        "(to trust it as it is now: escalate rules trust %s)", path, list(rules.notify.command), path)
+    return replace(rules, notify=None)
 
 
 def layer_rules(base: Rules, top: Rules) -> Rules:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import importlib
+import logging
 import os
 from typing import Any
 
@@ -35,6 +36,7 @@ from tui.session import ConsoleSession, RunRequest
 from tui.stop_signals import quitting_on_signals
 from tui.widgets.decision_pane import DecisionPane
 
+log = logging.getLogger("escalate.console")
 APP_TITLE = "escalate"
 MAIN_SCREEN_ACTIONS = frozenset({"start_run", "cancel_run", "previous_decision", "next_decision"})
 RUN_EVENT_BATCH = 0.05  # seconds: run events are drawn at most 20 times a second
@@ -138,6 +140,12 @@ class EscalateApp(DecideActions, App[int]):
 
     async def _continue_interrupted(self) -> None:
         """Runs a crash or a quit left behind continue here, from their last recorded step."""
+        notices = self.session.host.notices
+        if notices:  # a database that is not this user's, runs whose rows are not JSON
+            more = f" (and {len(notices) - 1} more: see the log)" if len(notices) > 1 else ""
+            self.notify(notices[0] + more, title="Runs not continued", severity="warning", markup=False, timeout=30)
+            for line in notices:
+                log.warning("%s", line)
         interrupted = await asyncio.to_thread(self.session.interrupted_runs)
         at_once = asyncio.Semaphore(RESUMING_AT_ONCE)
 

@@ -191,12 +191,15 @@ class ConsoleSession:
         return len(rows)
 
     def interrupted_runs(self) -> list[str]:
-        """Runs left active by a process that is gone: this console continues them."""
+        """Runs left active by a process that is gone: this console continues them (not those
+        the host refused: `self.host.notices` names them)."""
         from engine.durable.database import ACTIVE
         from engine.durable.host import owner_alive
 
         stale = {r["run_id"] for r in self.db.interrupted_runs()}
-        return [r["run_id"] for r in self.db.list_runs() if r["status"] in ACTIVE and (
+        if not self.host.trusted:  # not this user's database: listed, never continued (notices say so)
+            return []
+        return [r["run_id"] for r in self.db.list_runs() if r["status"] in ACTIVE and r["run_id"] not in self.host.refused and (
                 r["run_id"] in stale or r["owner"] is None or not owner_alive(r["owner"], self.db, r["heartbeat"]))]
 
     @property

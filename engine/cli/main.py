@@ -96,10 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--db", metavar="URL")
     worker.add_argument("--concurrency", metavar="N", type=_positive, default=8, help="runs at a time (default 8)")
 
+    trust = sub.add_parser("trust", help="let this database's runs be continued here (one you did not create)")
+    trust.add_argument("--db", metavar="URL")
+
     rules = sub.add_parser("rules", help="work with rules files")
     rules_sub = rules.add_subparsers(dest="rules_command", parser_class=_Parser, required=True)
     rules_check = rules_sub.add_parser("check", help="validate a rules file")
     rules_check.add_argument("file", metavar="R.yaml")
+    rules_trust = rules_sub.add_parser("trust", help="let this workspace rules file's notify command run (its content as it is now)")
+    rules_trust.add_argument("file", metavar="R.yaml")
     rules_schema = rules_sub.add_parser("schema", help="print the JSON Schema of a file format (for editors)")
     rules_schema.add_argument("kind", nargs="?", choices=("rules", "script", "answers"), default="rules")
     serve = sub.add_parser("serve", help="the console in a web browser, behind a one-time token")
@@ -153,6 +158,7 @@ _COMMANDS = {
     "resume": "engine.cli.resume_cmd",
     "serve": "engine.cli.serve_cmd",
     "worker": "engine.cli.worker_cmd",
+    "trust": "engine.cli.trust_cmd",
 }
 
 

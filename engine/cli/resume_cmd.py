@@ -51,6 +51,11 @@ async def _resume(args: argparse.Namespace) -> int:
         _err(str(exc))
         db.close()
         return EXIT_USAGE
+    refusal = await asyncio.to_thread(engine.host.refusal, args.run_id)
+    if refusal is not None:  # not this user's database, or rows that are not JSON: never read
+        _err(refusal)
+        close_engine(engine)
+        return EXIT_USAGE
     try:
         async def start() -> Any:
             handle = await engine.resume_run(args.run_id)

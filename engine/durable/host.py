@@ -37,6 +37,11 @@ WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate w
 WORKFLOW_NAME = "escalate_run"
 
 
+class RunRefused(DatabaseError):
+    """A run this process will not continue: its rows are not JSON, or the database is not
+    this user's (engine/durable/trust.py). The message is the one line the person reads."""
+
+
 class RunExecutor(Protocol):
     async def execute_durable(self, run_id: str) -> None: ...
 
@@ -59,6 +64,12 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
         if asyncio.get_running_loop() is host.loop:
             await host.executor.execute_durable(run_id)
             return
+        # Recovered or dequeued by DBOS (its thread): a queued run's steps are checked here, as
+        # `resume` checks an interrupted one's, before any of them is read back.
+        refusal = host.refusal(run_id)
+        if refusal is not None:
+            log.error("%s", refusal)
+            raise RunRefused(refusal)
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
         context = contextvars.copy_context()  # DBOS's workflow context travels with the body
 
@@ -100,6 +111,14 @@ def pid_gone(owner: str) -> bool:
     return False
 
 
+def trust_target(url: str) -> str:
+    """The `--db` value naming this database again (a SQLite file's path as it is)."""
+    from engine.durable.trust import shown, sqlite_file
+
+    file = sqlite_file(url)
+    return f"sqlite:///{file}" if file is not None else shown(url)
+
+
 def _chain(task: "asyncio.Task[None]", done: "concurrent.futures.Future[None]") -> None:
     if task.cancelled():
         done.cancel()
@@ -121,6 +140,57 @@ class DurableHost:
         self.draining = False  # a worker stopping: runs it takes from the queue now are left for others
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
+        self.trusted = True  # the database is this user's (engine/durable/trust.py)
+        self.distrust = ""  # else the line saying why, and how to trust it
+        self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
+        self.converted = 0  # pickle rows of this user's converted to JSON at open
+
+    @property
+    def notices(self) -> list[str]:
+        """What the person is told once, at open: an untrusted database, refused runs."""
+        return ([self.distrust] if self.distrust else []) + list(self.refused.values())
+
+    def _admit(self, worker: bool) -> None:
+        """Before DBOS reads anything: whose database this is, this user's pickle rows made
+        JSON, and the runs whose rows are still not JSON, refused."""
+        from engine.durable import serialization, trust
+        from engine.trusted import TrustError
+
+        engine = self.db.engine
+        try:
+            verdict = trust.assess(engine, self.db.url)
+            if verdict.own_rows:
+                self.converted, _ = serialization.migrate(engine)
+            refusals = serialization.scan(engine)
+        except TrustError as exc:
+            raise DatabaseError(str(exc)) from None
+        except Exception as exc:  # sqlalchemy's errors: one line naming the database
+            raise DatabaseError(f"{self.db.url}: cannot check its rows: {str(exc).splitlines()[0][:300]}") from None
+        if self.converted:
+            log.warning("%s: %d rows written by an earlier escalate converted to JSON", self.db.url, self.converted)
+        for refusal in refusals:
+            self.refused.setdefault(refusal.workflow_id, refusal.line(self.db.url))
+        if not verdict.trusted:
+            self.trusted = False
+            self.distrust = (f"{self.db.url}: not yours ({verdict.reason}): its runs are listed, never continued; "
+                             f"to continue them: escalate trust --db {trust_target(self.db.url)}")
+            if worker:
+                raise DatabaseError(self.distrust)
+
+    def refusal(self, run_id: str) -> str | None:
+        """Why `run_id` must not be continued here, or None (its rows read again: a row written
+        since the open counts too)."""
+        from engine.durable import serialization
+
+        if not self.trusted:
+            return self.distrust
+        if run_id in self.refused:
+            return self.refused[run_id]
+        found = serialization.scan(self.db.engine, run_id)
+        if not found:
+            return None
+        self.refused[run_id] = found[0].line(self.db.url)
+        return self.refused[run_id]
 
     @classmethod
     async def open(cls, db: Database, *, worker_concurrency: int | None = None) -> "DurableHost":
@@ -134,6 +204,7 @@ class DurableHost:
                 return _HOST
             _HOST.close()  # an earlier console or command of this process, on another database or loop
         host = cls(db, loop)
+        await asyncio.to_thread(host._admit, worker_concurrency is not None)
         host._launch([WORKERS_QUEUE] if worker_concurrency is not None else [])
         from dbos import DBOS
 
@@ -151,7 +222,9 @@ class DurableHost:
         """Queue a recorded run for the workers, inside the transaction that records it."""
         from dbos import DBOSClient, EnqueueOptions
 
-        client = DBOSClient(system_database_engine=self.db.engine, application_name=APP_NAME)
+        from engine.durable.serialization import serializer
+
+        client = DBOSClient(system_database_engine=self.db.engine, application_name=APP_NAME, serializer=serializer())
         options: EnqueueOptions = {"workflow_name": WORKFLOW_NAME, "queue_name": WORKERS_QUEUE,
                                    "workflow_id": run_id, "app_version": APP_VERSION}
         client.enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
@@ -159,6 +232,9 @@ class DurableHost:
     def _launch(self, shared_queues: list[str]) -> None:
         from dbos import DBOS
 
+        from engine.durable.serialization import guard_pickle, serializer
+
+        guard_pickle()
         dbos_log = logging.getLogger("dbos")
         for handler in list(dbos_log.handlers):  # an earlier launch's, bound to a stream since closed
             dbos_log.removeHandler(handler)
@@ -172,6 +248,7 @@ class DurableHost:
             "run_admin_server": False,
             "log_level": "ERROR",
             "notification_listener_polling_interval_sec": 0.05,
+            "serializer": serializer(),  # JSON: a database is data, never code
         })
         DBOS.listen_queues([self.queue_name, *shared_queues])
         try:
@@ -213,9 +290,12 @@ class DurableHost:
 
     async def resume(self, run_id: str) -> bool:
         """Continue an interrupted run here, from its last recorded step; False when another
-        live process owns it."""
+        live process owns it. Raises RunRefused for a run this process must not continue."""
         from dbos import DBOS
 
+        refusal = await asyncio.to_thread(self.refusal, run_id)
+        if refusal is not None:
+            raise RunRefused(refusal)
         row = await asyncio.to_thread(self.db.get_run, run_id)
         owner = row["owner"] if row else None
         beat = row["heartbeat"] if row else None

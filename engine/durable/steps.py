@@ -12,6 +12,8 @@ import json
 import os
 from typing import Any, Awaitable, Callable, TypeVar
 
+from engine.durable.serialization import json_value
+
 T = TypeVar("T")
 
 _enabled = False
@@ -44,7 +46,8 @@ def _in_workflow() -> tuple[Any, bool]:
 
 async def step(name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """`fn(*args)` as a recorded step inside a durable run (on replay: the recorded result,
-    `fn` not called); anywhere else, just `fn(*args)`."""
+    `fn` not called); anywhere else, just `fn(*args)`. A recorded result is JSON
+    (`json_value`: a tuple comes back as a list), live and replayed alike."""
     if not _enabled:
         return await fn(*args)
     dbos, inside = _in_workflow()
@@ -56,10 +59,15 @@ async def step(name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
             _on_idle(run_id)
         await asyncio.Event().wait()  # cancelled when the run is stopped
     _in_flight[run_id] = _in_flight.get(run_id, 0) + 1
+
+    async def recorded(*inner: Any) -> Any:
+        # Recorded as JSON (engine/durable/serialization.py): the live run gets what a replay will.
+        return json_value(await fn(*inner))
+
     try:
         if _AUDIT:
-            return await _audited(dbos, name, fn, *args)
-        return await dbos.run_step_async({"name": name, "retries_allowed": False}, fn, *args)
+            return await _audited(dbos, name, recorded, *args)
+        return await dbos.run_step_async({"name": name, "retries_allowed": False}, recorded, *args)
     finally:
         left = _in_flight[run_id] - 1
         if left:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from engine.durable import steps
 from engine.durable.database import ACTIVE, QUEUED, STALE_AFTER, Database
-from engine.durable.host import WORKERS_QUEUE, DurableHost, owner_alive
+from engine.durable.host import WORKERS_QUEUE, DurableHost, RunRefused, owner_alive
 
 TAKEOVER_SECONDS = 1.0
 
@@ -128,6 +128,8 @@ class Worker:
                                                 f"{event.pending.escalation.id} ...)") if event.kind == RAISED else None)
         self.router = EngineRouter(self.db, host, broker, clock, self.say)
         loop = asyncio.get_running_loop()
+        for line in host.notices:  # runs whose rows are not JSON: named once, never taken
+            self.say(line)
         self.say(f"worker {host.owner}: taking up to {self.concurrency} runs at a time from {WORKERS_QUEUE} "
                  "(SIGTERM: finish the current steps and stop)")
         scan = loop.create_task(self._take_over_forever(), name="escalate takeover")
@@ -189,7 +191,7 @@ class Worker:
         now = time.time()
         for row in rows:
             run_id, owner = row["run_id"], row["owner"]
-            if run_id in self._taking or owner == me or row["status"] not in ACTIVE:
+            if run_id in self._taking or owner == me or row["status"] not in ACTIVE or run_id in self.host.refused:
                 continue
             beat = row["heartbeat"]
             stale = beat is None or beat < now - STALE_AFTER
@@ -213,6 +215,8 @@ class Worker:
                 handle = await router.resume(row)
                 if handle is not None:
                     self.say(f"{run_id}: taken over from {owner or 'a stopped process'}")
+            except RunRefused as exc:  # named once: refused runs are skipped by the next scans
+                self.say(str(exc))
             except Exception as exc:
                 self.say(f"{run_id}: could not be taken over: {exc}")
             finally:
@@ -231,6 +235,8 @@ class Worker:
                                                        load_input=False, load_output=False):
             executor = status.executor_id
             if not executor or executor == host.owner or status.workflow_id in self._taking:
+                continue
+            if await asyncio.to_thread(host.refusal, status.workflow_id) is not None:
                 continue
             if executor not in verdicts:
                 verdicts[executor] = not await asyncio.to_thread(owner_alive, executor, self.db)

@@ -52,6 +52,13 @@ class AgentEscalationResponse(NamedTuple):  # immutable and cheap to build (hot 
     fallbacks: tuple[str, ...] = ()
     denial: Denial | None = None
 
+    @classmethod
+    def from_json(cls, fields: Any) -> "AgentEscalationResponse":
+        """Back from a recorded step's JSON (its fields in order, as `json_value` lists them)."""
+        approved, target, task, reason, fallbacks, denial = fields
+        return cls(bool(approved), str(target), str(task), str(reason), tuple(fallbacks),
+                   Denial(denial) if denial is not None else None)
+
     def to_event_fields(self, source: str) -> dict[str, Any]:
         """The contract's `agent_escalation` event fields."""
         return {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.escalation.agent_policy import AgentEscalationRequest, agent_key
+from engine.escalation.agent_policy import AgentEscalationRequest, AgentEscalationResponse, agent_key
 from engine.runtime.frames import current
 
 if TYPE_CHECKING:
@@ -41,8 +41,9 @@ async def escalate_to_agent(
         # an approved hop (which would later look like a loop).
         return run.agent_policy.handle(request, available=run.workflow.AGENTS)
 
-    # A recorded step: the policy reads the clock and the history, which a replay must not ask again.
-    response = await step("agent escalation", decide)
+    # A recorded step: the policy reads the clock and the history, which a replay must not ask
+    # again. Recorded as JSON (a list of the fields), rebuilt here live and on replay alike.
+    response = AgentEscalationResponse.from_json(await step("agent escalation", decide))
     target = workflow_agent(run, response.target_agent) if response.approved else None
     if response.approved and target is None:
         run.emit(

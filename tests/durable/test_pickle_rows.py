@@ -1,0 +1,230 @@
+"""A database is data, never code (issue 22, finding 5): a crafted pickle row in DBOS's tables
+never runs, in `resume`, `worker` and the console, on SQLite and PostgreSQL; a database this user
+did not create is not continued until `escalate trust`; a database written by the escalate
+before JSON (pickle rows) is converted and continues."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from engine.durable.database import Database
+from tests.tui.helpers import SIZE, make_app, wait_until
+
+DEMO = Path(__file__).parents[2] / "engine" / "demo"
+MAIN = Path("/work/main")  # the code before this change, for a database it wrote
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+class _Writes:
+    """Unpickling this opens (creates) `target`: what a crafted row could do, harmlessly."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = str(target)
+
+    def __reduce__(self):  # noqa: ANN204
+        return (open, (self.target, "w"))
+
+
+@pytest.fixture(scope="module")
+def postgres_server():
+    from tests.pg_server import NoPostgres, PostgresServer
+
+    try:
+        server = PostgresServer().start()
+    except NoPostgres as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL is not available here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'escalate.db'}"
+    return request.getfixturevalue("postgres_server").new_database()
+
+
+def escalate(cwd: Path, *argv: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def interrupted_run(cwd: Path, db_url: str, env: dict[str, str] | None = None) -> str:
+    """A run that stopped waiting on a human (exit 4): its recorded steps stay in the database."""
+    proc = escalate(cwd, "run", str(DEMO / "auth-refactor.sr"), "--script", str(DEMO / "auth-refactor.yaml"),
+                    "--input", "Fix login", "--db", db_url, env=env)
+    assert proc.returncode == 4, proc.stderr
+    return proc.stderr.splitlines()[0].removeprefix("run ")
+
+
+def _steps(conn: sa.Connection) -> sa.Table:
+    schema = "dbos" if conn.dialect.name == "postgresql" else None
+    return sa.Table("operation_outputs", sa.MetaData(schema=schema), autoload_with=conn)
+
+
+def plant_pickle(db_url: str, run_id: str, target: Path) -> None:
+    """The run's first recorded step now holds a pickle whose unpickling writes `target`."""
+    db = Database(db_url)
+    try:
+        with db.engine.begin() as conn:
+            steps = _steps(conn)
+            first = conn.execute(sa.select(sa.func.min(steps.c.function_id)).where(steps.c.workflow_uuid == run_id)).scalar()
+            crafted = base64.b64encode(pickle.dumps(_Writes(target))).decode()
+            conn.execute(sa.update(steps).where(steps.c.workflow_uuid == run_id, steps.c.function_id == first)
+                         .values(output=crafted, serialization="py_pickle"))
+    finally:
+        db.close()
+
+
+def formats(db_url: str) -> set[str | None]:
+    db = Database(db_url)
+    try:
+        with db.engine.connect() as conn:
+            steps = _steps(conn)
+            return {row[0] for row in conn.execute(sa.select(steps.c.serialization).distinct())}
+    finally:
+        db.close()
+
+
+def test_resume_refuses_a_pickle_row_and_never_unpickles_it(tmp_path, db_url) -> None:
+    run_id = interrupted_run(tmp_path, db_url)
+    target = tmp_path / "PWNED"
+    plant_pickle(db_url, run_id, target)
+    proc = escalate(tmp_path, "resume", run_id, "--db", db_url)
+    assert proc.returncode == 2, proc.stderr
+    assert not target.exists()
+    assert "Traceback" not in proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if "refused" in ln]
+    assert run_id in line and "step" in line and "py_pickle" in line
+
+
+def test_the_worker_names_a_pickle_run_and_never_takes_it(tmp_path, db_url) -> None:
+    run_id = interrupted_run(tmp_path, db_url)
+    target = tmp_path / "PWNED"
+    plant_pickle(db_url, run_id, target)
+    worker = subprocess.Popen([sys.executable, "-m", "engine", "worker", "--db", db_url], cwd=tmp_path,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert worker.stderr is not None
+        lines = []
+        for line in worker.stderr:  # the refusal comes before the worker's first scan
+            lines.append(line)
+            if "taking up to" in line:
+                break
+        refused = [ln for ln in lines if "refused" in ln]
+        assert refused and run_id in refused[0], "".join(lines)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, rest = worker.communicate(timeout=60)
+    assert worker.returncode == 0, rest
+    assert not target.exists()
+    assert "Traceback" not in "".join(lines) + rest
+
+
+async def test_the_console_lists_a_pickle_run_and_never_continues_it(tmp_path, db_url, caplog) -> None:
+    from engine.escalation.clock import RealClock
+    from tests.tui.helpers import make_session
+
+    run_id = interrupted_run(tmp_path, db_url)
+    target = tmp_path / "PWNED"
+    plant_pickle(db_url, run_id, target)
+    session = make_session([DEMO / "auth-refactor.sr"], clock=RealClock(), db_url=db_url, workspace=tmp_path)
+    app = make_app(session, open_engine=True)
+    caplog.set_level(logging.WARNING, logger="escalate.console")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: len(session.pending()) == 1, 30, "the waiting decision, listed")
+        await wait_until(pilot, lambda: run_id in caplog.text and "refused" in caplog.text, 30, "the refusal")
+        assert session.run(run_id) is None  # listed, not continued
+        await pilot.press("q")
+        await pilot.pause()
+    assert not target.exists()
+
+
+def test_dbos_never_unpickles_once_a_host_is_open(tmp_path) -> None:
+    """Rows written after the scan: DBOS's own pickle reader refuses."""
+    from dbos._serialization import deserialize_value
+
+    from engine.durable.serialization import JSON_FORMAT, PickleRefused, guard_pickle, serializer
+
+    guard_pickle()
+    target = tmp_path / "PWNED"
+    crafted = base64.b64encode(pickle.dumps(_Writes(target))).decode()
+    with pytest.raises(PickleRefused):
+        deserialize_value(crafted, "py_pickle", serializer())
+    assert not target.exists()
+    assert deserialize_value('{"a":[1]}', JSON_FORMAT, serializer()) == {"a": [1]}
+
+
+def _main_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(MAIN)}
+
+
+@pytest.mark.skipif(not (MAIN / "engine").is_dir(), reason="needs the code before this change in /work/main")
+def test_a_database_written_by_the_escalate_before_json_is_converted_and_continues(tmp_path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    run_id = interrupted_run(tmp_path, db_url, env=_main_env(tmp_path))
+    assert "py_pickle" in formats(db_url)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("- responseType: option\n  selectedOption: jwt\n")
+    proc = escalate(tmp_path, "resume", run_id, "--db", db_url, "--answers", str(answers))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Plan: move auth to JWT")
+    assert formats(db_url) <= {"portable_json", None}
+
+
+@pytest.mark.skipif(not (MAIN / "engine").is_dir(), reason="needs the code before this change in /work/main")
+def test_a_database_that_came_with_a_git_repository_is_not_continued(tmp_path) -> None:
+    folder = tmp_path / ".escalate"
+    db_url = f"sqlite:///{folder / 'escalate.db'}"
+    run_id = interrupted_run(tmp_path, db_url, env=_main_env(tmp_path))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "-f", ".escalate/escalate.db"], cwd=tmp_path, check=True)
+    proc = escalate(tmp_path, "resume", run_id, "--db", db_url)
+    assert proc.returncode == 2, proc.stderr
+    assert "tracked by git" in proc.stderr and "escalate trust" in proc.stderr and "Traceback" not in proc.stderr
+    assert "py_pickle" in formats(db_url)  # not converted: never read
+
+
+def test_a_database_made_for_someone_else_waits_for_escalate_trust(tmp_path, monkeypatch) -> None:
+    db_url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    run_id = interrupted_run(tmp_path, db_url)  # marked as this test user's (its own config)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-home"))  # the file reached someone else
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("- responseType: option\n  selectedOption: jwt\n")
+    refused = escalate(tmp_path, "resume", run_id, "--db", db_url, "--answers", str(answers))
+    assert refused.returncode == 2 and "not yours" in refused.stderr and "Traceback" not in refused.stderr
+    trusted = escalate(tmp_path, "trust", "--db", db_url)
+    assert trusted.returncode == 0, trusted.stderr
+    proc = escalate(tmp_path, "resume", run_id, "--db", db_url, "--answers", str(answers))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Plan: move auth to JWT")
+
+
+def test_the_plain_unpickler_builds_plain_values_only(tmp_path) -> None:
+    from engine.durable.serialization import plain_unpickle
+
+    plain = {"a": [1, 2.5, "x", None, True, (3, 4)], "s": {1}, "f": frozenset({2})}
+    assert plain_unpickle(base64.b64encode(pickle.dumps(plain)).decode()) == plain
+    target = tmp_path / "PWNED"
+    for protocol in range(0, pickle.HIGHEST_PROTOCOL + 1):
+        crafted = base64.b64encode(pickle.dumps(_Writes(target), protocol=protocol)).decode()
+        with pytest.raises(pickle.UnpicklingError):
+            plain_unpickle(crafted)
+    assert not target.exists()
+    assert time.time()  # nothing timed here
