@@ -31,6 +31,7 @@ class Turn:
     hang: float = 0.0  # seconds to wait before answering (a timeout on the client's side)
     cut: bool = False  # close the connection in the middle of the reply
     finish: str | None = None  # finish_reason; default stop / tool_calls
+    message: str | None = None  # an error status's message (default: the provider's usual words)
 
 
 class ModelServer:
@@ -90,6 +91,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up on a reply: not a test failure
+            pass
+
     def do_POST(self) -> None:
         server: ModelServer = self.server.model_server  # type: ignore[attr-defined]
         length = int(self.headers.get("Content-Length") or 0)
@@ -129,8 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _error(self, turn: Turn, gemini: bool) -> None:
-        message = {401: "Incorrect API key provided", 429: "Rate limit reached, try again later",
-                   500: "The server had an error while processing your request"}.get(turn.status, "error")
+        message = turn.message or {401: "Incorrect API key provided", 429: "Rate limit reached, try again later",
+                                   500: "The server had an error while processing your request"}.get(turn.status, "error")
         if gemini:
             status = {401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}.get(turn.status, "UNKNOWN")
             payload: dict[str, Any] = {"error": {"code": turn.status, "message": message, "status": status}}
