@@ -3,10 +3,10 @@
 Every real model's HTTP traffic (LiteLLM's OpenAI client and its own HTTP handler,
 google.genai) goes through `CappedTransport`. A reply (a whole body or a stream of events) is
 counted as it is read, and past `MAX_REPLY_BYTES` the read fails with `ReplyTooLarge`, before
-any library holds the whole of it. An error reply's body is cut at `MAX_ERROR_BYTES` instead of
-failing, so that its status still decides (a 500 is retried, a 401 is not): the libraries run
-regular expressions over an error body on the event loop (LiteLLM's secret redaction, about 4 s
-per MB), and a short body keeps that short.
+any library holds the whole of it. An error reply (HTTP 4xx/5xx) has a much smaller cap,
+`MAX_ERROR_BYTES`: the libraries run regular expressions over an error body on the event loop
+(LiteLLM's secret redaction, about 4 s per MB), and a short body keeps that short; the error
+keeps its status, so that a 500 is still retried and a 401 is not.
 
 Replies are asked for uncompressed, and a compressed one is refused: its size could only be
 known after inflating it. Proxies from the environment (HTTPS_PROXY, NO_PROXY) are chosen
@@ -24,11 +24,15 @@ from typing import AsyncIterator
 import httpx
 
 MAX_REPLY_BYTES = 4 * 1024 * 1024  # a model reply, whole or streamed
-MAX_ERROR_BYTES = 16 * 1024  # an error reply's body is cut here (real ones are under 2 KB)
+MAX_ERROR_BYTES = 32 * 1024  # an error reply (real ones are under 2 KB; a proxy's HTML page, ~10 KB)
 
 
 class ReplyTooLarge(Exception):
     """A model reply went past the cap; the connection is closed, the rest never read."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # an error reply's HTTP status, which decides whether to retry
 
 
 def cap_text(limit: int = MAX_REPLY_BYTES) -> str:
@@ -36,23 +40,20 @@ def cap_text(limit: int = MAX_REPLY_BYTES) -> str:
 
 
 class _CappedStream(httpx.AsyncByteStream):
-    """The reply's bytes as they arrive, counted; past `limit`, fail (or, `cut`, stop)."""
+    """The reply's bytes as they arrive, counted; past `limit`, the connection is closed."""
 
-    def __init__(self, inner: httpx.AsyncByteStream, limit: int, cut: bool) -> None:
+    def __init__(self, inner: httpx.AsyncByteStream, limit: int, status: int) -> None:
         self.inner = inner
         self.limit = limit
-        self.cut = cut
+        self.status = status
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         seen = 0
         async for chunk in self.inner:
-            if seen + len(chunk) > self.limit:
-                await self.inner.aclose()
-                if self.cut:
-                    yield chunk[: self.limit - seen]
-                    return
-                raise ReplyTooLarge(f"the reply is larger than {cap_text(self.limit)}, escalate's cap on a model reply")
             seen += len(chunk)
+            if seen > self.limit:
+                await self.inner.aclose()
+                raise _too_large(self.limit, self.status)
             yield chunk
 
     async def aclose(self) -> None:
@@ -84,24 +85,27 @@ class CappedTransport(httpx.AsyncBaseTransport):
             await response.aclose()
             raise ReplyTooLarge(f"the reply came compressed ({encoding[:20]}) though none was asked for: "
                                 "its size cannot be capped, so it is refused")
-        if response.status_code >= 400:
-            limit, cut = self.error_limit, True
-        else:
-            limit, cut = self.limit, False
-            length = response.headers.get("Content-Length", "")
-            if length.isdigit() and int(length) > limit:
-                await response.aclose()
-                raise ReplyTooLarge(f"the reply is larger than {cap_text(limit)}, escalate's cap on a model reply "
-                                    f"(Content-Length: {int(length)})")
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-length" or not cut]
+        status = response.status_code
+        limit = self.error_limit if status >= 400 else self.limit
+        length = response.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > limit:
+            await response.aclose()
+            raise _too_large(limit, status)
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        return httpx.Response(response.status_code, headers=headers, request=request,
-                              stream=_CappedStream(response.stream, limit, cut), extensions=response.extensions)
+        return httpx.Response(status, headers=response.headers, request=request,
+                              stream=_CappedStream(response.stream, limit, status), extensions=response.extensions)
 
     async def aclose(self) -> None:
         pools = self._pools.pop(asyncio.get_running_loop(), {})
         for pool in pools.values():
             await pool.aclose()
+
+
+def _too_large(limit: int, status: int) -> ReplyTooLarge:
+    if status >= 400:
+        return ReplyTooLarge(f"an error reply (HTTP {status}) larger than {cap_text(limit)}, escalate's cap on an "
+                             "error reply", status)
+    return ReplyTooLarge(f"the reply is larger than {cap_text(limit)}, escalate's cap on a model reply")
 
 
 def _environment_proxy(url: httpx.URL) -> str | None:
