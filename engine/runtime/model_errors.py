@@ -111,6 +111,10 @@ def classify(exc: BaseException) -> ModelFailure:
     """What a model call's exception means for the user and for the retry policy."""
     chain = _chain(exc)
     names = {type(item).__name__ for item in chain}
+    if "ReplyTooLarge" in names:  # engine/runtime/reply_cap.py: our words, not the server's
+        too_large = next(item for item in chain if type(item).__name__ == "ReplyTooLarge")
+        status = getattr(too_large, "status", None)
+        return ModelFailure(str(too_large), status is None or status in _RETRIED_STATUSES or status >= 500)
     if names & _UNREACHABLE:
         root = chain[-1]
         return ModelFailure(f"cannot reach the server ({_detail(root)})", True)

@@ -85,11 +85,19 @@ def real_model(spec: ModelSpec) -> Any:
         from google.adk.models import Gemini
         from google.genai import types
 
-        return Gemini(model=spec.model_id or "", base_url=spec.base_url, retry_options=types.HttpRetryOptions(attempts=1))
+        from engine.runtime.reply_cap import capped_transport
+
+        # A transport of our own also makes google.genai use httpx, not aiohttp: the cap holds.
+        http_options = types.HttpOptions(async_client_args={"transport": capped_transport(), "trust_env": False})
+        return Gemini(model=spec.model_id or "", base_url=spec.base_url, retry_options=types.HttpRetryOptions(attempts=1),
+                      client_kwargs={"http_options": http_options})
     import_litellm(label)
     from google.adk.models.lite_llm import LiteLlm
 
     kwargs: dict[str, Any] = {"num_retries": 0, "max_retries": 0}
+    client = capped_litellm_client(provider)
+    if client is not None:
+        kwargs["client"] = client
     if spec.temperature is not None:
         kwargs["temperature"] = spec.temperature
     if spec.max_tokens is not None:
@@ -127,4 +135,26 @@ def import_litellm(label: str) -> Any:
     except ImportError:
         raise ModelUnavailable(f"{label} needs LiteLLM (pip install 'escalate[litellm]'); {OFFLINE_HINT}") from None
     litellm.suppress_debug_info = True
+    if litellm.aclient_session is None:
+        from engine.runtime.reply_cap import capped_client
+
+        # LiteLLM's OpenAI client (openai, azure, custom_openai) reads replies through this one.
+        litellm.aclient_session = capped_client()
     return litellm
+
+
+# LiteLLM providers answered through the OpenAI client (litellm.aclient_session); every other
+# provider goes through LiteLLM's own HTTP handler, which takes a `client` of its kind instead.
+OPENAI_CLIENT_PROVIDERS = {"openai", "custom_openai", "azure", "azure_text", "text-completion-openai"}
+
+
+def capped_litellm_client(provider: str) -> Any:
+    """LiteLLM's HTTP handler over the capped transport, for providers that use it; None for
+    those that read through the OpenAI client (capped by `import_litellm`)."""
+    if provider in OPENAI_CLIENT_PROVIDERS:
+        return None
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    from engine.runtime.reply_cap import capped_transport
+
+    return AsyncHTTPHandler(transport=capped_transport())

@@ -31,6 +31,8 @@ class Turn:
     hang: float = 0.0  # seconds to wait before answering (a timeout on the client's side)
     cut: bool = False  # close the connection in the middle of the reply
     finish: str | None = None  # finish_reason; default stop / tool_calls
+    message: str | None = None  # an error status's message (default: the provider's usual words)
+    pause: float = 0.0  # seconds between streamed pieces (a reply that takes its time)
 
 
 class ModelServer:
@@ -40,6 +42,7 @@ class ModelServer:
         self.turns: list[Turn] = list(turns or [])
         self.default = default  # answers when the queue is empty (else a 500 saying so)
         self.requests: list[dict[str, Any]] = []
+        self.replied = threading.Event()  # a reply was written whole, or the client went away
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.daemon_threads = True
@@ -90,6 +93,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up on a reply: not a test failure
+            pass
+
     def do_POST(self) -> None:
         server: ModelServer = self.server.model_server  # type: ignore[attr-defined]
         length = int(self.headers.get("Content-Length") or 0)
@@ -97,6 +106,12 @@ class _Handler(BaseHTTPRequestHandler):
         gemini = ":generateContent" in self.path or ":streamGenerateContent" in self.path
         request = {"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}}
         turn = server.next_turn(request)
+        try:
+            self._answer(turn, gemini, body)
+        finally:
+            server.replied.set()
+
+    def _answer(self, turn: Turn | None, gemini: bool, body: dict[str, Any]) -> None:
         if turn is None:
             return self._json(500, {"error": {"message": "the test server has no turn left", "type": "server_error"}})
         if turn.hang:
@@ -129,8 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _error(self, turn: Turn, gemini: bool) -> None:
-        message = {401: "Incorrect API key provided", 429: "Rate limit reached, try again later",
-                   500: "The server had an error while processing your request"}.get(turn.status, "error")
+        message = turn.message or {401: "Incorrect API key provided", 429: "Rate limit reached, try again later",
+                                   500: "The server had an error while processing your request"}.get(turn.status, "error")
         if gemini:
             status = {401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}.get(turn.status, "UNKNOWN")
             payload: dict[str, Any] = {"error": {"code": turn.status, "message": message, "status": status}}
@@ -162,6 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
             if n == 0:
                 delta["role"] = "assistant"
             self._sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            time.sleep(turn.pause)
             if turn.cut and n == len(pieces) // 2:
                 self.close_connection = True  # no terminating chunk: the reply is cut off
                 return
