@@ -15,6 +15,7 @@ from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
 from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, assigned_names, flow_variables, walk_statements
 from engine.runtime.flowlib import FUNCTIONS, builtin_function
+from engine.runtime.tools.builtin_names import BUILTINS
 from engine.runtime.guardrails import known_guardrails, mask_guardrails
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
@@ -198,6 +199,11 @@ class Analyzer:
 
     def tool(self, t: ast.Tool) -> None:
         file = self.info.file(t)
+        if t.kind == "builtin" and t.target and t.target not in BUILTINS:
+            # Else the run fails only when the agent is built, perhaps after a person answered.
+            known = "the built-ins are " + ", ".join(n for n in BUILTINS if "." in n) + " (commands: streetrace.cli)"
+            close = self.suggest(t.target, BUILTINS)
+            self.err(file, t, "E0017", f"unknown built-in tool '{t.target}'", f"{close} ({known})" if close else known)
         if not t.block:
             return
         for key, (line, col) in t.prop_lines.items():

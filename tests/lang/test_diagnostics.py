@@ -45,6 +45,8 @@ CASES = [
     ("E0015", 'prompt p: """Hi ${nobody}"""\n', 1, None),
     ("E0016", 'prompt p: """Hi ${output}"""\nagent a:\n    instruction p\n', 1, None),
     ("E0017", A.replace("instruction p", "instruction p\n    colour red"), 4, None),
+    ("E0017", "tool shell = builtin streetrace.shell\n", 1, "streetrace.cli"),  # a check-time error, not a failed run
+    ("E0017", "tool files:\n    type: builtin\n    name: streetrace.fss\n", 1, "did you mean 'streetrace.fs'?"),
     ("E0018", A + "flow main:\n    len(1) = 3\n", 5, None),
     ("E0019", 'prompt p: """${lib.secret()}"""\n', 1, None),
     ("E0022", "flow main:\n" + "".join(f"{'    ' * (i + 1)}for $v{i} in [1] do\n" for i in range(21))
