@@ -20,11 +20,12 @@ from engine.escalation.model import Audit, Decision, Origin, ResolvedBy, Respons
 
 
 def main(args: argparse.Namespace) -> int:
-    from engine.durable.database import Database, DatabaseError, resolve_url
+    from engine.cli.existing_db import open_existing
+    from engine.durable.database import DatabaseError
     from engine.durable.decisions import DecisionStore, decision_to_json, pending_from_json, who
 
     try:
-        db = Database(resolve_url(args.db))
+        db = open_existing(args.db)  # a mistyped --db is refused, never created empty
     except DatabaseError as exc:
         return _fail(f"--db {exc}", 2)
     try:

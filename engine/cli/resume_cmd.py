@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from engine.cli.run_cmd import EXIT_USAGE, UsageError, _err, close_engine, drive, open_database, open_engine, outcome_code
+from engine.cli.run_cmd import EXIT_USAGE, UsageError, _err, close_engine, drive, open_engine, outcome_code
 
 
 def main(args: argparse.Namespace) -> int:
@@ -22,9 +22,15 @@ async def _resume(args: argparse.Namespace) -> int:
     from engine.escalation.answers import AnswersError, load_answers
     from rules.loader import RulesError, load_layered
 
+    from engine.cli.existing_db import open_existing
+    from engine.durable.database import DatabaseError
+
     try:
         answers = load_answers(args.answers) if args.answers else []
-        db = open_database(args)
+        db = open_existing(args.db)  # a run to continue is in a database that exists
+    except DatabaseError as exc:
+        _err(f"--db {exc}")
+        return EXIT_USAGE
     except (AnswersError, UsageError) as exc:
         _err(str(exc))
         return EXIT_USAGE
@@ -63,7 +69,7 @@ async def _resume(args: argparse.Namespace) -> int:
                 _err(f"{args.run_id}: the run is active in another process ({row['owner']}); not resumed")
             return handle
 
-        return await drive(engine, start, answers=answers, wait=args.wait, label=label)
+        return await drive(engine, start, answers=answers, wait=args.wait, label=label, db_arg=args.db)
     finally:
         close_engine(engine)
 

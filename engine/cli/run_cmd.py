@@ -113,7 +113,7 @@ async def _run(
             return engine.start_run(workflow, flow=args.flow, input=args.input or "", task=task)
 
         return await drive(engine, start, answers=answers, wait=args.wait, label=str(source),
-                           models=models_line(workflow.cls, script))
+                           models=models_line(workflow.cls, script), db_arg=args.db)
     finally:
         close_engine(engine)
 
@@ -170,9 +170,12 @@ def close_engine(engine: Any) -> None:
         engine.host.close()
 
 
-async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str, models: str = "") -> int:
+async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str, models: str = "",
+                db_arg: str | None = None) -> int:
     """Run (or continue) one run headless to its end and give the contract's exit code;
-    `models` (which model answers) is said right after the run's id."""
+    `models` (which model answers) is said right after the run's id; `db_arg` (the `--db`
+    given) is repeated in the commands printed for a run left waiting."""
+    from engine.cli.hints import answer_command, resume_command
     from engine.escalation.headless import HeadlessResponder, waiting_message
 
     stuck: list[str] = []
@@ -180,13 +183,15 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
     handle: Any = None
 
     def on_waiting(pending: Any) -> None:
+        esc = pending.escalation
+        answer = answer_command(esc.id, [o.id for o in esc.options], db_arg)
         if wait:  # --wait: a console or `escalate answer` will decide; the run waits for it
-            esc = pending.escalation
-            _err(f"{waiting_message(pending)} (answer it with: escalate answer {esc.id} ...)")
+            _err(waiting_message(pending))
+            _err(f"  answer it: {answer}")
             return
         # Headless and nobody can answer: the run stops here (exit 4) and stays in the database,
         # waiting; `escalate answer` then `escalate resume` continue it.
-        stuck.append(waiting_message(pending))
+        stuck.extend([waiting_message(pending), f"  answer it: {answer}", f"  then:      {resume_command(esc.run_id, db_arg)}"])
         engine.detach()
         stopped.set()
 
@@ -224,6 +229,8 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
         return 128 + terminated[0]
     if stuck:
         _err(f"{label}: {stuck[0]}")
+        for line in stuck[1:3]:  # the first escalation's commands, to copy
+            _err(line)
         return EXIT_WAITING
     return outcome_code(handle, status, label)
 

@@ -15,15 +15,16 @@ from engine.text_safety import visible
 
 
 def main(args: argparse.Namespace) -> int:
-    from engine.durable.database import Database, DatabaseError, resolve_url
+    from engine.cli.existing_db import open_existing
+    from engine.durable.database import DatabaseError
 
     try:
-        db = Database(resolve_url(args.db))
+        db = open_existing(args.db)
     except DatabaseError as exc:
         write_line(f"--db {exc}")
         return 2
     try:
-        listed = describe_runs(db, include_finished=args.all)
+        listed = describe_runs(db, include_finished=args.all, db_arg=args.db)
     finally:
         db.close()
     if args.format == "json":
@@ -33,31 +34,40 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe_runs(db: Any, *, include_finished: bool = False, now: float | None = None) -> list[dict[str, Any]]:
+def describe_runs(db: Any, *, include_finished: bool = False, now: float | None = None,
+                  db_arg: str | None = None) -> list[dict[str, Any]]:
     """The contract's `[{run_id, task, workflow, status, started, pending: [...]}]`, plus
-    `tokens`: the model tokens each run has used."""
+    `tokens`: the model tokens each run has used, each pending escalation's `options` (their
+    ids) and `answer` (the command that decides it), and `resume` for a run that no process
+    runs. `db_arg`: the `--db` given, repeated in those commands."""
+    from engine.cli.hints import answer_command, resume_command
     from engine.durable.database import ACTIVE, STALE_AFTER
 
     now = now if now is not None else time.time()
     rows = db.list_runs(include_finished=include_finished)
     pending: dict[str, list[dict[str, Any]]] = {}
     for esc in db.pending_escalations([r["run_id"] for r in rows]):
+        asked = esc["payload"]["escalation"]
+        options = [o["id"] for o in asked.get("options", [])]
         pending.setdefault(esc["run_id"], []).append({
-            "id": esc["id"], "reason": esc["payload"]["escalation"]["reason"],
-            "question": esc["payload"]["escalation"]["question"],
+            "id": esc["id"], "reason": asked["reason"], "question": asked["question"],
             "deadline": _iso(esc["deadline"]) if esc["deadline"] is not None else None,
+            "options": options, "answer": answer_command(esc["id"], options, db_arg),
         })
     tokens = db.tokens_of(r["run_id"] for r in rows)
     decided = _decided(db, {r["run_id"] for r in rows})
     listed = []
     for row in rows:
-        status = row["status"]
-        if status in ACTIVE and (row["heartbeat"] is None or row["heartbeat"] < now - STALE_AFTER):
-            status = "interrupted"  # its process is gone: `escalate resume` or a console continues it
+        status, asks = row["status"], pending.get(row["run_id"], [])
+        orphaned = status in ACTIVE and (row["heartbeat"] is None or row["heartbeat"] < now - STALE_AFTER)
+        if orphaned:
+            # Its process is gone (a headless run that exited 4 included): a run that waits for a
+            # person says so; either way `escalate resume` or a console continues it.
+            status = "waiting" if asks else "interrupted"
         listed.append({"run_id": row["run_id"], "task": row["task"], "workflow": row["workflow"], "status": status,
                        "started": _iso(row["started"]), "tokens": tokens.get(row["run_id"], 0),
-                       "pending": pending.get(row["run_id"], []),
-                       "decisions": decided.get(row["run_id"], [])})
+                       "pending": asks, "decisions": decided.get(row["run_id"], []),
+                       **({"resume": resume_command(row["run_id"], db_arg)} if orphaned else {})})
     return listed
 
 
@@ -87,5 +97,8 @@ def _text(listed: list[dict[str, Any]]) -> str:
         for esc in run["pending"]:
             deadline = f"until {esc['deadline']}" if esc["deadline"] else "waits for a human"
             lines.append(f"    {esc['id']}  {esc['reason']}  {deadline}: {esc['question']}")
+            lines.append(f"      answer: {esc['answer']}")
+        if "resume" in run:  # after the answers, when there are any
+            lines.append(f"      {'then:  ' if run['pending'] else 'resume:'} {run['resume']}")
     # Task names and questions are other people's text: no control character reaches the terminal.
     return "\n".join(visible(line) for line in lines) + "\n"

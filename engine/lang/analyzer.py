@@ -15,6 +15,7 @@ from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
 from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, assigned_names, flow_variables, walk_statements
 from engine.runtime.flowlib import FUNCTIONS, builtin_function
+from engine.runtime.tools.builtin_names import BUILTINS
 from engine.runtime.guardrails import known_guardrails, mask_guardrails
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
@@ -26,7 +27,11 @@ PRIMITIVE_TYPES = ("string", "int", "float", "bool", "list")
 # agent's system instruction is built.
 RUN_TIME_VARS = ("output", "tool_call", "tool_result")
 # What a handler's frame holds besides the run's variables (docs/language.md, "Meaning").
-HANDLER_VARS = ("input", "output", "args", "result", "message", "tool", "error")
+HANDLER_VARS = ("input", "output", "args", "result", "tool", "error")
+# The message in flight under its event-free name: bound for every handler, but, as in the
+# origin, known to the checker only where it reads guardrail conditions (`block if`, `warn`,
+# `retry with`) and `log`; elsewhere (an assignment, `push`) it is E0002 as the origin has it.
+GUARDRAIL_ONLY_VARS = ("message",)
 # Names compared for "did you mean" in one program, all errors together (far above any real one).
 SUGGEST_BUDGET = 300_000
 
@@ -41,6 +46,9 @@ class Ctx:
     in_failure: bool = False
     in_parallel: bool = False
     check_vars: bool = True
+    # A handler's guardrail condition or `log`: the origin does not check the variables read
+    # there, so one nothing assigns is a warning (W0006), not an error.
+    lenient: bool = False
 
     def but(self, **changes: bool) -> "Ctx":
         """A copy with some flags changed (dataclasses.replace is slow for the many blocks)."""
@@ -198,6 +206,11 @@ class Analyzer:
 
     def tool(self, t: ast.Tool) -> None:
         file = self.info.file(t)
+        if t.kind == "builtin" and t.target and t.target not in BUILTINS:
+            # Else the run fails only when the agent is built, perhaps after a person answered.
+            known = "the built-ins are " + ", ".join(n for n in BUILTINS if "." in n) + " (commands: streetrace.cli)"
+            close = self.suggest(t.target, BUILTINS)
+            self.err(file, t, "E0017", f"unknown built-in tool '{t.target}'", f"{close} ({known})" if close else known)
         if not t.block:
             return
         for key, (line, col) in t.prop_lines.items():
@@ -226,9 +239,13 @@ class Analyzer:
         if p.body is not None:
             for e in iter_exprs(p.body):
                 if isinstance(e, ast.Var):
-                    if e.name in RUN_TIME_VARS and instruction_of:
-                        self.err(file, e, "E0016", f"instruction prompt '{p.name}' uses ${{{e.name}}}, which only exists during an agent's turn",
-                                 f"it is the system instruction of agent '{instruction_of[0].name or '(unnamed)'}'")
+                    if instruction_of and e.name not in info.prompts and e.name not in BUILTIN_VARS:
+                        # As in the origin: an instruction is built with the agent, before the
+                        # flows' variables exist; other prompts may be included, and (ours) the
+                        # run's input, which exists before any agent.
+                        self.err(file, e, "E0016", f"instruction prompt '{p.name}' uses ${{{e.name}}}, a run-time variable",
+                                 f"it is the system instruction of agent '{instruction_of[0].name or '(unnamed)'}'; "
+                                 "pass run-time values with `run agent A with ...` or in the agent's `prompt`")
                     elif e.name not in known and e.name not in RUN_TIME_VARS:
                         self.err(file, e, "E0015", f"unknown variable '${{{e.name}}}' in prompt '{p.name}'",
                                  self.suggest(e.name, known) or "no flow assigns it; `$name` without braces is left as written when unset")
@@ -285,9 +302,13 @@ class Analyzer:
                 for i, n in names:
                     if n not in info.assigned and n not in BUILTIN_VARS:
                         self.ref_at(file, p, i, "prompt", n, info.prompts, " (nor a variable any flow assigns)")
-            elif p.key == "tools":
+            elif p.key == "tools":  # declared tools only, as in the origin: `streetrace.fs` too
                 for i, n in names:
-                    if "." not in n:
+                    if n in BUILTINS and n not in info.tools:
+                        line, col = p.value_at[i] if i < len(p.value_at) else (p.line, p.column)
+                        self.diags.append(error(file, line, col, "E0001", f"undefined tool '{n}'",
+                                                f"declare it: tool {n.rsplit('.', 1)[-1]} = builtin {n}"))
+                    else:
                         self.ref_at(file, p, i, "tool", n, info.tools)
             elif p.key in ("delegate", "use"):
                 for i, n in names:
@@ -448,7 +469,7 @@ class Analyzer:
                 self.value(s.value, ctx, defined)
             return
         if isinstance(s, ast.Log):
-            self.expr(s.message, ctx, defined)
+            self.expr(s.message, ctx.but(lenient=ctx.in_handler), defined)
             return
         if isinstance(s, ast.Push):
             self.expr(s.value, ctx, defined)
@@ -544,7 +565,7 @@ class Analyzer:
             if isinstance(e, ast.Var) and not e.dollar and e.name not in self.info.assigned:  # as codegen reads it
                 self.unknown_guardrail(file, e, e.name, known_guardrails())
             elif e is not None:
-                self.expr(e, ctx, defined)
+                self.expr(e, ctx.but(lenient=True), defined)
         if isinstance(s, ast.Mask):
             self.unknown_guardrail(file, s, s.guardrail, mask_guardrails())
 
@@ -611,6 +632,11 @@ class Analyzer:
         if not ctx.check_vars or v.name in defined:
             return
         label = f"${v.name}" if v.dollar else v.name
+        if ctx.lenient and v.name not in self.info.assigned and v.name not in BUILTIN_VARS:
+            if v.name not in GUARDRAIL_ONLY_VARS:
+                self.diags.append(warning(ctx.file, v.line, v.column, "W0006", f"variable '{label}' is never assigned",
+                                          f"nothing in this file sets it: when this line runs, the handler fails ('variable {label} is not set')"))
+            return
         if v.name in self.info.assigned or v.name in BUILTIN_VARS:
             self.err(ctx.file, v, "E0002", f"variable '{label}' is used before it is assigned",
                      "assign it on every path before this line, in a flow that runs this one, or in an `on start` handler")

@@ -42,6 +42,7 @@ CODES: dict[str, str] = {
     "W0003": "program too large to check variables",
     "W0004": "unknown guardrail",
     "W0005": "model without a name",
+    "W0006": "variable nothing assigns, read by a handler's guardrail or log",
 }
 
 

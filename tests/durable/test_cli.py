@@ -59,7 +59,7 @@ def test_exit_4_leaves_the_run_waiting_then_answer_and_resume_finish_it(tmp_path
     assert first.returncode == 4, first.stderr
     run_id = first.stderr.splitlines()[0].removeprefix("run ")
     listed = json.loads(escalate(tmp_path, "runs", "--format", "json").stdout)
-    assert [(r["run_id"], r["status"], r["task"]) for r in listed] == [(run_id, "interrupted", "auth-refactor")]
+    assert [(r["run_id"], r["status"], r["task"]) for r in listed] == [(run_id, "waiting", "auth-refactor")]  # its process is gone; it waits for a person
     (esc,) = listed[0]["pending"]
     assert esc["reason"] == "architecture_decision" and esc["deadline"] is None
 

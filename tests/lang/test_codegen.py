@@ -131,14 +131,13 @@ async def test_expressions_filter_objects_calls_push():
     assert msgs == [{"role": "user", "content": "m"}] and text == "2 items"
 
 
-async def test_flow_params_run_flow_call_llm_escalate_human_log():
-    src = HEAD + ('flow helper $a $b:\n    return $a\nflow main:\n    $h = run helper with 5\n    $c = call llm p "q" using model "main"\n'
+async def test_run_flow_call_llm_escalate_human_log():
+    src = HEAD + ('flow helper:\n    return $input_prompt\nflow main:\n    $h = run helper with 5\n    $c = call llm p "q" using model "main"\n'
                   '    $d = escalate to human "ok?"\n    log "done"\n    notify $d\n    return [$h, $c, $d]\n')
     ctx = FakeCtx({"helper": lambda args: ("H", False), "p": lambda args: ("C", False)})
     assert await run_flow(src, ctx) == ["H", "C", "human says ok to ok?"]
     cls = load(src)
-    assert cls.FLOW_PARAMS["helper"] == ("a", "b")
-    assert await getattr(cls(), cls.FLOWS["helper"])(FakeCtx(), [1, 2]) == 1
+    assert await getattr(cls(), cls.FLOWS["helper"])(FakeCtx(input="x"), []) == "x"
 
 
 async def test_unset_variable_is_a_flow_error_with_line():

@@ -18,7 +18,7 @@ CASES = [
     ("W0004", A + "on input do\n    block if jailbrake\nend\n", 5, "did you mean 'jailbreak'?"),
     ("E0002", A + "flow main:\n    if 1 == 1:\n        $x = 1\n    log $x\n", 7, None),
     ("E0002", A + "flow main:\n    return $inpt\n", 5, "did you mean '$input'?"),
-    ("E0002", A + "on output do\n    log $nobody\nend\n", 5, None),
+    ("E0002", A + "on output do\n    push $nobody to $seen\nend\n", 5, None),  # as the origin: a value read
     ("E0003", A + "agent a:\n    instruction p\n", 4, None),
     ("E0004", A + 'flow main:\n    $x = "a" - 1\n', 5, None),
     ("E0004", A + 'flow main:\n    loop max "x" do\n        log 1\n    end\n', 5, None),
@@ -45,6 +45,8 @@ CASES = [
     ("E0015", 'prompt p: """Hi ${nobody}"""\n', 1, None),
     ("E0016", 'prompt p: """Hi ${output}"""\nagent a:\n    instruction p\n', 1, None),
     ("E0017", A.replace("instruction p", "instruction p\n    colour red"), 4, None),
+    ("E0017", "tool shell = builtin streetrace.shell\n", 1, "streetrace.cli"),  # a check-time error, not a failed run
+    ("E0017", "tool files:\n    type: builtin\n    name: streetrace.fss\n", 1, "did you mean 'streetrace.fs'?"),
     ("E0018", A + "flow main:\n    len(1) = 3\n", 5, None),
     ("E0019", 'prompt p: """${lib.secret()}"""\n', 1, None),
     ("E0022", "flow main:\n" + "".join(f"{'    ' * (i + 1)}for $v{i} in [1] do\n" for i in range(21))
@@ -139,9 +141,9 @@ def test_variables_are_flat_per_run_for_the_analyzer_too():
     """A flow may read what a flow that runs it (directly or not) or an `on start` handler
     assigns; a variable nobody assigns before is E0002, and so is one nobody assigns at all."""
     ok = (A + "on start do\n    $greeting = \"hi\"\nend\n"
-          "flow leaf:\n    return [$greeting, $shared, $deep, $p, $found]\n"
+          "flow leaf:\n    return [$greeting, $shared, $deep, $found]\n"
           "flow middle:\n    $deep = 2\n    return run leaf\n"
-          "flow main $p:\n    $shared = 1\n    $found = run agent a\n    run middle\n    return $deep\n")
+          "flow main:\n    $shared = 1\n    $found = run agent a\n    run middle\n    return $deep\n")
     assert compile_text(ok).diagnostics == []
     lonely = A + "flow other:\n    $x = 1\nflow main:\n    log $x\n"
     assert [(d.code, d.line) for d in compile_text(lonely).diagnostics] == [("E0002", 7)]

@@ -90,8 +90,45 @@ def test_handler_bodies_are_checked_like_flow_bodies():
     assert compile_text(ok).diagnostics == []
     only_here = agent + "on output do\n    if $output:\n        $seen = 1\n    log $seen\nend\n"
     assert [(d.code, d.line) for d in compile_text(only_here).diagnostics] == [("E0002", 7)]
-    nowhere = agent + "on input do\n    log $nobody\nend\n"
+    nowhere = agent + "on input do\n    $copy = $nobody\nend\n"
     assert [(d.code, d.line) for d in compile_text(nowhere).diagnostics] == [("E0002", 5)]
+
+
+@pytest.mark.parametrize("body", [
+    "on input do\n    block if $is_spam and not $is_allowed\nend\n",
+    "on output do\n    warn if $score > 0.8\nend\n",
+    "after output do\n    retry with $message if $drift\nend\n",
+    "on input do\n    log $nobody\nend\n",
+])
+def test_handlers_reading_what_nothing_assigns_in_conditions_warn_as_the_origin_accepts(body):
+    r = compile_text(P + "agent a:\n    instruction p\n" + body)
+    assert r.ok, r.diagnostics
+    assert {d.code for d in r.diagnostics} == {"W0006"}
+    assert all("message" not in d.message for d in r.diagnostics)  # the message in flight is bound there
+
+
+@pytest.mark.parametrize("src,code,line,column", [
+    ("flow f $a:\n    return $a\n", "E0007", 1, 8),
+    ("flow f $a $b:\n    return $a\n", "E0007", 1, 8),
+    (P + "agent a:\n    instruction p\n    tools github, streetrace.fs\n", "E0001", 4, 11),
+    (P + "tool github = mcp \"https://example.invalid/mcp\"\nagent a:\n    instruction p\n    tools github, streetrace.fs\n",
+     "E0001", 5, 19),
+    (P + "agent a:\n    instruction p\nafter input do\n    push $message to $history\nend\n", "E0002", 5, 10),
+    ('prompt p: """Review ${chunk}"""\nagent a:\n    instruction p\nflow main:\n    $chunk = 1\n    return run agent a\n',
+     "E0016", 1, 21),
+    ('prompt p: """Check ${finding.file}"""\nagent a:\n    instruction p\n', "E0016", 1, 20),
+])
+def test_what_the_origin_rejects_is_rejected_with_its_code(src, code, line, column):
+    r = compile_text(src)
+    assert not r.ok
+    assert (r.diagnostics[0].code, r.diagnostics[0].line, r.diagnostics[0].column) == (code, line, column), r.diagnostics
+
+
+def test_instructions_may_include_prompts_and_the_runs_input():
+    """Prompt composition, as in the origin; `${input}` (our deliberate difference: the run's
+    input exists before any agent is built)."""
+    r = compile_text('prompt rules: """Be brief."""\nprompt p: """$rules ${input_prompt} ${input}"""\nagent a:\n    instruction p\n')
+    assert r.ok and r.diagnostics == [], r.diagnostics
 
 
 def test_the_caret_points_at_the_undefined_name():

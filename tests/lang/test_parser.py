@@ -23,12 +23,12 @@ CONSTRUCTS = {
     "escalate ops": BASE + 'prompt q1: """a"""\n    escalate if == "X"\nprompt q2: """a"""\n    escalate if != "X"\n'
                            'prompt q3: """a"""\n    escalate if contains "X"\nprompt q4: """a"""\n    escalate if len($output) > 3 and not ($output ~ "ok")\n',
     "agent properties": BASE + 'retry r = 2 times\ntimeout t = 5 minutes\npolicy h:\n    strategy: truncate\ntool fs = builtin streetrace.fs\n'
-                               'agent b:\n    tools fs, lib.x\n    instruction p\n    prompt p\n    produces out\n    retry r\n    timeout t\n'
+                               'agent b:\n    tools fs\n    instruction p\n    prompt p\n    produces out\n    retry r\n    timeout t\n'
                                '    description "d"\n    history h\n    use a\nagent c:\n    instruction p\n    timeout 30 seconds\n    delegate a, b\n',
     "unnamed agent + handlers": BASE + 'agent:\n    instruction p\n    on tool-call do\n        warn "x"\n    end\n    after output do\n        mask pii\n    end\n'
                                       'on start do\n    log "start"\nend\nafter tool-result do\n    block if $result contains "rm -rf"\nend\n',
     "assignments": BASE + "flow main:\n    $x = 1\n    y = {a: {b: 2}}\n    y.a.b = 3\n    $x = y.a.b + $x\n    return $x\n",
-    "run forms": BASE + "flow f $q:\n    return $q\nflow main:\n    $h = []\n    $r = run agent a with $input_prompt history $h\n"
+    "run forms": BASE + "flow f:\n    return $input\nflow main:\n    $h = []\n    $r = run agent a with $input_prompt history $h\n"
                         "    $s = run agent a $r $input_prompt\n    run agent a\n    $t = run f with 1\n    run f 2, on escalate abort\n"
                         "    $u = run agent a $s, on escalate return\n    return run agent a $u, on escalate return $u\n",
     "call llm": BASE + 'flow main:\n    $x = call llm p with 1 using model "main"\n    call llm p 1 2\n    return $x\n',

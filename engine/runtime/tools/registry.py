@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.runtime.spec import ToolSpec
+from engine.runtime.tools.builtin_names import BUILTINS
 from engine.runtime.tools.cli import cli_functions
 from engine.runtime.tools.fs import fs_functions
 from engine.runtime.tools.web import web_functions
@@ -15,16 +16,6 @@ class ToolUnavailable(Exception):
     """A declared tool that cannot be built (unknown builtin, MCP support missing)."""
 
 
-BUILTINS = {
-    "streetrace.fs": "fs",
-    "fs": "fs",
-    "streetrace.fs_readonly": "fs_readonly",
-    "fs_readonly": "fs_readonly",
-    "streetrace.cli": "cli",
-    "cli": "cli",
-    "streetrace.web": "web",
-    "web": "web",
-}
 
 
 def builtin_functions(target: str, workspace: Workspace) -> list[Any]:
