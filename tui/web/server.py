@@ -1,8 +1,9 @@
 """The web server of `escalate serve`: one page, its static files, its script and a websocket
 per browser session, all behind the TokenGate (tui/web/gate.py: the cookie loads the page; the
-websocket needs the page's one-time secret and the key only this origin's script holds). Each websocket runs the console in a process of its own
-(textual-serve's AppService: Textual's web driver, the terminal drawn by xterm.js in the page),
-so every session is a whole console on the shared database.
+websocket needs the page's one-time secret and the key only this origin's script holds). Each
+websocket runs the console in a process of its own (textual-serve's AppService: Textual's web
+driver, the terminal drawn by xterm.js in the page), so every session is a whole console on the
+shared database; the pages already open are told when another opens.
 
 textual-serve's own Server is not used: its routes (the page, a file index, downloads) have no
 place for the gate, its page loads a font from a third-party host, and its websocket URL is
@@ -28,6 +29,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
+from engine.text_safety import visible
 from tui.web.gate import COOKIE, KEY_PROTOCOL, Admission, TokenGate
 
 log = logging.getLogger("escalate.serve")
@@ -111,7 +113,8 @@ class ConsoleServer:
             response = _link_page(admission)
             # The token is spent; the cookie loads the page from now on, in this browser only.
             response.set_cookie(COOKIE, admission.session, path="/", httponly=True, samesite="Strict")
-            log.info("the one-time link was used: this server now answers that browser only, at %s", request.host)
+            log.info("the one-time link was used: this server now answers that browser only, at %s",
+                     visible(request.host))
         else:
             return _refused()
         if not response.prepared:  # a websocket has already sent its headers
