@@ -85,8 +85,10 @@ def test_without_the_token_the_browser_gets_nothing_and_the_token_works_once(tmp
         assert terminal.socket is None  # no console was opened
 
         assert page.goto(served.link).status == 200
-        assert page.url == served.base + "/"  # the token has left the address bar
         terminal.wait_for("Workflows", "auth-refactor", "q Quit")  # the console, drawn in the page
+        assert page.url == served.base + "/"  # the token has left the address bar
+        page.go_back()  # the link's page was replaced in the history: back goes to the page before it
+        assert "token=" not in page.url
 
         other = browser.new_context(viewport=VIEWPORT)  # another browser, the same link
         try:
