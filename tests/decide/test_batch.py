@@ -129,3 +129,14 @@ def test_alike_is_the_same_task_tool_and_shape_of_arguments() -> None:
     assert alike([current, long], current) == [current, long]  # alike, but too long to be in a batch:
     screen = BatchScreen([current, long], clock.now())
     assert list(screen.rows) == [current.escalation.id] and screen.left_out == 1
+
+
+def test_a_question_s_row_says_what_approving_answers() -> None:
+    from tui.screens.batch import batch_row
+
+    clock = FakeClock(1000.0)
+    question = pending(clock, task="deploy", run_id="r9", question="Refactor to JWT?\nIt touches 5 files.")
+    clock.advance(3)
+    row = batch_row(question, clock.now())
+    assert row.shown == ("run r9 · 3s ago · task deploy · " + question.escalation.agent
+                         + "\nRefactor to JWT?\nIt touches 5 files.\napprove: Yes, use JWT (recommended)")

@@ -20,7 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.escalation.batch import MAX_REQUEST_TEXT, batch_response, kind_of, request_text, shown_whole
-from engine.escalation.model import PendingEscalation
+from engine.escalation.model import Origin, PendingEscalation, ResponseType
 from engine.text_safety import visible
 from tui.format import duration, one_line
 
@@ -41,12 +41,26 @@ class BatchChoice:
 
 
 def batch_row(pending: PendingEscalation, now: float) -> BatchRow:
-    """The row of `pending`: who and when on one line, the whole request below it."""
+    """The row of `pending`: who and when on one line, the whole request below it, and for a
+    question, the answer approving gives it."""
     esc = pending.escalation
     request = request_text(pending)
     head = (f"run {esc.run_id} · {duration(now - esc.created_at)} ago · task {esc.task_id}"
             + (f" · {esc.agent}" if esc.agent else ""))
-    return BatchRow(esc.id, request, visible(f"{head}\n{request}"))
+    lines = [head, request]
+    if esc.origin is not Origin.TOOL_APPROVAL:
+        lines.append(_approving(pending))
+    return BatchRow(esc.id, request, visible("\n".join(lines)))
+
+
+def _approving(pending: PendingEscalation) -> str:
+    response = batch_response(pending, True)
+    if response is None:
+        return "approve: left waiting (no recommended option)"
+    recommended = pending.escalation.recommended
+    if response.response_type is ResponseType.OPTION and recommended is not None:
+        return f"approve: {recommended.label} (recommended)"
+    return "approve: the agent decides"
 
 
 class BatchList(OptionList):
