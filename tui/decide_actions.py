@@ -129,23 +129,26 @@ class DecideActions:
             return
         from tui.screens.batch import BatchScreen
 
-        self.push_screen(BatchScreen(alike(self.session.pending(), pending)), self._batch_chosen)  # type: ignore[attr-defined]
+        batch = BatchScreen(alike(self.session.pending(), pending), self.session.clock.now())
+        self.push_screen(batch, self._batch_chosen)  # type: ignore[attr-defined]
 
     def _batch_chosen(self, choice: Any) -> None:
-        from engine.escalation.batch import batch_response, kind_of
-        from tui.screens.batch import preview_line
+        from engine.escalation.batch import batch_response, kind_of, request_text
 
         if choice is None:
             return
         now = self.session.clock.now()
         decisions = []
-        for esc_id in choice.ids:
-            pending = self.session.broker.get(esc_id)
-            response = batch_response(pending, choice.approve) if pending is not None else None
-            if pending is None or response is None:
+        for row in choice.rows:
+            pending = self.session.broker.get(row.id)
+            # Only the request the row showed: one that reads otherwise now is left waiting.
+            if pending is None or request_text(pending) != row.request:
                 continue
-            via = f"console batch of {len(choice.ids)} ({kind_of(pending)})"
-            decisions.append(Decision(esc_id, response, ResolvedBy.HUMAN, now, audit=Audit(via=via, shown=preview_line(pending))))
+            response = batch_response(pending, choice.approve)
+            if response is None:
+                continue
+            via = f"console batch of {len(choice.rows)} ({kind_of(pending)})"
+            decisions.append(Decision(row.id, response, ResolvedBy.HUMAN, now, audit=Audit(via=via, shown=row.shown)))
         try:
             with self._broker_news.held():  # type: ignore[attr-defined]  # one redraw for the batch
                 applied = self.session.broker.apply_many(decisions)
@@ -153,7 +156,7 @@ class DecideActions:
             self.notify(str(exc), title="Batch not sent", severity="warning", markup=False)  # type: ignore[attr-defined]
             return
         verb = "approved" if choice.approve else "denied"
-        left = len(choice.ids) - len(applied)
+        left = len(choice.rows) - len(applied)
         self.notify(f"{len(applied)} {verb}" + (f", {left} left waiting" if left else ""), title="Batch")  # type: ignore[attr-defined]
 
     # ---- the rules screen -----------------------------------------------------------------------

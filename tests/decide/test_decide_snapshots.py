@@ -84,7 +84,7 @@ def test_batch_preview(snap_compare, size) -> None:
 
     async def before(pilot) -> None:
         await _raise(session, items, pilot)
-        app.push_screen(BatchScreen(items))
+        app.push_screen(BatchScreen(items, session.clock.now() + 125))  # rows 2:05 old
         await pilot.pause(0.2)
         await pilot.press("down", "space")  # the second one left out
         await pilot.pause()

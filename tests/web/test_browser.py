@@ -1,15 +1,22 @@
 """`escalate serve` in a real headless Chromium: the token is required, the decision pane shows,
-a key answers it and the agent resumes."""
+a key answers it and the agent resumes; a cookie the browser sends to another port opens nothing;
+a second browser session is announced in the pages already open."""
 
 from __future__ import annotations
 
+import asyncio
+import http.server
+import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from playwright.sync_api import sync_playwright
 
@@ -78,8 +85,10 @@ def test_without_the_token_the_browser_gets_nothing_and_the_token_works_once(tmp
         assert terminal.socket is None  # no console was opened
 
         assert page.goto(served.link).status == 200
-        assert page.url == served.base + "/"  # the token has left the address bar
         terminal.wait_for("Workflows", "auth-refactor", "q Quit")  # the console, drawn in the page
+        assert page.url == served.base + "/"  # the token has left the address bar
+        page.go_back()  # the link's page was replaced in the history: back goes to the page before it
+        assert "token=" not in page.url
 
         other = browser.new_context(viewport=VIEWPORT)  # another browser, the same link
         try:
@@ -189,3 +198,80 @@ def consoles(url: str) -> list[int]:
             assert url.encode() not in b" ".join(argv)  # not on its command line
             found.append(int(entry.name))
     return found
+
+
+class _Thief(http.server.BaseHTTPRequestHandler):
+    """A server another local user runs on another port: it keeps the cookies it is sent."""
+
+    cookies: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        type(self).cookies.append(self.headers.get("Cookie", ""))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<p>nothing here</p>")
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+async def _replay(base: str, cookie: str, own_origin: str) -> list[int]:
+    """What the thief can do with the cookie: load the page (its one-time secret is in it) and
+    open the console's websocket, with its own Origin and with the console's, forged."""
+    statuses = []
+    async with aiohttp.ClientSession(headers={"Cookie": cookie}) as replay:
+        async with replay.get(base + "/") as page:
+            (url,) = re.findall(r'data-session-websocket-url="([^"]+)"', await page.text())
+        for origin in (own_origin, base):
+            try:
+                async with replay.ws_connect(url, headers={"Origin": origin}) as socket:
+                    await socket.send_json(["stdin", "1"])  # "Yes, use JWT"
+                    statuses.append(101)
+            except aiohttp.WSServerHandshakeError as exc:
+                statuses.append(exc.status)
+    return statuses
+
+
+def test_a_cookie_sent_to_another_port_opens_nothing_and_a_second_session_is_announced(tmp_path, context) -> None:
+    url = database(tmp_path)
+    served = serve(tmp_path, *auth_refactor("--run", "--input", "Fix login", "--db", url))
+    thief = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Thief)
+    threading.Thread(target=thief.serve_forever, daemon=True).start()
+    try:
+        page = context.new_page()
+        terminal = Terminal(page)
+        page.goto(served.link)
+        terminal.wait_for(*PANE)
+        assert page.url == served.base + "/"  # the token left the address bar
+
+        visit = context.new_page()  # the person opens another local server, in the same browser
+        visit.goto(f"http://127.0.0.1:{thief.server_address[1]}/")
+        cookie = _Thief.cookies[0]  # (then /favicon.ico)
+        assert "escalate_session=" in cookie  # a cookie carries no port: the browser sent it there
+        with ThreadPoolExecutor(1) as elsewhere:  # Playwright's loop runs in this thread
+            statuses = elsewhere.submit(asyncio.run, _replay(served.base, cookie,
+                                                             f"http://127.0.0.1:{thief.server_address[1]}")).result()
+        assert statuses == [403, 403]
+        assert len(pending(url)) == 1  # still waiting: the thief decided nothing
+        visit.close()
+
+        second = context.new_page()  # a second browser session: the first page says so
+        Terminal(second)
+        second.goto(served.base + "/")
+        page.wait_for_selector("text=Browser session 2 opened at", timeout=120_000)
+        second.wait_for_selector("text=This is browser session 2; 1 other(s) open.", timeout=120_000)
+
+        terminal.press("2")  # the real page still decides: No, keep sessions
+        terminal.wait_for("result: Plan: keep server sessions")
+        (run,) = _runs(url)
+        db = Database(url)
+        try:
+            (row,) = db.escalations_of(run["run_id"])
+            assert (row["resolved_by"], row["decision"]["selectedOption"]) == ("human", "sessions")
+        finally:
+            db.close()
+    finally:
+        thief.shutdown()
+        code, err = served.stop()
+    assert code == 0, err

@@ -39,7 +39,7 @@ Runs workflows and brings every decision an agent asks for to you.
 | Escape / Enter / Tab | leave the instructions field |
 | `a` / `n` | always allow / always deny exactly this request in this task: a rule, editable, Enter saves it |
 | `e` | edit a tool call's arguments, then ctrl+s approves it with them |
-| `b` | batch: the waiting decisions like this one (same tool or reason); `a` approves, `n` denies them |
+| `b` | batch: the waiting decisions like this one (same task, tool and argument keys, or reason); `a` approves, `n` denies them |
 | Escape (on the choices) | set the pane aside; the decision still waits, `d` brings it back |
 
 *Custom response...* opens a field: type the answer and press Enter (Escape: back).

@@ -1,20 +1,33 @@
-"""Who may use the served console: whoever opened the one-time link first, in that browser.
+"""Who may use the served console: whoever opened the one-time link first, in that browser, at
+that address, from a page this server served.
 
-The link carries a random token (256 bits). Its first use exchanges it for a session cookie
-(random too, HttpOnly, SameSite=Strict) and redirects to `/`, so the token leaves the address
-bar and the history at once; from then on the token is spent: the same link opened again, by
-anyone, is refused. The browser that holds the cookie may open more tabs (each its own console)
-and reconnect after "Session ended". Every request without that cookie, the page, its static
-files and the websocket alike, is answered 403 with a short text and nothing else.
+The link carries a random token (256 bits). Its first use is exchanged for two secrets:
+
+- a session cookie (HttpOnly, SameSite=Strict) that lets the browser load the page and its
+  static files. A cookie carries no port: the browser also sends it to any other server on the
+  same host, so the cookie alone opens nothing that acts;
+- a key the page's script keeps in the browser's `localStorage`, which belongs to this origin
+  (scheme, host and port) alone: no page of another port can read it, and no server is ever
+  sent it.
+
+The address the link was opened at (its `Host`) is pinned: every later request must name it (a
+name rebound by DNS to this machine gets nothing). Each page served holds a one-time page
+secret; the websocket, the only way to act, opens with the cookie, that page secret (spent on
+use) and the key together, from a page of the pinned origin. The token itself is spent by its
+first use: the same link opened again, by anyone, is refused.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
+from collections import OrderedDict
+from dataclasses import dataclass
 
 COOKIE = "escalate_session"
+KEY_PROTOCOL = "escalate-key."  # the websocket subprotocol the page's script offers: this + the key
 TOKEN_BYTES = 32
+MAX_PAGES = 64  # page secrets served and not yet used; older ones are forgotten (their page reloads)
 
 
 def _same(a: str, b: str) -> bool:
@@ -22,23 +35,57 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8", "surrogateescape"), b.encode("utf-8", "surrogateescape"))
 
 
+@dataclass(frozen=True)
+class Admission:
+    """What the first use of the token gives its browser."""
+
+    session: str  # the cookie's value
+    key: str  # for the page's localStorage: never in a cookie, a URL or a log
+
+
 class TokenGate:
-    """The one-time token and the session it was exchanged for (one browser per token)."""
+    """The one-time token, and the browser, address and pages it was exchanged for."""
 
     def __init__(self, token: str | None = None) -> None:
         self.token = token or secrets.token_urlsafe(TOKEN_BYTES)
-        self._session: str | None = None
+        self._admission: Admission | None = None
+        self._host: str | None = None
+        self._pages: OrderedDict[str, None] = OrderedDict()
 
     @property
     def spent(self) -> bool:
-        return self._session is not None
+        return self._admission is not None
 
-    def exchange(self, offered: str) -> str | None:
-        """The session id for the first right token offered; None for a wrong or spent one."""
-        if self._session is not None or not _same(offered, self.token):
+    def exchange(self, offered: str, host: str) -> Admission | None:
+        """The secrets for the first right token offered, pinning `host`; None for a wrong or
+        spent token."""
+        if self._admission is not None or not _same(offered, self.token):
             return None
-        self._session = secrets.token_urlsafe(TOKEN_BYTES)
-        return self._session
+        self._admission = Admission(secrets.token_urlsafe(TOKEN_BYTES), secrets.token_urlsafe(TOKEN_BYTES))
+        self._host = host.lower()
+        return self._admission
 
-    def admits(self, cookie: str | None) -> bool:
-        return cookie is not None and self._session is not None and _same(cookie, self._session)
+    def admits(self, cookie: str | None, host: str) -> bool:
+        """The browser that used the token, at the address it used it at."""
+        return (cookie is not None and self._admission is not None and self._host is not None
+                and _same(cookie, self._admission.session) and _same(host.lower(), self._host))
+
+    @property
+    def host(self) -> str | None:
+        """The pinned `host[:port]`, once the token is spent."""
+        return self._host
+
+    def new_page(self) -> str:
+        """A one-time page secret for a page about to be served."""
+        page = secrets.token_urlsafe(TOKEN_BYTES)
+        self._pages[page] = None
+        while len(self._pages) > MAX_PAGES:
+            self._pages.popitem(last=False)
+        return page
+
+    def opens(self, page: str, offered_key: str | None) -> bool:
+        """A websocket from a page served here (its secret is spent now, whatever follows)
+        whose script holds the key."""
+        known = self._pages.pop(page, 0) is None
+        return (known and offered_key is not None and self._admission is not None
+                and _same(offered_key, self._admission.key))

@@ -1,7 +1,9 @@
-"""The web server of `escalate serve`: one page, its static files and a websocket per browser
-session, all behind the TokenGate. Each websocket runs the console in a process of its own
-(textual-serve's AppService: Textual's web driver, the terminal drawn by xterm.js in the page),
-so every session is a whole console on the shared database.
+"""The web server of `escalate serve`: one page, its static files, its script and a websocket
+per browser session, all behind the TokenGate (tui/web/gate.py: the cookie loads the page; the
+websocket needs the page's one-time secret and the key only this origin's script holds). Each
+websocket runs the console in a process of its own (textual-serve's AppService: Textual's web
+driver, the terminal drawn by xterm.js in the page), so every session is a whole console on the
+shared database; the pages already open are told when another opens.
 
 textual-serve's own Server is not used: its routes (the page, a file index, downloads) have no
 place for the gate, its page loads a font from a third-party host, and its websocket URL is
@@ -16,17 +18,19 @@ import json
 import logging
 import shlex
 import string
+import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Awaitable, Callable
-from urllib.parse import urlsplit
 
 from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
-from tui.web.gate import COOKIE, TokenGate
+from engine.text_safety import visible
+from tui.web.gate import COOKIE, KEY_PROTOCOL, Admission, TokenGate
 
 log = logging.getLogger("escalate.serve")
 
@@ -48,6 +52,8 @@ SECURITY_HEADERS = {
                                 "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
 }
 STATIC = Path(str(files("textual_serve") / "static"))
+HERE = Path(__file__).parent
+NOTICE = "escalate-notice"  # a text frame ["escalate-notice", text]: the page shows it above the console
 
 
 @dataclass
@@ -69,7 +75,8 @@ class ConsoleServer:
         """Listen; returns the port (the one chosen when `port` is 0). OSError if it cannot."""
         app = web.Application(middlewares=[self._guard])
         app.router.add_get("/", self._page)
-        app.router.add_get("/ws", self._session)
+        app.router.add_get("/escalate.js", self._script)
+        app.router.add_get("/ws/{page}", self._session)
         app.router.add_static("/static", STATIC)
         app.on_shutdown.append(self._close_sessions)
         # No access log: the first request's URL holds the token.
@@ -97,15 +104,17 @@ class ConsoleServer:
     @web.middleware
     async def _guard(self, request: web.Request,
                      handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-        if self.gate.admits(request.cookies.get(COOKIE)):
-            if request.path == "/ws" and not self._same_origin(request):
+        if self.gate.admits(request.cookies.get(COOKIE), request.host):
+            if request.path.startswith("/ws/") and request.headers.get("Origin") != self._origin(request):
                 return _refused()
             response = await handler(request)
-        elif request.path == "/" and "token" in request.query and (session := self.gate.exchange(request.query["token"])):
-            # The token is spent; the cookie stands for it from now on, in this browser only.
-            response = web.Response(status=303, headers={"Location": "/"})
-            response.set_cookie(COOKIE, session, path="/", httponly=True, samesite="Strict")
-            log.info("the one-time link was used: this server now answers that browser only")
+        elif (request.path == "/" and "token" in request.query
+              and (admission := self.gate.exchange(request.query["token"], request.host))):
+            response = _link_page(admission)
+            # The token is spent; the cookie loads the page from now on, in this browser only.
+            response.set_cookie(COOKIE, admission.session, path="/", httponly=True, samesite="Strict")
+            log.info("the one-time link was used: this server now answers that browser only, at %s",
+                     visible(request.host))
         else:
             return _refused()
         if not response.prepared:  # a websocket has already sent its headers
@@ -113,32 +122,37 @@ class ConsoleServer:
         return response
 
     @staticmethod
-    def _same_origin(request: web.Request) -> bool:
-        """A websocket opened by a page of this server (the browser sends Origin); the cookie is
-        SameSite already, this also turns away a page of another site that shares the host name."""
-        origin = request.headers.get("Origin")
-        return origin is None or urlsplit(origin).netloc == request.host
+    def _origin(request: web.Request) -> str:
+        """This server's origin as the page's browser names it (behind a TLS proxy: https)."""
+        secure = request.secure or request.headers.get("X-Forwarded-Proto") == "https"
+        return f"{'https' if secure else 'http'}://{request.host}"
 
     # ---- the page --------------------------------------------------------------------------
 
     async def _page(self, request: web.Request) -> web.Response:
-        # Behind a TLS proxy the page must open wss:// (the header only shapes this page's own URL).
-        secure = request.secure or request.headers.get("X-Forwarded-Proto") == "https"
-        scheme = "wss" if secure else "ws"
+        scheme = "wss" if self._origin(request).startswith("https:") else "ws"
         values = {"title": self.title, "static": "/static", "font_size": _int(request.query.get("fontsize"), 16, 8, 48),
-                  "websocket": f"{scheme}://{request.host}/ws"}
+                  "websocket": f"{scheme}://{request.host}/ws/{self.gate.new_page()}"}
         page = _PAGE.substitute({name: html.escape(str(value), quote=True) for name, value in values.items()})
         return web.Response(text=page, content_type="text/html")
+
+    async def _script(self, _request: web.Request) -> web.Response:
+        return web.Response(text=_SCRIPT, content_type="text/javascript")
 
     # ---- a browser session: one console process ----------------------------------------------
 
     async def _session(self, request: web.Request) -> web.StreamResponse:
+        protocol = _offered_key(request)
+        if not self.gate.opens(request.match_info["page"], protocol and protocol[len(KEY_PROTOCOL):]):
+            return _refused()
         if len(self._sessions) >= self.max_sessions:
             return web.Response(status=503, text=f"at most {self.max_sessions} browser sessions at once\n")
-        socket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
+        # The browser requires its subprotocol echoed; it is the key it sent, so nothing new leaves.
+        socket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE, protocols=(protocol,))
         await socket.prepare(request)
         self._opened += 1
         number = self._opened
+        await self._announce(socket, number)
         width = _int(request.query.get("width"), 80, *TERMINAL_SIZE)
         height = _int(request.query.get("height"), 24, *TERMINAL_SIZE)
         # `exec`: the console replaces the shell AppService starts it with (no shell left between
@@ -155,6 +169,20 @@ class ConsoleServer:
             await console.stop()  # the console quits; its runs stay in the database
             log.info("browser session %d: console closed", number)
         return socket
+
+    async def _announce(self, opened: web.WebSocketResponse, number: int) -> None:
+        """Every page already open is told that another browser session opened (someone else may
+        have this browser's secrets); the new page is told how many others are open."""
+        others = [socket for socket in self._sessions if socket is not opened]
+        if not others:
+            return
+        at = time.strftime("%H:%M:%S")
+        told = f"Browser session {number} opened at {at} ({len(others) + 1} open now). If it is not yours, stop `escalate serve`."
+        for socket in others:
+            with suppress(ConnectionError, RuntimeError):  # a page closing meanwhile
+                await socket.send_json([NOTICE, told])
+        with suppress(ConnectionError, RuntimeError):
+            await opened.send_json([NOTICE, f"This is browser session {number}; {len(others)} other(s) open."])
 
     async def _close_sessions(self, _app: web.Application) -> None:
         await asyncio.gather(*(socket.close() for socket in list(self._sessions)), return_exceptions=True)
@@ -208,8 +236,22 @@ def _int(value: object, default: int, low: int, high: int) -> int:
     return max(low, min(high, number))
 
 
+def _offered_key(request: web.Request) -> str | None:
+    """The page script's key subprotocol, if it offered one."""
+    offered = (p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(","))
+    return next((p for p in offered if p.startswith(KEY_PROTOCOL)), None)
+
+
+def _link_page(admission: Admission) -> web.Response:
+    """The answer to the link: the page script keeps the key in this origin's localStorage and
+    goes on to `/` (the token leaves the address bar and the history)."""
+    return web.Response(text=_LINK.substitute(key=html.escape(admission.key, quote=True)), content_type="text/html")
+
+
 def _refused() -> web.Response:
     return web.Response(status=403, text=REFUSED, headers=SECURITY_HEADERS)
 
 
-_PAGE = string.Template((Path(__file__).parent / "page.html").read_text(encoding="utf-8"))
+_PAGE = string.Template((HERE / "page.html").read_text(encoding="utf-8"))
+_LINK = string.Template((HERE / "link.html").read_text(encoding="utf-8"))
+_SCRIPT = (HERE / "escalate.js").read_text(encoding="utf-8")
