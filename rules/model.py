@@ -11,7 +11,7 @@ from typing import Any
 
 from engine.escalation.model import Escalation, OnTimeout, Origin, Reason, TimeoutPolicy
 from rules.matcher import Activity, Pattern, normalize
-from rules.shell import SHELL_TOOL, parse_command
+from rules.shell import SHELL_TOOL, ParsedCommand, parse_command
 
 DEFAULT_TIMEOUT = 300.0  # seed 004: "Default if no response in 5min"
 # Upper bounds for what the files say; beyond them a value is a typo or an attack (a deadline
@@ -161,10 +161,12 @@ class Rules:
                             self.match(task, activity, taught=True))
 
     def _match_written_tool(self, task: str, tool: str, args: dict[str, Any], activity: Activity) -> Rule | None:
-        command = args.get("command")
-        if tool != SHELL_TOOL or not isinstance(command, str):
+        if tool != SHELL_TOOL:
             return self.match(task, activity)
-        parsed = parse_command(command)
+        command = args.get("command")
+        # A run checks arguments before the rules (engine/runtime/tools/arguments.py); a command
+        # that is not a string anyway is text no shell analysis read: a human decides.
+        parsed = parse_command(command) if isinstance(command, str) else ParsedCommand((), "the command is not a string")
         found = [self.match(task, activity)]
         found += [self.match(task, Activity.of_simple_command(tool, words)) for words in parsed.commands]
         strictest = max(found, key=_severity)

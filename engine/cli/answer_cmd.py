@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
         if response is None:
             return _fail(f"{args.escalation}: --approve and --deny answer tool approvals only; use --option, --text, --skip or --agent-decide", 2)
         if args.args is not None:
-            edited = edited_args(args.args)
+            edited = edited_args(args.args, str(pending.extra.get("tool", "")))
             if isinstance(edited, str):
                 return _fail(f"{args.escalation}: --args: {edited}", 2)
             response = replace(response, edited_args=edited)

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from engine.escalation.broker import APPROVE, DENY, EscalationBroker
 from engine.escalation.clock import Clock
+from engine.escalation.edits import checked_edit
 from engine.escalation.model import (
     Audit,
     Decision,
@@ -167,11 +168,17 @@ class EscalationDesk:
         return result
 
     def _edited_call_checked(self, task: str, tool: str, result: ToolVerdict) -> ToolVerdict:
-        """Approved with edited arguments: the rules see the edited call too, and a rule that
-        denies or stops it wins (the person approved it; asking again would ask them twice)."""
+        """Approved with edited arguments: they must fit the tool's schema (else nothing runs),
+        then the rules see the edited call as it will run, and a rule that denies or stops it
+        wins (the person approved it; asking again would ask them twice)."""
         if result != CONFIRMED or result.args is None:
             return result
-        rule = self._count(self.rules.match_tool(task, tool, result.args))
+        edited = checked_edit(tool, result.args)
+        if isinstance(edited, str):
+            return ToolVerdict(DENIED, f"The edited call {tool} did not run: invalid arguments ({edited}).",
+                               result.decision, result.args)
+        result = ToolVerdict(CONFIRMED, result.message, result.decision, edited)
+        rule = self._count(self.rules.match_tool(task, tool, edited))
         verdict = self._verdict_of(task, rule)
         if verdict == DENY:
             return ToolVerdict(DENIED, f"The edited call {tool} was refused by {_rule_name(rule)}. Do not retry it.",

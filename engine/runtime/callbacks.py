@@ -107,9 +107,12 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
     name = spec.name
 
     async def before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
-        if tool.name in UNGATED:
-            return None
-        refusal = await _gate(run, name, tool.name, args, tool_context)
+        # The arguments fit the tool's schema before anything else reads them: the rules then
+        # match the values the tool runs with, and a call that cannot run bothers nobody.
+        refusal = _checked(run, name, tool, args)
+        if refusal is not None or tool.name in UNGATED:
+            return refusal
+        refusal = await _gate(run, name, tool, args, tool_context)
         if refusal is not None:
             return refusal
         outcome = await run_handlers(run, spec, "tool-call", {"tool": tool.name, "args": dict(args)}, subject=args)
@@ -120,6 +123,9 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
         if isinstance(outcome.subject, dict) and outcome.subject is not args:
             args.clear()
             args.update(outcome.subject)
+            refusal = _checked(run, name, tool, args)  # a handler's rewrite fits the schema too
+            if refusal is not None:
+                return refusal
         if run.durable and not isinstance(tool, RuntimeAgentTool) and _runnable(tool):
             return await _recorded_tool_call(tool, args, tool_context)
         return None
@@ -170,7 +176,25 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
 CONFIRMATION_PENDING = {"status": "waiting for a human to approve or deny this call"}
 
 
-async def _gate(run: "RunState", agent: str, tool: str, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
+def _checked(run: "RunState", agent: str, tool: Any, args: dict[str, Any]) -> dict[str, Any] | None:
+    """Check `args` against the tool's schema (tools/arguments.py), in place: None when they fit
+    (then `args` holds the checked values), else the refusal the model sees, logged once."""
+    from engine.runtime.tools.arguments import ArgumentsRefused, check_tool_args
+
+    try:
+        checked = check_tool_args(tool, args)
+    except ArgumentsRefused as exc:
+        run.emit("log", message=f"{agent}: the call to {exc.tool} was refused, its arguments do not fit the "
+                                f"tool's schema ({exc.problems}); nothing ran", level="warning")
+        return {"error": f"The call to {exc.tool} did not run: invalid arguments ({exc.problems}). "
+                         "Call it again with the arguments it declares, of their declared types."}
+    if checked is not None and checked != args:
+        args.clear()
+        args.update(checked)
+    return None
+
+
+async def _gate(run: "RunState", agent: str, tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
     """The rules' verdict, without waiting for anyone here: a call a human must approve pauses
     the agent on ADK's confirmation request, the flow level asks (agent_call), and ADK calls the
     tool again with the answer in `tool_context.tool_confirmation`. Returns the refusal the agent
@@ -180,18 +204,19 @@ async def _gate(run: "RunState", agent: str, tool: str, args: dict[str, Any], to
         payload = confirmation.payload if isinstance(confirmation.payload, dict) else {}
         if confirmation.confirmed:
             edited = payload.get("args")
-            if isinstance(edited, dict):  # approved with edited arguments (rules checked on them too)
+            if isinstance(edited, dict):  # approved with edited arguments (the desk checked them and ran the rules)
                 args.clear()
                 args.update(edited)
+                return _checked(run, agent, tool, args)  # against this very tool's schema
             return None
-        return {"error": str(payload.get("message") or f"the call to {tool} was denied")}
-    if run.desk.tool_verdict(run.task, tool, dict(args)) == "ask":
-        tool_context.request_confirmation(hint=f"Allow {agent} to call {tool}?", payload={"agent": agent})
+        return {"error": str(payload.get("message") or f"the call to {tool.name} was denied")}
+    if run.desk.tool_verdict(run.task, tool.name, dict(args)) == "ask":
+        tool_context.request_confirmation(hint=f"Allow {agent} to call {tool.name}?", payload={"agent": agent})
         tool_context.actions.skip_summarization = True  # the pause is not a result to summarize
         return dict(CONFIRMATION_PENDING)
-    verdict = await run.gate_tool(agent, tool, args)
+    verdict = await run.gate_tool(agent, tool.name, args)
     if verdict == "denied":
-        return {"error": getattr(verdict, "message", "") or f"the call to {tool} was refused by the rules"}
+        return {"error": getattr(verdict, "message", "") or f"the call to {tool.name} was refused by the rules"}
     return None
 
 

@@ -1,5 +1,6 @@
 """Edit a tool call's arguments before approving it (`e` on a tool approval): the JSON in an
-editor, checked as you type (a JSON object; what the rules say of the edited call), approved
+editor, checked as you type (a JSON object fitting the tool's schema; what the rules say of the
+edited call), approved
 with ctrl+s, or Escape to go back without answering. The tool then runs with the edited
 arguments, after the rules checked them again (engine/escalation/desk.py)."""
 
@@ -66,7 +67,7 @@ class EditArgsScreen(ModalScreen[dict[str, Any] | None]):
 
     def _check(self) -> dict[str, Any] | None:
         line = self.query_one("#edit-check", Static)
-        value = edited_args(self.query_one("#edit-args", TextArea).text)
+        value = edited_args(self.query_one("#edit-args", TextArea).text, self.tool)
         if isinstance(value, str):
             line.update(Text(f"✗ {value}", style="bold red"))
             return None

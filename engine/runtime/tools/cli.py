@@ -15,16 +15,17 @@ MAX_OUTPUT = 64_000
 def cli_functions(workspace: Workspace, *, time_limit: float = 60.0) -> list[Callable[..., Any]]:
     async def run_command(command: str) -> dict[str, Any]:
         """Run a shell command in the workspace folder and return its exit code and output."""
+        # `command` was checked to be a string (tools/arguments.py): the string the rules read.
         try:
             proc = await asyncio.create_subprocess_shell(
-                str(command),
+                command,
                 cwd=workspace.root,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # the kill below reaches the command's children too
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the command
             return {"error": str(exc)}
         try:
             out, err = await asyncio.wait_for(proc.communicate(), time_limit)

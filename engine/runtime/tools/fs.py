@@ -1,7 +1,8 @@
 """`builtin streetrace.fs` / `streetrace.fs_readonly`: file tools confined to the workspace.
 
 Async (file I/O in a thread) so a tool never freezes the event loop the console runs on.
-Failures are returned as `{"error": ...}` so the agent sees them and can react.
+Failures are returned as `{"error": ...}` so the agent sees them and can react. Arguments arrive
+checked against the functions' signatures (tools/arguments.py): a path or a content is a string.
 
 Links, the ways out of a confined folder that a path check cannot see:
 - `write_file` never writes into an existing file: it writes a new file beside it and renames it
@@ -24,6 +25,9 @@ from typing import Any, Callable
 from engine.runtime.tools.workspace import PathRefused, Workspace
 
 MAX_READ_BYTES = 1_000_000
+# What a call may fail with, returned to the agent. ValueError: a string no file name or file can
+# hold (a lone surrogate such as "\ud800" cannot be encoded).
+_FAILURES = (PathRefused, OSError, ValueError)
 
 
 class _NotAFile(Exception):
@@ -42,7 +46,7 @@ def fs_functions(workspace: Workspace, *, readonly: bool) -> list[Callable[..., 
             return {"error": f"no such file: {path}"}
         except _NotAFile:
             return {"error": f"not a file: {path}"}
-        except (PathRefused, OSError) as exc:
+        except _FAILURES as exc:
             return {"error": str(exc)}
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
         return {"path": workspace.relative(target), "content": text, "truncated": len(data) > MAX_READ_BYTES}
@@ -54,7 +58,7 @@ def fs_functions(workspace: Workspace, *, readonly: bool) -> list[Callable[..., 
             if not target.is_dir():
                 return {"error": f"no such directory: {path}"}
             entries = await asyncio.to_thread(lambda: sorted(target.iterdir()))
-        except (PathRefused, OSError) as exc:
+        except _FAILURES as exc:
             return {"error": str(exc)}
         return {
             "path": workspace.relative(target),
@@ -63,7 +67,7 @@ def fs_functions(workspace: Workspace, *, readonly: bool) -> list[Callable[..., 
 
     async def write_file(path: str, content: str) -> dict[str, Any]:
         """Write a text file in the workspace (creating folders), replacing what was there."""
-        text = str(content)
+        text = content
         try:
             target = workspace.resolve(path)
             if target == workspace.root:
@@ -73,7 +77,7 @@ def fs_functions(workspace: Workspace, *, readonly: bool) -> list[Callable[..., 
             return {"error": f"{path} is a directory"}
         except _NotAFile:
             return {"error": f"not a file: {path}"}
-        except (PathRefused, OSError) as exc:
+        except _FAILURES as exc:
             return {"error": str(exc)}
         return {"path": workspace.relative(target), "written": len(text)}
 
@@ -86,7 +90,7 @@ def fs_functions(workspace: Workspace, *, readonly: bool) -> list[Callable[..., 
             return {"error": f"no such file: {path}"}
         except (IsADirectoryError, _NotAFile):
             return {"error": f"not a file: {path}"}
-        except (PathRefused, OSError) as exc:
+        except _FAILURES as exc:
             return {"error": str(exc)}
         return {"path": workspace.relative(entry), "deleted": True}
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from pathlib import Path
+from typing import Any, Callable
 
 from engine.runtime.spec import ToolSpec
+from engine.runtime.tools.arguments import check_args
 from engine.runtime.tools.builtin_names import BUILTINS
 from engine.runtime.tools.cli import cli_functions
 from engine.runtime.tools.fs import fs_functions
@@ -29,6 +32,23 @@ def builtin_functions(target: str, workspace: Workspace) -> list[Any]:
     if kind == "web":
         return web_functions()
     raise ToolUnavailable(f"unknown builtin tool {target!r} (known: {', '.join(sorted(set(BUILTINS)))})")
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_signatures() -> dict[str, Callable[..., Any]]:
+    """Every built-in tool function by name. The functions are only inspected here, never
+    called, so the workspace they are bound to does not matter."""
+    unused = Workspace(Path("/"))
+    kinds = sorted(set(BUILTINS.values()))
+    return {fn.__name__: fn for kind in kinds for fn in builtin_functions(kind, unused)}
+
+
+def check_builtin_args(tool: str, args: Any) -> dict[str, Any] | None:
+    """A built-in tool's arguments checked against its schema (as a run checks them) where no
+    run built the tools (an edit in the console, `escalate answer --args`): the checked
+    arguments, None for a tool that is not built in; raises ArgumentsRefused."""
+    fn = _builtin_signatures().get(tool)
+    return None if fn is None else check_args(tool, fn, args)
 
 
 def build_tools(spec: ToolSpec, workspace: Workspace) -> list[Any]:

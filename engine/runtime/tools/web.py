@@ -20,10 +20,10 @@ def web_functions(*, deadline: float = DEADLINE, max_bytes: int = MAX_BYTES) -> 
     async def fetch_url(url: str) -> dict[str, Any]:
         """Fetch a web page (HTTP or HTTPS GET) and return its text."""
         try:
-            if urlparse(str(url)).scheme not in ("http", "https"):
+            if urlparse(url).scheme not in ("http", "https"):
                 return {"error": "only http and https URLs can be fetched"}
             async with asyncio.timeout(deadline):
-                return await _get(str(url), deadline, max_bytes)
+                return await _get(url, deadline, max_bytes)
         except TimeoutError:
             return {"error": f"fetch failed: no complete answer within {deadline:g} s"}
         except Exception as exc:  # a bad URL or server is the agent's to see, never a crash
