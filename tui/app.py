@@ -254,7 +254,7 @@ class EscalateApp(DecideActions, App[int]):
     def answer(self, escalation_id: str, response: Response, via: str = "console") -> None:
         """The pane's answer, straight to the broker (no message queue between key and agent)."""
         try:
-            self.session.answer(escalation_id, response, self.console_audit(escalation_id, via))
+            self.session.answer(escalation_id, response, self.console_audit(escalation_id, via), self.seen(escalation_id))
         except EscalationError as exc:  # resolved meanwhile (timeout, cancel): say so
             self.notify(str(exc), title="Not sent", severity="warning", markup=False)
             self.main.sync_decisions()

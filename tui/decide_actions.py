@@ -42,9 +42,18 @@ class DecideActions:
     # ---- the answer on screen, with its audit ---------------------------------------------------
 
     def console_audit(self, escalation_id: str, via: str = "console") -> Audit:
-        pending = self.session.broker.get(escalation_id)
+        pending = self.seen(escalation_id)
         shown = shown_text(pending, self.session.clock.now()) if pending is not None else ""
         return Audit(via=via, shown=shown)
+
+    def seen(self, escalation_id: str) -> PendingEscalation | None:
+        """The request as the pane shows it (the decision is bound to it), else as listed."""
+        from tui.widgets.decision_pane import DecisionPane
+
+        shown = self.main.query_one(DecisionPane).pending  # type: ignore[attr-defined]
+        if shown is not None and shown.escalation.id == escalation_id:
+            return shown
+        return self.session.broker.get(escalation_id)
 
     def _on_screen(self) -> PendingEscalation | None:
         from tui.widgets.decision_pane import DecisionPane

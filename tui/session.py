@@ -259,9 +259,11 @@ class ConsoleSession:
 
     # ---- decisions ---------------------------------------------------------------------------
 
-    def answer(self, escalation_id: str, response: Response, audit: Audit | None = None) -> Decision:
-        """A human's answer to exactly this escalation (the broker refuses stale ones)."""
-        return self.broker.answer(escalation_id, response, audit=audit)
+    def answer(self, escalation_id: str, response: Response, audit: Audit | None = None,
+               seen: PendingEscalation | None = None) -> Decision:
+        """A human's answer to exactly this escalation as `seen` on screen (the broker refuses
+        stale ones, and RequestChanged: the database holds another request, shown again)."""
+        return self.broker.answer(escalation_id, response, audit=audit, seen=seen)
 
     # ---- rules taught from decisions (engine/escalation/teaching.py) ---------------------------
 

@@ -3,7 +3,7 @@
 The decision is written to the database by a conditional update: the first decision for an
 escalation wins, wherever it comes from; a later one is refused naming who decided. The process
 running the waiting agent finds the decision within a poll (engine/escalation/broker.py).
-Exit codes: 0 decided, 1 unknown or already decided, 2 usage.
+Exit codes: 0 decided, 1 unknown, already decided or changed meanwhile, 2 usage.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import time
 from dataclasses import replace
 
 from engine.cli.main import write_line
-from engine.escalation.broker import APPROVE, DENY, EscalationError, validate_response
+from engine.escalation.broker import APPROVE, DENY, EscalationError, RequestChanged, validate_response
 from engine.escalation.edits import edited_args
-from engine.escalation.model import Audit, Decision, Origin, ResolvedBy, Response, ResponseType
+from engine.escalation.model import Audit, Decision, Origin, ResolvedBy, Response, ResponseType, escalation_digest
 
 
 def main(args: argparse.Namespace) -> int:
@@ -50,8 +50,12 @@ def main(args: argparse.Namespace) -> int:
         except EscalationError as exc:
             return _fail(str(exc), 2)
         decision = Decision(args.escalation, response, ResolvedBy.HUMAN, time.time(), audit=Audit(via="escalate answer"),
-                            decided_by=who("escalate answer"))
-        held = DecisionStore(db).decide(decision)
+                            decided_by=who("escalate answer"), digest=escalation_digest(pending))
+        try:
+            held = DecisionStore(db).decide(decision)
+        except RequestChanged:
+            return _fail(f"{args.escalation}: the request changed since it was read: nothing was decided; "
+                         "look at it again (escalate runs) and answer again", 1)
         if held is not decision:
             if held is None:
                 return _fail(f"{args.escalation}: already decided by nobody (it was withdrawn)", 1)

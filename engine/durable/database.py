@@ -66,6 +66,9 @@ escalations = sa.Table(
     sa.Column("decision", sa.Text),  # JSON
     sa.Column("resolved_by", sa.String(32)),
     sa.Column("decided_at", sa.Float),
+    # escalation_digest of the payload as raised: a decision applies only to the request its
+    # decider saw (None: raised by a version before digests).
+    sa.Column("digest", sa.String(64)),
 )
 
 agent_history = sa.Table(  # seed 002: every agent-to-agent escalation, for success rates and loops
@@ -102,19 +105,10 @@ events = sa.Table(
 )
 
 
-NEWS_PAYLOAD_MAX = 7000  # bytes: PostgreSQL's NOTIFY takes up to 8000
-
-
-def _news(head: str, body: dict[str, Any]) -> str:
-    """`head`, with `body` as JSON on the next line when the whole fits in one message."""
-    text = f"{head}\n{json.dumps(body)}"
-    return text if len(text.encode("utf-8", "surrogateescape")) <= NEWS_PAYLOAD_MAX else head
-
-
-def raised_news(esc_id: str, payload: dict[str, Any]) -> str:
-    """`raised ID`, with the escalation itself when it is small enough to travel with the news
-    (a console then lists it without reading it back)."""
-    return _news(f"raised {esc_id}", payload)
+# News to the other processes names escalations, nothing else: `raised ID`, `decided ID [ID ...]`,
+# `withdrawn ID` (engine/durable/signals.py). Anyone who can send news can send any text, so a
+# process that hears it reads the rows: a message is a hint to look, never a request or a decision.
+NEWS_IDS = 50  # escalation ids in one `decided` message (PostgreSQL's NOTIFY takes 8,000 bytes)
 
 
 @dataclass(frozen=True)
@@ -122,16 +116,9 @@ class DecideResult:
     won: bool  # this call's decision is the one applied
     decision: dict[str, Any] | None  # the applied decision (ours or the earlier one)
     resolved_by: str | None
-    status: str  # the escalation's status after the call: decided | withdrawn | unknown
-
-
-def decided_news(esc_id: str, decision: dict[str, Any]) -> str:
-    """`decided ID`, with the decision when it is small enough to travel with the news (the
-    waiting run then goes on without reading it back)."""
-    return _news(f"decided {esc_id}", decision)
-
-
-NEWS_IDS = 50  # escalation ids in one `decided` message (PostgreSQL's NOTIFY takes 8,000 bytes)
+    # The escalation's status after the call: decided | withdrawn | unknown, or changed: still
+    # pending, but not the request the decider saw (its digest differs).
+    status: str
 
 
 class Database:
@@ -150,6 +137,7 @@ class Database:
             if path is not None:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             _create_tables(self.engine)
+            _add_digest_column(self.engine)
         except (OSError, sa.exc.SQLAlchemyError) as exc:
             raise DatabaseError(f"{shown(url)}: cannot open the database: {_why(exc)}") from None
         from engine.durable.signals import signals_for
@@ -254,16 +242,17 @@ class Database:
 
     # -- escalations -------------------------------------------------------------------------
 
-    def add_escalation(self, esc_id: str, run_id: str, payload: dict[str, Any], created: float, deadline: float | None) -> float:
-        """Record a raised escalation; raising the same id again (a replayed step) is a no-op.
-        Returns the raise time recorded for it."""
+    def add_escalation(self, esc_id: str, run_id: str, payload: dict[str, Any], created: float, deadline: float | None,
+                       *, digest: str) -> float:
+        """Record a raised escalation (`digest`: escalation_digest of `payload`); raising the same
+        id again (a replayed step) is a no-op. Returns the raise time recorded for it."""
         with self.engine.begin() as c:
             exists = c.execute(sa.select(escalations.c.created).where(escalations.c.id == esc_id)).first()
             if exists is None:
                 c.execute(escalations.insert().values(
                     id=esc_id, run_id=run_id, created=created, deadline=deadline,
-                    payload=json.dumps(payload), status="pending"))
-                news = raised_news(esc_id, payload)
+                    payload=json.dumps(payload), status="pending", digest=digest))
+                news = f"raised {esc_id}"
                 self.signals.in_transaction(c, news)
         if exists is None:
             self.signals.committed(news)
@@ -300,6 +289,16 @@ class Database:
         with self.engine.connect() as c:
             return [_escalation_row(r) for r in c.execute(query).mappings()]
 
+    def escalations_among(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """These escalations as the database holds them, whatever their status (unknown ids are
+        left out): what a process reads when it hears news of them."""
+        ids = list(esc_ids)
+        if not ids:
+            return []
+        query = escalations.select().where(escalations.c.id.in_(ids)).order_by(escalations.c.created)
+        with self.engine.connect() as c:
+            return [_escalation_row(r) for r in c.execute(query).mappings()]
+
     def decided(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
         """Which of these escalations are no longer pending (for a process waiting on them)."""
         ids = list(esc_ids)
@@ -309,18 +308,20 @@ class Database:
         with self.engine.connect() as c:
             return [_escalation_row(r) for r in c.execute(query).mappings()]
 
-    def decide(self, esc_id: str, decision: dict[str, Any], resolved_by: str, *, now: float | None = None) -> DecideResult:
-        """Apply a decision unless one was applied first; exactly one writer ever wins."""
+    def decide(self, esc_id: str, decision: dict[str, Any], resolved_by: str, *, digest: str,
+               now: float | None = None) -> DecideResult:
+        """Apply a decision unless one was applied first; exactly one writer ever wins. `digest`:
+        the escalation as its decider saw it; the row must still hold that request."""
         with self.engine.begin() as c:
             done = c.execute(
                 escalations.update()
-                .where(escalations.c.id == esc_id, escalations.c.status == "pending")
+                .where(escalations.c.id == esc_id, escalations.c.status == "pending", _same_request(digest))
                 .values(status="decided", decision=json.dumps(decision),
                         resolved_by=resolved_by, decided_at=now if now is not None else time.time())
             )
             won = done.rowcount == 1
             if won:
-                news = decided_news(esc_id, decision)
+                news = f"decided {esc_id}"
                 self.signals.in_transaction(c, news)
             else:
                 row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
@@ -329,8 +330,8 @@ class Database:
             return DecideResult(True, decision, resolved_by, "decided")
         return _lost(row)
 
-    def decide_many(self, items: list[tuple[str, dict[str, Any], str, float | None]]) -> list[DecideResult]:
-        """`decide` for each (id, decision, resolved_by, now), all in one transaction: each
+    def decide_many(self, items: list[tuple[str, dict[str, Any], str, float | None, str]]) -> list[DecideResult]:
+        """`decide` for each (id, decision, resolved_by, now, digest), all in one transaction: each
         escalation still gets its own conditional update (pending only), so each is won or
         lost on its own; what holds afterwards tells which were ours (a decision's JSON carries
         its time and channel: two writers never write the same). Every decision won is news to
@@ -338,20 +339,21 @@ class Database:
         if not items:
             return []
         wall = time.time()
-        rows = [(json.dumps(decision), resolved_by, now if now is not None else wall, esc_id)
-                for esc_id, decision, resolved_by, now in items]
+        rows = [(json.dumps(decision), resolved_by, now if now is not None else wall, esc_id, digest)
+                for esc_id, decision, resolved_by, now, digest in items]
         ids = [esc_id for esc_id, *_ in items]
         with self.engine.begin() as c:
             # The driver's own executemany: SQLAlchemy's per-row parameter handling was most of
             # the time for a taught rule releasing 200 requests (10 of 14 ms).
             mark = "?" if c.dialect.paramstyle == "qmark" else "%s"
             c.exec_driver_sql(f"UPDATE {escalations.name} SET status = 'decided', decision = {mark}, resolved_by = {mark}, "
-                              f"decided_at = {mark} WHERE id = {mark} AND status = 'pending'", rows)
+                              f"decided_at = {mark} WHERE id = {mark} AND status = 'pending' "
+                              f"AND (digest = {mark} OR digest IS NULL)", rows)
             held = {r["id"]: r for r in c.execute(
                 sa.select(escalations.c.id, escalations.c.status, escalations.c.decision, escalations.c.resolved_by)
                 .where(escalations.c.id.in_(ids))).mappings()}
             results = [_held_result(held.get(esc_id), decision, resolved_by, text)
-                       for (text, resolved_by, _at, esc_id), (_id, decision, *_rest) in zip(rows, items)]
+                       for (text, resolved_by, _at, esc_id, _digest), (_id, decision, *_rest) in zip(rows, items)]
             won = [esc_id for esc_id, result in zip(ids, results) if result.won]
             # One message names up to NEWS_IDS of them: 200 messages were 200 NOTIFYs (PostgreSQL)
             # or 200 sends to each listener (SQLite).
@@ -538,6 +540,8 @@ def _lost(row: Any) -> DecideResult:
     """A decision not applied: what holds instead (`row`: the escalation's, None if unknown)."""
     if row is None:
         return DecideResult(False, None, None, "unknown")
+    if row["status"] == "pending":  # the conditional update found it pending: another request than the one seen
+        return DecideResult(False, None, None, "changed")
     return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
 
 
@@ -547,6 +551,28 @@ def _create_file(path: Path) -> None:
     existing file keeps its mode: a database may be shared on purpose."""
     make_folders(path.parent)
     create_private_file(path)
+
+
+def _same_request(digest: str) -> sa.ColumnElement[bool]:
+    """The row holds the request its decider saw (a row raised before digests holds any)."""
+    return sa.or_(escalations.c.digest == digest, escalations.c.digest.is_(None))
+
+
+def _add_digest_column(engine: sa.Engine) -> None:
+    """A database made before decisions carried a digest has no `digest` column: add it (its
+    rows keep none, and are decided as before). Several processes may open it at once: a
+    failure is only one if the column is still missing."""
+    def missing() -> bool:
+        return "digest" not in {c["name"] for c in sa.inspect(engine).get_columns(escalations.name)}
+
+    if not missing():
+        return
+    try:
+        with engine.begin() as c:
+            c.execute(sa.text(f"ALTER TABLE {escalations.name} ADD COLUMN digest VARCHAR(64)"))
+    except sa.exc.SQLAlchemyError:
+        if missing():
+            raise
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

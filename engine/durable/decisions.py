@@ -4,7 +4,7 @@ The broker keeps owning the futures a process waits on; this store makes the dat
 behind them: an escalation is written when raised, a decision is applied by a conditional update
 (the first writer wins: a console, `escalate answer`, an answers file or a deadline), and
 decisions written by other processes arrive as news (engine/durable/signals.py), with a slow poll
-behind it.
+behind it. News names escalations only: what it tells is read from the rows.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 from typing import Any, Iterable
 
 from engine.durable.database import Database
+from engine.escalation.broker import RequestChanged
 from engine.escalation.model import (
     Audit,
     Decision,
@@ -26,6 +27,7 @@ from engine.escalation.model import (
     Response,
     ResponseType,
     TimeoutPolicy,
+    escalation_digest,
 )
 
 
@@ -66,7 +68,7 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
         "additionalInstructions": r.additional_instructions, "resolvedBy": decision.resolved_by.value,
         "resolvedAt": decision.resolved_at, "note": decision.note, "stopsTask": decision.stops_task,
         "editedArgs": r.edited_args, "rule": decision.audit.rule, "via": decision.audit.via, "shown": decision.audit.shown,
-        "decidedBy": decision.decided_by,
+        "decidedBy": decision.decided_by, "digest": decision.digest,
     }
 
 
@@ -76,7 +78,8 @@ def decision_from_json(esc_id: str, data: dict[str, Any]) -> Decision:
                         data.get("additionalInstructions"), edited if isinstance(edited, dict) else None)
     audit = Audit(str(data.get("rule") or ""), str(data.get("via") or ""), str(data.get("shown") or ""))
     return Decision(esc_id, response, ResolvedBy(data["resolvedBy"]), float(data.get("resolvedAt") or 0.0),
-                    data.get("note", ""), bool(data.get("stopsTask")), audit, str(data.get("decidedBy") or ""))
+                    data.get("note", ""), bool(data.get("stopsTask")), audit, str(data.get("decidedBy") or ""),
+                    str(data.get("digest") or ""))
 
 
 def who(via: str) -> str:
@@ -111,31 +114,27 @@ class DecisionStore:
         """Record a raised escalation unless its id is recorded already; returns the raise time
         recorded for it."""
         esc = pending.escalation
-        return self.db.add_escalation(esc.id, esc.run_id, pending_to_json(pending), esc.created_at, pending.policy.deadline)
+        return self.db.add_escalation(esc.id, esc.run_id, pending_to_json(pending), esc.created_at, pending.policy.deadline,
+                                      digest=escalation_digest(pending))
 
     def decide(self, decision: Decision) -> Decision | None:
-        """Apply `decision`; returns the decision that holds (another one if someone was first),
-        None when the escalation was withdrawn."""
+        """Apply `decision` (its `digest`: the request as its decider saw it); returns the
+        decision that holds (another one if someone was first), None when the escalation was
+        withdrawn. Raises RequestChanged when the escalation waits as another request."""
         result = self.db.decide(decision.escalation_id, decision_to_json(decision), decision.resolved_by.value,
-                                now=decision.resolved_at or None)
-        if result.won:
-            return decision
-        if result.decision is None:
-            return None
-        return decision_from_json(decision.escalation_id, result.decision)
-
-    def decide_many(self, decisions: list[Decision]) -> list[Decision | None]:
-        """`decide` for many escalations in one transaction (a batch, a taught rule releasing
-        what waits): the decision that holds for each, in order."""
-        results = self.db.decide_many([(d.escalation_id, decision_to_json(d), d.resolved_by.value,
-                                        d.resolved_at or None) for d in decisions])
-        held: list[Decision | None] = []
-        for decision, result in zip(decisions, results):
-            if result.won:
-                held.append(decision)
-            else:
-                held.append(decision_from_json(decision.escalation_id, result.decision) if result.decision else None)
+                                digest=decision.digest, now=decision.resolved_at or None)
+        held = _held(decision, result)
+        if isinstance(held, RequestChanged):
+            raise held
         return held
+
+    def decide_many(self, decisions: list[Decision]) -> list[Decision | RequestChanged | None]:
+        """`decide` for many escalations in one transaction (a batch, a taught rule releasing
+        what waits): for each, in order, the decision that holds, None (withdrawn), or
+        RequestChanged (not the request its decider saw: left waiting)."""
+        results = self.db.decide_many([(d.escalation_id, decision_to_json(d), d.resolved_by.value,
+                                        d.resolved_at or None, d.digest) for d in decisions])
+        return [_held(decision, result) for decision, result in zip(decisions, results)]
 
     def withdraw(self, esc_id: str) -> None:
         self.db.withdraw(esc_id)
@@ -148,19 +147,17 @@ class DecisionStore:
     def pending_ids(self) -> set[str]:
         return self.db.pending_ids()
 
-    @staticmethod
-    def from_news(body: str) -> PendingEscalation:
-        """The escalation a `raised` message carries (engine/durable/database.py raised_news)."""
-        import json
-
-        return pending_from_json(json.loads(body))
-
-    @staticmethod
-    def decision_from_news(esc_id: str, body: str) -> Decision:
-        """The decision a `decided` message carries (engine/durable/database.py decided_news)."""
-        import json
-
-        return decision_from_json(esc_id, json.loads(body))
+    def read(self, esc_ids: Iterable[str]) -> tuple[list[PendingEscalation], list[tuple[str, Decision | None]]]:
+        """What the database holds for these escalations (news of them was heard), in one query:
+        those pending, as raised, and those settled (id, decision or None if withdrawn)."""
+        pending: list[PendingEscalation] = []
+        settled: list[tuple[str, Decision | None]] = []
+        for row in self.db.escalations_among(esc_ids):
+            if row["status"] == "pending":
+                pending.append(pending_from_json(row["payload"]))
+            else:
+                settled.append((row["id"], decision_from_json(row["id"], row["decision"]) if row["decision"] else None))
+        return pending, settled
 
     def still_pending(self, esc_ids: Iterable[str]) -> list[PendingEscalation]:
         """Those of these escalations that are pending now, as raised."""
@@ -170,3 +167,12 @@ class DecisionStore:
         """Escalations among these that are no longer pending: (id, decision or None if withdrawn)."""
         return [(row["id"], decision_from_json(row["id"], row["decision"]) if row["decision"] else None)
                 for row in self.db.decided(esc_ids)]
+
+
+def _held(decision: Decision, result: Any) -> Decision | RequestChanged | None:
+    """What holds after trying `decision` (result: the database's DecideResult)."""
+    if result.won:
+        return decision
+    if result.status == "changed":
+        return RequestChanged(f"escalation {decision.escalation_id} changed since it was shown: look at it again")
+    return decision_from_json(decision.escalation_id, result.decision) if result.decision else None

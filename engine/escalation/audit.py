@@ -41,6 +41,7 @@ def audit_record(record: EscalationRecord) -> dict[str, Any]:
         "shown": decision.audit.shown or None, "note": decision.note or None,
         "decidedAt": iso(decision.resolved_at), "waitedSeconds": round(max(0.0, decision.resolved_at - esc.created_at), 3),
         "approved": approved(record), "stopsTask": decision.stops_task,
+        "digest": decision.digest or None,  # the request as its decider saw it (engine/escalation/model.py)
     })
     return out
 

@@ -26,6 +26,7 @@ from engine.escalation.model import (
     ResolvedBy,
     Response,
     ResponseType,
+    escalation_digest,
 )
 
 if TYPE_CHECKING:
@@ -36,6 +37,12 @@ log = logging.getLogger(__name__)
 # Decisions and escalations of other processes arrive as news (engine/durable/signals.py); this
 # poll only catches what a lost message would miss.
 POLL_SECONDS = 1.0
+# News names escalations and nothing more (anyone who can send it can send anything): the ids
+# heard are read from the database. More ids than this heard at once: everything is read again.
+NEWS_KINDS = ("raised", "decided", "withdrawn")
+READ_AT_MOST = 500
+NEWS_IDS_IN_ONE = 50  # ids one message names at most (engine/durable/database.py NEWS_IDS)
+ID_MAX = 96  # the escalations table's id column
 
 RAISED = "raised"
 RESOLVED = "resolved"
@@ -59,6 +66,11 @@ class AlreadyResolved(EscalationError):
 
 class InvalidResponse(EscalationError):
     pass
+
+
+class RequestChanged(EscalationError):
+    """The escalation waits as another request than the one its decider saw (the digests
+    differ): nothing was decided; it is shown again as the database holds it."""
 
 
 class NoTimeoutDefault(EscalationError):
@@ -86,7 +98,8 @@ def timeout_decision(pending: PendingEscalation, now: float) -> Decision:
     nobody = f"nobody answered within {waited:g} s" if waited is not None else "nobody answered"
 
     def make(response: Response, note: str, stops: bool = False) -> Decision:
-        return Decision(esc.id, response, ResolvedBy.TIMEOUT_DEFAULT, now, f"{nobody}: {note}", stops)
+        return Decision(esc.id, response, ResolvedBy.TIMEOUT_DEFAULT, now, f"{nobody}: {note}", stops,
+                        digest=escalation_digest(pending))
 
     if esc.origin is Origin.TOOL_APPROVAL:
         return make(Response(ResponseType.OPTION, selected_option=DENY), "denied (fail closed)")
@@ -136,6 +149,26 @@ def validate_response(pending: PendingEscalation, response: Response) -> None:
         raise InvalidResponse(f"escalation {esc.id}: a text answer needs textResponse")
 
 
+def _plausible(esc_id: str) -> bool:
+    """An id worth a query: not empty, not too long, storable text."""
+    if not 0 < len(esc_id) <= ID_MAX:
+        return False
+    try:
+        esc_id.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no row has it
+        return False
+    return True
+
+
+def _bound(pending: PendingEscalation, decision: Decision) -> Decision:
+    """The decision, if it was made on the request this run raised (a decision made before
+    digests names none): a run never carries out what its decider did not see."""
+    if decision.digest and decision.digest != escalation_digest(pending):
+        raise EscalationError(f"escalation {pending.escalation.id} was decided on another request than this "
+                              "run raised: not carried out")
+    return decision
+
+
 class _Entry:
     __slots__ = ("pending", "future", "timer", "adopted")
 
@@ -177,10 +210,10 @@ class EscalationBroker:
         adopted = self._entries.get(esc_id)
         if adopted is not None and adopted.adopted:  # a continued run asks what was listed at start
             adopted.adopted = False
-            return await self._await(adopted)
+            return _bound(pending, await self._await(adopted))
         if esc_id in self._entries or esc_id in self._done:
             if self.store is not None and esc_id in self._done and self._done[esc_id] is not None:
-                return self._done[esc_id]  # type: ignore[return-value]  # decided before its run continued
+                return _bound(pending, self._done[esc_id])  # type: ignore[arg-type]  # decided before its run continued
             raise EscalationError(f"escalation id {esc_id!r} is already in use")
         if self.store is not None:
             known = self.store.lookup(esc_id)
@@ -188,11 +221,11 @@ class EscalationBroker:
                 if known[1] is None:
                     raise asyncio.CancelledError(f"escalation {esc_id} was withdrawn")
                 self._done[esc_id] = known[1]
-                return known[1]
+                return _bound(pending, known[1])
             if known is None:
                 self.store.raised(pending)
         entry = self._register(pending)
-        return await self._await(entry)
+        return _bound(pending, await self._await(entry))
 
     def record_raised(self, pending: PendingEscalation) -> Escalation:
         """Write a raised escalation to the database now (every console lists it), ahead of
@@ -235,13 +268,15 @@ class EscalationBroker:
 
     def answer(
         self, escalation_id: str, response: Response, resolved_by: ResolvedBy = ResolvedBy.HUMAN,
-        audit: Audit | None = None,
+        audit: Audit | None = None, seen: PendingEscalation | None = None,
     ) -> Decision:
-        """Resolve a pending escalation once; refuses unknown, resolved or meaningless answers."""
+        """Resolve a pending escalation once; refuses unknown, resolved or meaningless answers.
+        `seen`: the request as the decider was shown it (default: as listed here); RequestChanged
+        when the database holds another one (it is then listed again as held)."""
         entry = self._entry(escalation_id)
         validate_response(entry.pending, response)
         decision = Decision(escalation_id, response, resolved_by, self.clock.now(), audit=audit or Audit(),
-                            decided_by=self.identity)
+                            decided_by=self.identity, digest=escalation_digest(seen or entry.pending))
         held = self._resolve(entry, decision)
         if held is not decision:
             if held is None:
@@ -264,6 +299,8 @@ class EscalationBroker:
             validate_response(entry.pending, decision.response)
             if decision.resolved_by is ResolvedBy.HUMAN and not decision.decided_by:
                 decision = replace(decision, decided_by=self.identity)  # the other consoles say who
+            if not decision.digest:  # a rule's or a batch's: made on the request as listed here
+                decision = replace(decision, digest=escalation_digest(entry.pending))
             ready.append((entry, decision))
         if self.store is not None and ready:
             held = self.store.decide_many([d for _, d in ready])
@@ -273,6 +310,9 @@ class EscalationBroker:
         for (entry, decision), holding in zip(ready, held):
             if self._entries.get(decision.escalation_id) is not entry:
                 continue  # resolved meanwhile (a subscriber answered it)
+            if isinstance(holding, RequestChanged):  # left waiting, listed again as the database holds it
+                self._look_again(decision.escalation_id)
+                continue
             if holding is None:
                 self._withdraw(entry)
                 entry.future.cancel()
@@ -357,7 +397,10 @@ class EscalationBroker:
             decision = timeout_decision(entry.pending, self.clock.now())
         except NoTimeoutDefault:
             return  # a deadline on a waiting policy means nothing: keep waiting
-        self._resolve(entry, decision)
+        try:
+            self._resolve(entry, decision)
+        except RequestChanged:  # listed again as held; a person decides it
+            log.warning("escalation %s changed before its timeout default applied: it waits", escalation_id)
 
     def _finish(self, entry: _Entry, decision: Decision | None) -> None:
         esc_id = entry.pending.escalation.id
@@ -372,7 +415,14 @@ class EscalationBroker:
         decision applied (None: the escalation was withdrawn elsewhere)."""
         held: Decision | None = decision
         if self.store is not None and not recorded:
-            held = self.store.decide(decision)
+            if not decision.digest:
+                decision = replace(decision, digest=escalation_digest(entry.pending))
+                held = decision
+            try:
+                held = self.store.decide(decision)
+            except RequestChanged:
+                self._look_again(decision.escalation_id)
+                raise
         if held is None:
             self._withdraw(entry)
             entry.future.cancel()
@@ -435,39 +485,44 @@ class EscalationBroker:
                 log.debug("reading news failed", exc_info=True)
 
     async def _look(self, messages: list[str]) -> None:
+        """Read the rows of the escalations the news names (only those that concern this
+        process): a run goes on only on a decision read there, and a console lists what the
+        database holds. What a message says beyond the ids is never used."""
         assert self.store is not None
-        store = self.store
-        raised: list[str] = []
-        settled: list[str] = []
-        carried: list[tuple[str, Decision | None]] = []  # decisions that came with the news
-        everything = False
+        ids: dict[str, None] = {}
         for message in messages:
-            head, _, body = message.partition("\n")
-            kind, _, esc_id = head.partition(" ")
+            kind, _, named = message.partition("\n")[0].partition(" ")
             if kind == "*":
-                everything = True
-            elif kind == "raised" and self._watch_all and esc_id not in self._entries and esc_id not in self._done:
-                try:  # the escalation came with the news: listed at once (the database has it)
-                    self.adopt(store.from_news(body))
-                except Exception:  # no body (too big to travel), or not one: read it back
-                    raised.append(esc_id)
-            elif kind == "decided" and body and esc_id in self._entries:
-                try:  # the decision came with the news: the waiting run goes on at once
-                    carried.append((esc_id, store.decision_from_news(esc_id, body)))
-                except Exception:  # not one: read it back
-                    settled.append(esc_id)
-            elif kind in ("decided", "withdrawn"):  # one id, or several (a batch: "decided ID ID ...")
-                settled.extend(i for i in esc_id.split(" ") if i in self._entries)
-        if carried:
-            self._apply(carried)
-        if everything:
+                await self._sync()
+                return
+            if kind not in NEWS_KINDS or (kind == "raised" and not self._watch_all):
+                continue  # a process that lists nothing has nothing to read on a raise
+            for esc_id in named.split(" ")[:NEWS_IDS_IN_ONE]:
+                if _plausible(esc_id) and (esc_id in self._entries or (self._watch_all and esc_id not in self._done)):
+                    ids[esc_id] = None
+        if len(ids) > READ_AT_MOST:  # a flood of names: read everything once instead
             await self._sync()
-            return
-        if raised:
-            for pending in await asyncio.to_thread(store.still_pending, raised):
-                self.adopt(pending)
-        if settled:
-            self._apply(await asyncio.to_thread(store.settled, settled))
+        elif ids:
+            pending, settled = await asyncio.to_thread(self.store.read, list(ids))
+            self._list(pending)
+            self._apply(settled)
+
+    def _look_again(self, escalation_id: str) -> None:
+        """Read this escalation's row soon (a decision found it changed): listed again as held."""
+        if self.store is not None:
+            self._hear(f"decided {escalation_id}")  # read as news of it is
+
+    def _list(self, rows: list[PendingEscalation]) -> None:
+        """Escalations pending in the database: listed (a console), or, when listed here as
+        another request than the row holds, listed again as held (subscribers hear RAISED)."""
+        for pending in rows:
+            entry = self._entries.get(pending.escalation.id)
+            if entry is None:
+                if self._watch_all:
+                    self.adopt(pending)
+            elif escalation_digest(entry.pending) != escalation_digest(pending):
+                entry.pending = pending
+                self._notify(BrokerEvent(RAISED, pending))
 
     async def _sync(self) -> None:
         """Everything again: decisions made elsewhere, and (a console) escalations raised elsewhere."""
@@ -493,6 +548,7 @@ class EscalationBroker:
                 log.debug("decision poll failed", exc_info=True)
 
     def _apply(self, settled: list[tuple[str, Decision | None]]) -> None:
+        """Decisions and withdrawals read from the database, for what waits here."""
         for esc_id, decision in settled:
             entry = self._entries.get(esc_id)
             if entry is None:

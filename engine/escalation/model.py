@@ -6,6 +6,8 @@ rules (which decide defaults) and the console (which shows them). Plain dataclas
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -123,6 +125,7 @@ class Decision:
     stops_task: bool = False  # a `stop` default or rule: the task ends (run exits 3)
     audit: Audit = field(default_factory=Audit)
     decided_by: str = ""  # who answered, for the other consoles: "alice@laptop via console"
+    digest: str = ""  # escalation_digest of the request as the decider saw it ("": decided before digests)
 
     def to_event_fields(self, escalation: Escalation | None = None) -> dict[str, Any]:
         """The contract's `decision` event fields, plus the chosen option's label (from
@@ -184,6 +187,23 @@ class PendingEscalation:
     escalation: Escalation
     policy: TimeoutPolicy
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. tool name/args for approvals
+
+
+def escalation_digest(pending: PendingEscalation) -> str:
+    """A sha256 of what a decider is shown of an escalation (who asks, question, context, options,
+    tool and arguments) as canonical JSON: a decision names the request it was made on, and the
+    database applies it to that request only. Times and the timeout policy are left out: a run
+    asking again after a restart asks the same question."""
+    esc = pending.escalation
+    shown = {
+        "id": esc.id, "task": esc.task_id, "run": esc.run_id, "agent": esc.agent, "reason": esc.reason.value,
+        "question": esc.question, "context": esc.context,
+        "options": [[o.id, o.label, o.description, o.recommended] for o in esc.options],
+        "allowAgentDecision": esc.allow_agent_decision, "origin": esc.origin.value,
+        "tool": pending.extra.get("tool"), "args": pending.extra.get("args"),
+    }
+    text = json.dumps(shown, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 @dataclass

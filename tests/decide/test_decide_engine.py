@@ -105,10 +105,10 @@ def test_decide_many_wins_only_what_was_pending(tmp_path) -> None:
     db = Database(f"sqlite:///{tmp_path / 'x.db'}")
     try:
         for n in range(3):
-            db.add_escalation(f"e{n}", "r1", {"n": n}, 1.0, None)
-        assert db.decide("e1", {"who": "first"}, "human").won
+            db.add_escalation(f"e{n}", "r1", {"n": n}, 1.0, None, digest=f"d{n}")
+        assert db.decide("e1", {"who": "first"}, "human", digest="d1").won
         db.withdraw("e2")
-        results = db.decide_many([(f"e{n}", {"who": "batch", "n": n}, "rule", 2.0) for n in range(4)])
+        results = db.decide_many([(f"e{n}", {"who": "batch", "n": n}, "rule", 2.0, f"d{n}") for n in range(4)])
         assert [r.won for r in results] == [True, False, False, False]
         assert [r.status for r in results] == ["decided", "decided", "withdrawn", "unknown"]
         assert results[1].decision == {"who": "first"} and results[1].resolved_by == "human"

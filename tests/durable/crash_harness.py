@@ -18,7 +18,7 @@ from pathlib import Path
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore, pending_from_json
 from engine.escalation.broker import APPROVE
-from engine.escalation.model import Decision, Origin, ResolvedBy, Response, ResponseType
+from engine.escalation.model import Decision, Origin, ResolvedBy, Response, ResponseType, escalation_digest
 
 DATA = Path(__file__).parent / "data"
 EXPECTED = "first done | second done | ship it"
@@ -53,7 +53,7 @@ def answer_pending(db: Database) -> int:
     answered = 0
     for row in db.pending_escalations():
         pending = pending_from_json(row["payload"])
-        decision = Decision(row["id"], answer_for(pending), ResolvedBy.HUMAN, time.time())
+        decision = Decision(row["id"], answer_for(pending), ResolvedBy.HUMAN, time.time(), digest=escalation_digest(pending))
         if store.decide(decision) is decision:
             answered += 1
     return answered

@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore, pending_from_json, who
-from engine.escalation.model import Decision, ResolvedBy, Response, ResponseType
+from engine.escalation.model import Decision, ResolvedBy, Response, ResponseType, escalation_digest
 
 DATA = Path(__file__).parent / "data"
 ASK = DATA / "ask.sr"
@@ -92,7 +92,8 @@ def answer_args(row: dict[str, Any]) -> list[str]:
 
 def answer_directly(db: Database, row: dict[str, Any]) -> bool:
     """The same conditional update `escalate answer` makes, without starting a process."""
-    decision = Decision(row["id"], answer_for(row), ResolvedBy.HUMAN, time.time(), decided_by=who("test script"))
+    decision = Decision(row["id"], answer_for(row), ResolvedBy.HUMAN, time.time(), decided_by=who("test script"),
+                        digest=escalation_digest(pending_from_json(row["payload"])))
     return DecisionStore(db).decide(decision) is decision
 
 

@@ -72,6 +72,7 @@ async def test_consoles_see_what_others_raise_and_decide_and_the_first_answer_wi
 
 async def test_a_decision_made_elsewhere_reaches_the_waiting_run_without_a_poll(url: str, monkeypatch) -> None:
     from engine.durable.decisions import decision_from_json
+    from engine.escalation.model import escalation_digest
 
     monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
     worker_db, shell_db = Database(url), Database(url)
@@ -79,10 +80,12 @@ async def test_a_decision_made_elsewhere_reaches_the_waiting_run_without_a_poll(
     try:
         worker.watch()
         await asyncio.sleep(0.5)  # PostgreSQL: the listening connection is up (a process opens it at start)
-        asked = asyncio.ensure_future(worker.ask(pending("r2.1")))
+        raised = pending("r2.1")
+        asked = asyncio.ensure_future(worker.ask(raised))
         await asyncio.sleep(0.1)
-        answer = {"responseType": "option", "selectedOption": "keep", "resolvedBy": "human", "decidedBy": "carol@c via escalate answer"}
-        assert shell_db.decide("r2.1", answer, "human").won  # what `escalate answer` does
+        answer = {"responseType": "option", "selectedOption": "keep", "resolvedBy": "human",
+                  "decidedBy": "carol@c via escalate answer", "digest": escalation_digest(raised)}
+        assert shell_db.decide("r2.1", answer, "human", digest=escalation_digest(raised)).won  # what `escalate answer` does
         decision = await asyncio.wait_for(asked, 10)
         assert decision == decision_from_json("r2.1", answer)
     finally:

@@ -191,7 +191,7 @@ class DecisionPane(Vertical):
             self.pending = pending
             return
         self._save_draft()
-        previous = self.pending.escalation.id if self.pending else None
+        previous = self.pending
         self.pending = pending
         if pending is None:
             self._choices = []
@@ -200,8 +200,8 @@ class DecisionPane(Vertical):
         self.query_one("#pane-queue", Static).update(  # fixed size: no relayout
             Text(f"{position} of {total} · [ ]" if total > 1 else "", style="bold"), layout=False
         )
-        if esc.id == previous:
-            return  # same escalation: keep the user's highlight and typing
+        if pending == previous:
+            return  # same escalation: keep the user's highlight and typing (a changed one is shown again)
         title = Text("⚠  DECISION REQUIRED ", style="bold")
         title.append(f"[{one_line(esc.task_id, 80)}]", style="bold yellow")
         self.query_one("#pane-title", Static).update(title, layout=False)
