@@ -116,7 +116,7 @@ def test_a_decision_with_list_arguments_written_by_another_client_runs_nothing(t
     """An edit that no client checked (an older client, a hand-written row) meets the run's own check."""
     from engine.durable.database import Database
     from engine.durable.decisions import DecisionStore
-    from engine.escalation.model import Decision, ResolvedBy, Response, ResponseType
+    from engine.escalation.model import Decision, ResolvedBy, Response, ResponseType, escalation_digest
 
     workspace(tmp_path, {"command": "echo hello"}, ASKING_RULES)
     run = start(tmp_path, "run", "w.sr", "--script", "s.yaml", "--rules", "r.yaml", "--events", "e.jsonl", "--wait")
@@ -125,7 +125,9 @@ def test_a_decision_with_list_arguments_written_by_another_client_runs_nothing(t
         db = Database(f"sqlite:///{tmp_path / '.escalate' / 'escalate.db'}")
         try:
             response = Response(ResponseType.OPTION, selected_option="approve", edited_args={"command": [HOSTILE]})
-            DecisionStore(db).decide(Decision(row["id"], response, ResolvedBy.HUMAN, time.time()))
+            store = DecisionStore(db)
+            [seen] = store.still_pending([row["id"]])  # the other client saw the request as it is
+            store.decide(Decision(row["id"], response, ResolvedBy.HUMAN, time.time(), digest=escalation_digest(seen)))
         finally:
             db.close()
         out, err = run.communicate(timeout=120)
