@@ -16,6 +16,7 @@ from engine.text_safety import visible
 
 def main(args: argparse.Namespace) -> int:
     from engine.durable.database import Database, DatabaseError, resolve_url
+    from engine.durable.urls import shown
 
     try:
         db = Database(resolve_url(args.db))
@@ -24,6 +25,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         listed = describe_runs(db, include_finished=args.all)
+    except DatabaseError as exc:  # a lock another session holds (engine/durable/database.py)
+        write_line(f"--db {shown(db.url)}: {exc}")
+        return 2
     finally:
         db.close()
     if args.format == "json":

@@ -144,11 +144,14 @@ class Database:
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            self.engine = sa.create_engine(engine_url(url), future=True)
+            self.engine = sa.create_engine(engine_url(url), future=True,
+                                           connect_args=_postgres_options() if path is None else {})
             if path is not None:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            else:
+                sa.event.listen(self.engine, "handle_error", _on_error)
             _create_tables(self.engine)
-        except (OSError, sa.exc.SQLAlchemyError) as exc:
+        except (OSError, sa.exc.SQLAlchemyError, DatabaseError) as exc:
             raise DatabaseError(f"{shown(url)}: cannot open the database: {_why(exc)}") from None
         from engine.durable.signals import signals_for
 
@@ -491,22 +494,33 @@ def _run_out(row: Any) -> dict[str, Any]:
 
 
 CREATE_ATTEMPTS = 100  # x 50 ms: creating the tables of a new SQLite file beside other processes
+# PostgreSQL: the key that makes creating the tables one process at a time (IF NOT EXISTS races on
+# the catalog). Taken only when something is missing: any role that may connect can hold it.
+CREATE_LOCK_KEY = 8117008514
+# PostgreSQL: the longest any statement of ours waits for a lock. Escalate's own transactions
+# hold theirs for milliseconds; a longer wait is another session's doing, which is named then.
+LOCK_TIMEOUT_SECONDS = 5
 
 
 def _create_tables(engine: sa.Engine) -> None:
-    """IF NOT EXISTS: several processes may open a new database at the same moment (a console
-    and `escalate runs`), and a check-then-create would fail in all but one."""
+    """Create what is missing of `metadata` (tables, then indexes), nothing when nothing is: a
+    database already set up is opened without taking any lock. Several processes may open a new
+    database at the same moment (a console and `escalate runs`): IF NOT EXISTS, and on PostgreSQL
+    one at a time under an advisory lock, waited for at most LOCK_TIMEOUT_SECONDS."""
     from sqlalchemy.schema import CreateIndex, CreateTable
 
     for attempt in itertools.count():
         try:
+            with engine.connect() as c:
+                missing = _missing(c)
+            if not missing:
+                return
             with engine.begin() as c:
-                if engine.dialect.name == "postgresql":  # IF NOT EXISTS races on PostgreSQL's catalog: one at a time
-                    c.execute(sa.text("SELECT pg_advisory_xact_lock(8117008514)"))
-                for table in metadata.sorted_tables:
-                    c.execute(CreateTable(table, if_not_exists=True))
-                    for index in table.indexes:
-                        c.execute(CreateIndex(index, if_not_exists=True))
+                if engine.dialect.name == "postgresql":
+                    c.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": CREATE_LOCK_KEY})
+                for item in missing:
+                    c.execute(CreateTable(item, if_not_exists=True) if isinstance(item, sa.Table)
+                              else CreateIndex(item, if_not_exists=True))
             return
         except sa.exc.OperationalError as exc:
             # SQLite: seen once with two workers starting together on a new file (one of them
@@ -516,6 +530,70 @@ def _create_tables(engine: sa.Engine) -> None:
             if engine.dialect.name != "sqlite" or "locked" not in str(exc) or attempt >= CREATE_ATTEMPTS:
                 raise
             time.sleep(0.05)
+
+
+def _missing(c: sa.Connection) -> list[sa.Table | sa.Index]:
+    """The tables and indexes of `metadata` that the database lacks, tables first (read from
+    the catalog: no lock on any table)."""
+    inspector = sa.inspect(c)
+    present = set(inspector.get_table_names())
+    missing: list[sa.Table | sa.Index] = [t for t in metadata.sorted_tables if t.name not in present]
+    for table in metadata.sorted_tables:
+        if table.indexes:
+            named = {i["name"] for i in inspector.get_indexes(table.name)} if table.name in present else set()
+            missing.extend(i for i in table.indexes if i.name not in named)
+    return missing
+
+
+def _postgres_options() -> dict[str, Any]:
+    return {"options": f"-c lock_timeout={LOCK_TIMEOUT_SECONDS * 1000}"}
+
+
+def _on_error(context: Any) -> BaseException | None:
+    """PostgreSQL's "lock timeout" becomes one line naming who holds what we waited for."""
+    if getattr(context.original_exception, "sqlstate", None) != "55P03" or context.engine is None:
+        return None
+    return DatabaseError(f"waited {LOCK_TIMEOUT_SECONDS} s for a lock, {lock_holders(context.engine)}; "
+                         "nothing was changed (docs/durable.md: no other role should connect to this database)")
+
+
+def lock_holders(engine: sa.Engine) -> str:
+    """Who holds, in another session, the advisory lock that creates the tables or a lock on one
+    of escalate's tables stronger than reading or writing rows: `held by pid 123 (user mallory,
+    application psql): ACCESS EXCLUSIVE on escalate_runs`."""
+    query = sa.text("""
+        SELECT l.pid, a.usename, a.application_name, l.locktype, l.mode, c.relname
+        FROM pg_locks l
+        LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+        LEFT JOIN pg_class c ON l.locktype = 'relation' AND c.oid = l.relation
+        WHERE l.granted AND l.pid <> pg_backend_pid()
+          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND ((l.locktype = 'advisory' AND l.classid = :high AND l.objid = :low AND l.objsubid = 1)
+               OR (l.locktype = 'relation' AND c.relname IN :tables
+                   AND l.mode NOT IN ('AccessShareLock', 'RowExclusiveLock')))
+        ORDER BY l.pid""").bindparams(sa.bindparam("tables", expanding=True))
+    try:
+        with engine.connect() as c:
+            rows = c.execute(query, {"high": CREATE_LOCK_KEY >> 32, "low": CREATE_LOCK_KEY & 0xFFFFFFFF,
+                                     "tables": [t.name for t in metadata.sorted_tables]}).all()
+    except sa.exc.SQLAlchemyError as exc:
+        return f"held by a session not known (cannot read pg_locks: {_why(exc)})"
+    if not rows:
+        return "held by a session that has let go since, or by a row lock"
+    held = []
+    for pid, user, application, locktype, mode, relname in rows:
+        what = (f"advisory lock {CREATE_LOCK_KEY} (creating escalate's tables)" if locktype == "advisory"
+                else f"{_mode_words(mode)} on {relname}")
+        held.append(f"pid {pid} (user {user or '?'}, application {application or '?'}) holds {what}")
+        held[-1] = held[-1][:300]
+    return "; ".join(held[:5])
+
+
+def _mode_words(mode: str) -> str:
+    """`AccessExclusiveLock` -> `ACCESS EXCLUSIVE` (as LOCK TABLE spells it)."""
+    import re
+
+    return " ".join(re.findall("[A-Z][a-z]+", mode.removesuffix("Lock"))).upper()
 
 
 def _escalation_row(row: Any) -> dict[str, Any]:
@@ -550,5 +628,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def _why(exc: BaseException) -> str:
+    if isinstance(exc, DatabaseError):  # ours: already one line, naming what it needs to
+        return str(exc)
     text = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text[:300]
