@@ -140,6 +140,8 @@ class Database:
         self._events_pending = threading.Event()
         self._events_busy = False
         self._events_writer: threading.Thread | None = None
+        self._events_write = threading.Lock()  # held while a batch is taken and written
+        self._events_failing = False  # the last batch could not be written (said once)
         path = sqlite_path(url)
         try:
             if path is not None:
@@ -172,8 +174,18 @@ class Database:
                 then(c)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        with self.engine.begin() as c:
-            c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields)))
+        """Change the run's row, in one transaction with its events not written yet: what the
+        row says (waiting, done) never runs ahead of the log. A run that ended is never replayed,
+        so an event lost after its end would stay lost (issue 22, finding 12)."""
+        with self._events_write:  # the writer's batch in flight, which may hold this run's earlier events
+            with self._events_lock:
+                mine = [row for row in self._events_queue if row["run_id"] == run_id]
+                if mine:
+                    self._events_queue = [row for row in self._events_queue if row["run_id"] != run_id]
+            with self.engine.begin() as c:
+                if mine:
+                    c.execute(_events_insert(c), mine)
+                c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields)))
 
     def set_tokens(self, run_id: str, tokens: int) -> None:
         """The run's token count so far (one writer per run: the process running it)."""
@@ -440,19 +452,27 @@ class Database:
                     if not self._events_queue:
                         self._events_writer = None
                         return
-            with self._events_lock:
-                batch, self._events_queue = self._events_queue, []
-                self._events_pending.clear()
-                self._events_busy = bool(batch)
-            try:
-                if batch:
-                    with self.engine.begin() as c:
-                        c.execute(events.insert(), batch)
-            except Exception:  # a log line is not worth a run; the replay writes it again
-                log.exception("events not recorded")
-            finally:
+            with self._events_write:
                 with self._events_lock:
-                    self._events_busy = False
+                    batch, self._events_queue = self._events_queue, []
+                    self._events_pending.clear()
+                    self._events_busy = bool(batch)
+                try:
+                    if batch:
+                        with self.engine.begin() as c:
+                            c.execute(_events_insert(c), batch)
+                    self._events_failing = False
+                except Exception:
+                    # Kept for the next batch or the run's next update: what is stored stays a
+                    # prefix of each run's log, which a replay or the run's end completes.
+                    if not self._events_failing:
+                        log.exception("events not recorded yet")
+                    self._events_failing = True
+                    with self._events_lock:
+                        self._events_queue[:0] = batch
+                finally:
+                    with self._events_lock:
+                        self._events_busy = False
 
     def event_count(self, run_id: str) -> int:
         self.flush_events()
@@ -615,6 +635,16 @@ def _lost(row: Any) -> DecideResult:
     if row is None:
         return DecideResult(False, None, None, "unknown")
     return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
+
+
+def _events_insert(c: sa.Connection) -> Any:
+    """INSERT of events that skips one already stored: a batch is written again after a failure,
+    which may have come after its commit (a connection lost then)."""
+    if c.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(events).on_conflict_do_nothing()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
