@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 
 import sqlalchemy as sa
 
+from engine.durable import rows as checked
 from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
 
 __all__ = ["Database", "DatabaseError", "resolve_url", "sqlite_path"]
@@ -198,20 +199,20 @@ class Database:
         if not ids:
             return {}
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(run_tokens.c.run_id, run_tokens.c.tokens).where(run_tokens.c.run_id.in_(ids)))
-            return {row.run_id: int(row.tokens) for row in rows}
+            found = c.execute(sa.select(run_tokens.c.run_id, run_tokens.c.tokens).where(run_tokens.c.run_id.in_(ids)))
+            return {row.run_id: row.tokens for row in found if _tokens_ok(row)}
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
             row = c.execute(runs.select().where(runs.c.run_id == run_id)).mappings().first()
-        return _run_out(row) if row else None
+        return _run_out(row) if row else None  # a bad row: BadRow, one line naming it
 
     def list_runs(self, *, include_finished: bool = False) -> list[dict[str, Any]]:
         query = runs.select().order_by(runs.c.started)
         if not include_finished:
             query = query.where(runs.c.status.in_((*ACTIVE, QUEUED)))
         with self.engine.connect() as c:
-            return [_run_out(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _run_out)
 
     def beat(self, owner: str, now: float | None = None) -> None:
         """This process is alive: its active runs are not interrupted."""
@@ -263,7 +264,7 @@ class Database:
             runs.c.status.in_(ACTIVE), sa.or_(runs.c.heartbeat.is_(None), runs.c.heartbeat < now - STALE_AFTER)
         ).order_by(runs.c.started)
         with self.engine.connect() as c:
-            return [_run_out(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _run_out)
 
     # -- escalations -------------------------------------------------------------------------
 
@@ -293,7 +294,7 @@ class Database:
         if run_ids is not None:
             query = query.where(escalations.c.run_id.in_(list(run_ids)))
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def pending_among(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
         ids = list(esc_ids)
@@ -302,7 +303,7 @@ class Database:
         query = (escalations.select().where(escalations.c.id.in_(ids), escalations.c.status == "pending")
                  .order_by(escalations.c.created))
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def pending_ids(self) -> set[str]:
         with self.engine.connect() as c:
@@ -311,7 +312,7 @@ class Database:
     def escalations_of(self, run_id: str) -> list[dict[str, Any]]:
         query = escalations.select().where(escalations.c.run_id == run_id).order_by(escalations.c.created)
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def decided(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
         """Which of these escalations are no longer pending (for a process waiting on them)."""
@@ -320,7 +321,7 @@ class Database:
             return []
         query = escalations.select().where(escalations.c.id.in_(ids), escalations.c.status != "pending")
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def decide(self, esc_id: str, decision: dict[str, Any], resolved_by: str, *, now: float | None = None) -> DecideResult:
         """Apply a decision unless one was applied first; exactly one writer ever wins."""
@@ -389,7 +390,7 @@ class Database:
         query = (escalations.select().where(escalations.c.status != "pending")
                  .order_by(escalations.c.created.desc(), escalations.c.id.desc()).limit(limit))
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in reversed(list(c.execute(query).mappings()))]
+            return checked.valid(reversed(list(c.execute(query).mappings())), _escalation_row)
 
     # -- agent-to-agent history and imports ---------------------------------------------------
 
@@ -402,9 +403,10 @@ class Database:
 
     def agent_entries(self) -> list[tuple[Any, ...]]:
         query = sa.select(agent_history.c.time, agent_history.c.source, agent_history.c.target, agent_history.c.approved,
-                          agent_history.c.reason, agent_history.c.task, agent_history.c.denial).order_by(agent_history.c.id)
+                          agent_history.c.reason, agent_history.c.task, agent_history.c.denial, agent_history.c.id
+                          ).order_by(agent_history.c.id)
         with self.engine.connect() as c:
-            return [tuple(r) for r in c.execute(query)]
+            return [tuple(r.values())[:7] for r in checked.valid(c.execute(query).mappings(), _agent_entry)]
 
     def claim_import(self, path: str) -> bool:
         """Mark a --store file as imported; False when it already was (by any process)."""
@@ -483,7 +485,7 @@ class Database:
         self.flush_events()
         query = events.select().where(events.c.run_id == run_id).order_by(events.c.seq)
         with self.engine.connect() as c:
-            return [{"type": r["type"], "time": r["time"], **json.loads(r["fields"])} for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _event_out)
 
 
 # A file's name may hold bytes that are not UTF-8 (lone surrogates in Python), which a database
@@ -506,11 +508,24 @@ def _run_in(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_out(row: Any) -> dict[str, Any]:
-    out = dict(row)
-    for key in _PATHS:
-        if out.get(key) is not None:
-            out[key] = json.loads(out[key])
-    return out
+    return checked.run(dict(row), _PATHS)
+
+
+def _event_out(row: Any) -> dict[str, Any]:
+    if not isinstance(row["type"], str) or not isinstance(row["time"], str):
+        raise checked.BadRow(f"escalate_events row {row['run_id']!r} #{row['seq']}: type and time must be text")
+    return {**checked.event_fields(row["fields"], row["run_id"], row["seq"]), "type": row["type"], "time": row["time"]}
+
+
+def _agent_entry(row: Any) -> dict[str, Any]:
+    return checked.agent_entry(dict(row))
+
+
+def _tokens_ok(row: Any) -> bool:
+    if isinstance(row.tokens, int) and not isinstance(row.tokens, bool) and row.tokens >= 0:
+        return True
+    checked.report(checked.BadRow(f"escalate_run_tokens row {row.run_id!r}: tokens: not a count"))
+    return False
 
 
 CREATE_ATTEMPTS = 100  # x 50 ms: creating the tables of a new SQLite file beside other processes
@@ -617,10 +632,7 @@ def _mode_words(mode: str) -> str:
 
 
 def _escalation_row(row: Any) -> dict[str, Any]:
-    out = dict(row)
-    out["payload"] = json.loads(out["payload"])
-    out["decision"] = json.loads(out["decision"]) if out["decision"] else None
-    return out
+    return checked.escalation(dict(row))
 
 
 def _held_result(row: Any, decision: dict[str, Any], resolved_by: str, text: str) -> DecideResult:
@@ -634,7 +646,8 @@ def _lost(row: Any) -> DecideResult:
     """A decision not applied: what holds instead (`row`: the escalation's, None if unknown)."""
     if row is None:
         return DecideResult(False, None, None, "unknown")
-    return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
+    held = checked.parse_json(row["decision"], "escalate_escalations", repr(row["id"]), "decision") if row["decision"] else None
+    return DecideResult(False, checked.decision(held, row["id"]) if held is not None else None, row["resolved_by"], row["status"])
 
 
 def _events_insert(c: sa.Connection) -> Any:
