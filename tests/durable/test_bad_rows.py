@@ -208,3 +208,32 @@ def test_answer_on_a_bad_row_says_which_and_decides_nothing(hostile: Path, esc_i
 def test_answer_on_the_good_row_beside_them_decides_it(hostile: Path, listings) -> None:
     done = escalate(hostile.parent, "answer", "good.1", "--option", "keep", "--db", f"sqlite:///{hostile}")
     assert (done.returncode, done.stdout) == (0, "good.1: decided (option keep)\n"), done.stderr
+
+
+async def test_the_console_lists_the_good_escalation_and_says_once_which_rows_it_skipped(hostile: Path, tmp_path) -> None:
+    from engine.escalation.clock import RealClock
+    from tests.tui.helpers import SIZE, make_app, make_session, wait_until
+
+    copy_path = tmp_path / "escalate.db"
+    copy_path.write_bytes(hostile.read_bytes())  # the console continues runs: its own copy
+    session = make_session([], clock=RealClock(), db_url=f"sqlite:///{copy_path}", workspace=tmp_path)
+    app = make_app(session, open_engine=True)
+    told: list[str] = []
+    notify = app.notify
+
+    def spy(message: str, **kw: Any) -> None:
+        if kw.get("title") == "A row of the database was skipped":
+            told.append(message)
+        notify(message, **kw)
+
+    app.notify = spy  # type: ignore[method-assign]
+    bad_pending = [e for e, change in ESCALATIONS if change.get("status", "pending") == "pending"]
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_until(pilot, lambda: [p.escalation.id for p in session.pending()] == ["good.1"], 60, "the good escalation")
+        await wait_until(pilot, lambda: all(any(f"row '{e}'" in line for line in told) for e in bad_pending), 30,
+                         "a line for each bad pending escalation")
+        await pilot.pause(3)  # polls and news read the rows again: nothing more is said
+        assert app.is_running
+    for esc_id in bad_pending:
+        assert sum(f"escalate_escalations row '{esc_id}'" in line for line in told) == 1, told
+    assert len(told) == len(set(told))
