@@ -646,7 +646,7 @@ def _lost(row: Any) -> DecideResult:
     """A decision not applied: what holds instead (`row`: the escalation's, None if unknown)."""
     if row is None:
         return DecideResult(False, None, None, "unknown")
-    held = checked.parse_json(row["decision"], "escalate_escalations", repr(row["id"]), "decision") if row["decision"] else None
+    held = checked.parse_json(row["decision"], "escalate_escalations", row["id"], "decision") if row["decision"] else None
     return DecideResult(False, checked.decision(held, row["id"]) if held is not None else None, row["resolved_by"], row["status"])
 
 

@@ -134,25 +134,25 @@ class RunRow(_Row):
 
 def escalation(row: dict[str, Any]) -> dict[str, Any]:
     """An escalations row with its payload and decision parsed, checked; raises BadRow."""
-    name = _name(row, "id")
+    key = row.get("id")
     out = dict(row)
-    out["payload"] = parse_json(row.get("payload"), "escalate_escalations", name, "payload")
-    out["decision"] = parse_json(row["decision"], "escalate_escalations", name, "decision") if row.get("decision") is not None else None
-    _check(EscalationRow, out, "escalate_escalations", name)
+    out["payload"] = parse_json(row.get("payload"), "escalate_escalations", key, "payload")
+    out["decision"] = parse_json(row["decision"], "escalate_escalations", key, "decision") if row.get("decision") is not None else None
+    _check(EscalationRow, out, "escalate_escalations", key)
     if out["payload"]["escalation"]["id"] != out["id"]:
-        raise BadRow(f"escalate_escalations row {name}: its payload is escalation {_shown(out['payload']['escalation']['id'])}")
+        raise BadRow(f"escalate_escalations row {_shown(key)}: its payload is escalation {_shown(out['payload']['escalation']['id'])}")
     return out
 
 
 def decision(data: Any, esc_id: str) -> dict[str, Any]:
     """A decision's JSON (already parsed), checked; raises BadRow."""
-    _check(DecisionJson, data, "escalate_escalations", _shown(esc_id), "decision")
+    _check(DecisionJson, data, "escalate_escalations", esc_id, "decision")
     return data
 
 
 def run(row: dict[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
     """A runs row with its `paths` columns (kept as JSON strings) read back, checked; raises BadRow."""
-    name = _name(row, "run_id")
+    name = row.get("run_id")
     out = dict(row)
     for key in paths:
         if out.get(key) is not None:
@@ -165,27 +165,30 @@ def run(row: dict[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
 
 def event_fields(text: Any, run_id: str, seq: Any) -> dict[str, Any]:
     """An events row's fields; raises BadRow."""
-    fields = parse_json(text, "escalate_events", f"{_shown(run_id)} #{seq}", "fields")
+    fields = parse_json(text, "escalate_events", f"{run_id} #{seq}", "fields")
     if not isinstance(fields, dict):
         raise BadRow(f"escalate_events row {_shown(run_id)} #{seq}: fields: not a JSON object")
     return fields
 
 
-def parse_json(text: Any, table: str, name: str, column: str) -> Any:
-    """One JSON column, bounded in size and depth; raises BadRow."""
-    where = f"{table} row {name}: {column}"
+def parse_json(text: Any, table: str, key: Any, column: str) -> Any:
+    """One JSON column of the row whose id is `key`, bounded in size and depth; raises BadRow."""
+    def where() -> str:  # only for a bad row: naming costs more than checking
+        return f"{table} row {_shown(key)}: {column}"
+
     if not isinstance(text, str):
-        raise BadRow(f"{where}: {type(text).__name__} where JSON text is expected")
+        raise BadRow(f"{where()}: {type(text).__name__} where JSON text is expected")
     if len(text) > JSON_MAX_CHARS:
-        raise BadRow(f"{where}: {len(text):,} characters of JSON (at most {JSON_MAX_CHARS:,})")
+        raise BadRow(f"{where()}: {len(text):,} characters of JSON (at most {JSON_MAX_CHARS:,})")
     try:
         value = json.loads(text)
     except RecursionError:
-        raise BadRow(f"{where}: JSON nested deeper than {JSON_MAX_DEPTH}") from None
+        raise BadRow(f"{where()}: JSON nested deeper than {JSON_MAX_DEPTH}") from None
     except ValueError as exc:
-        raise BadRow(f"{where}: not JSON ({str(exc)[:100]})") from None
-    if _too_deep(value):
-        raise BadRow(f"{where}: JSON nested deeper than {JSON_MAX_DEPTH}")
+        raise BadRow(f"{where()}: not JSON ({str(exc)[:100]})") from None
+    # Nesting is never deeper than the brackets are many (a count is cheap, a walk is not).
+    if text.count("[") + text.count("{") > JSON_MAX_DEPTH and _too_deep(value):
+        raise BadRow(f"{where()}: JSON nested deeper than {JSON_MAX_DEPTH}")
     return value
 
 
@@ -200,18 +203,14 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
-def _check(model: type[BaseModel], data: Any, table: str, name: str, column: str = "") -> None:
+def _check(model: type[BaseModel], data: Any, table: str, key: Any, column: str = "") -> None:
     try:
         model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])
         where = f"{column}.{where}" if column and where else column or where
-        raise BadRow(f"{table} row {name}: {where or 'row'}: {first['msg']}"[:400]) from None
-
-
-def _name(row: dict[str, Any], key: str) -> str:
-    return _shown(row.get(key))
+        raise BadRow(f"{table} row {_shown(key)}: {where or 'row'}: {first['msg']}"[:400]) from None
 
 
 def _shown(value: Any) -> str:
@@ -279,5 +278,5 @@ class AgentEntryRow(_Row):
 
 def agent_entry(row: dict[str, Any]) -> dict[str, Any]:
     """An agent-to-agent history row (seed 002), checked; raises BadRow."""
-    _check(AgentEntryRow, row, "escalate_agent_history", _shown(row.get("id", "?")))
+    _check(AgentEntryRow, row, "escalate_agent_history", row.get("id", "?"))
     return row

@@ -215,7 +215,12 @@ async def test_the_console_lists_the_good_escalation_and_says_once_which_rows_it
     from tests.tui.helpers import SIZE, make_app, make_session, wait_until
 
     copy_path = tmp_path / "escalate.db"
-    copy_path.write_bytes(hostile.read_bytes())  # the console continues runs: its own copy
+    copy_path.write_bytes(hostile.read_bytes())
+    conn = sqlite3.connect(copy_path)
+    with conn:  # the good run is alive elsewhere: the console lists it, never continues it
+        conn.execute("UPDATE escalate_runs SET owner = 'elsewhere-1-abc', heartbeat = ? WHERE run_id = ?",
+                     (time.time() + 3600, RUN))
+    conn.close()
     session = make_session([], clock=RealClock(), db_url=f"sqlite:///{copy_path}", workspace=tmp_path)
     app = make_app(session, open_engine=True)
     told: list[str] = []
