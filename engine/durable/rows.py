@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from enum import Enum
 from typing import Annotated, Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.durable.urls import DatabaseError
+from engine.escalation.model import OnTimeout, Origin, Reason, ResolvedBy, ResponseType
 
 log = logging.getLogger("escalate.durable")
 
@@ -34,6 +36,11 @@ RUN_STATUSES = ("queued", "running", "waiting", "done", "failed", "stopped", "ab
 
 class BadRow(DatabaseError):
     """A row that is not what escalate writes: `escalate_escalations row 'r1.2': payload: ...`."""
+
+
+def _values(enum: type[Enum]) -> Any:
+    """The enum's values as a Literal: a row holds the value, as the engine's JSON writes it."""
+    return Literal[tuple(member.value for member in enum)]  # type: ignore[valid-type]
 
 
 class _Row(BaseModel):
@@ -55,20 +62,19 @@ class EscalationJson(_Row):
     task_id: str
     run_id: str
     agent: str
-    reason: Literal["architecture_decision", "breaking_change", "unclear_requirement", "test_failure",
-                    "security_concern", "cost_warning", "file_conflict", "dependency_issue", "other"]
+    reason: _values(Reason)
     question: str
     context: str = ""
     options: list[OptionJson]
     allow_agent_decision: bool = False
     timeout: Seconds | None = None
-    origin: Literal["agent_text", "agent_tool", "tool_approval", "flow", "budget"] = "agent_text"
+    origin: _values(Origin) = Origin.AGENT_TEXT.value
     created_at: Time | None = None
 
 
 class PolicyJson(_Row):
     deadline: Time | None
-    on_timeout: Literal["continue", "stop", "wait", "agent_decide", "recommended", "option"]
+    on_timeout: _values(OnTimeout)
     option_id: str | None = None
     timeout_seconds: Seconds | None = None
 
@@ -83,11 +89,11 @@ class PayloadJson(_Row):
 
 
 class DecisionJson(_Row):
-    responseType: Literal["option", "text", "skip", "agent_decide"]
+    responseType: _values(ResponseType)
     selectedOption: str | None = None
     textResponse: str | None = None
     additionalInstructions: str | None = None
-    resolvedBy: Literal["human", "answers_file", "rule", "timeout_default"]
+    resolvedBy: _values(ResolvedBy)
     resolvedAt: Time | None = None
     note: str = ""
     stopsTask: bool = False

@@ -1,19 +1,15 @@
 """Events are as durable as the steps (issue 22, finding 12): a run's row never says more than
 its event log holds. A process queues a burst of a run's events, records the run's end and is
-killed (SIGKILL) at once: every event before the end is in the database. And the crash harness:
-a worker killed while twenty answered runs finish their last turns."""
+killed (SIGKILL) at once: every event before the end is in the database. (The crash harness's
+kills while runs finish: tests/durable/test_crash.py.)"""
 
 from __future__ import annotations
 
-import random
 import signal
 import subprocess
 import sys
 
-import pytest
-
 from engine.durable.database import Database
-from tests.durable.crash_harness import kill_while_finishing
 
 EVENTS = 2000
 PAD = "x" * 2000  # a few MB of events in all: writing them takes longer than recording the end
@@ -45,12 +41,3 @@ def test_a_run_recorded_as_ended_has_every_event_before_its_end(tmp_path) -> Non
             assert kept == [f"line {n}" for n in range(1, EVENTS + 1)], f"{run}: {len(kept)} events of {EVENTS}"
     finally:
         db.close()
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize("seed", [0, 1])
-def test_runs_over_when_their_worker_is_killed_keep_their_whole_log(tmp_path, seed: int) -> None:
-    report = kill_while_finishing(tmp_path, random.Random(seed))
-    assert report.lost_events == [], report
-    assert report.finished_after == report.runs and report.lost_after == [], report
