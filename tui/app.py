@@ -113,6 +113,7 @@ class EscalateApp(DecideActions, App[int]):
     async def _load_engine(self) -> None:
         try:
             if self.session.db_url is not None:  # durable runs: the database before the runtime
+                self._tell_bad_rows()
                 await self.session.open_database()
                 if self.session.store_error:  # a broken --store file: nothing imported, exit 2
                     self.exit(2)
@@ -130,6 +131,15 @@ class EscalateApp(DecideActions, App[int]):
         self.post_message(EngineReady())
         if self.session.db is not None:
             await self._continue_interrupted()
+
+    def _tell_bad_rows(self) -> None:
+        """A row of the database that is not what escalate writes is skipped: said once, here."""
+        from engine.durable.rows import on_bad_row
+
+        loop = asyncio.get_running_loop()
+        on_bad_row(lambda line: loop.call_soon_threadsafe(
+            lambda: self.notify(line, title="A row of the database was skipped", severity="warning", markup=False,
+                                timeout=20)))
 
     def _announce_import(self) -> None:
         if self.session.imported is not None:

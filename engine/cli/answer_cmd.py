@@ -23,6 +23,7 @@ def main(args: argparse.Namespace) -> int:
     from engine.cli.existing_db import open_existing
     from engine.durable.database import DatabaseError
     from engine.durable.decisions import DecisionStore, decision_to_json, pending_from_json, who
+    from engine.durable.urls import shown
 
     try:
         db = open_existing(args.db)  # a mistyped --db is refused, never created empty
@@ -62,6 +63,8 @@ def main(args: argparse.Namespace) -> int:
             return _fail(f"{args.escalation}: already decided by {_by(held.resolved_by.value, decision_to_json(held))}", 1)
         write_line(f"{args.escalation}: decided ({_words(response)})", sys.stdout)
         return 0
+    except DatabaseError as exc:  # a lock another session holds (engine/durable/database.py)
+        return _fail(f"--db {shown(db.url)}: {exc}", 2)
     finally:
         db.close()
 

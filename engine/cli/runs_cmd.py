@@ -17,6 +17,7 @@ from engine.text_safety import visible
 def main(args: argparse.Namespace) -> int:
     from engine.cli.existing_db import open_existing
     from engine.durable.database import DatabaseError
+    from engine.durable.urls import shown
 
     try:
         db = open_existing(args.db)
@@ -25,6 +26,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         listed = describe_runs(db, include_finished=args.all, db_arg=args.db)
+    except DatabaseError as exc:  # a lock another session holds (engine/durable/database.py)
+        write_line(f"--db {shown(db.url)}: {exc}")
+        return 2
     finally:
         db.close()
     if args.format == "json":

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 import sqlalchemy as sa
 
+from engine.durable import rows as checked
 from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
 from engine.private import create_private_file, make_folders
 
@@ -129,16 +130,21 @@ class Database:
         self._events_pending = threading.Event()
         self._events_busy = False
         self._events_writer: threading.Thread | None = None
+        self._events_write = threading.Lock()  # held while a batch is taken and written
+        self._events_failing = False  # the last batch could not be written (said once)
         path = sqlite_path(url)
         try:
             if path is not None:
                 _create_file(path)
-            self.engine = sa.create_engine(engine_url(url), future=True)
+            self.engine = sa.create_engine(engine_url(url), future=True,
+                                           connect_args=_postgres_options() if path is None else {})
             if path is not None:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            else:
+                sa.event.listen(self.engine, "handle_error", _on_error)
             _create_tables(self.engine)
             _add_digest_column(self.engine)
-        except (OSError, sa.exc.SQLAlchemyError) as exc:
+        except (OSError, sa.exc.SQLAlchemyError, DatabaseError) as exc:
             raise DatabaseError(f"{shown(url)}: cannot open the database: {_why(exc)}") from None
         from engine.durable.signals import signals_for
 
@@ -159,8 +165,18 @@ class Database:
                 then(c)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        with self.engine.begin() as c:
-            c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields)))
+        """Change the run's row, in one transaction with its events not written yet: what the
+        row says (waiting, done) never runs ahead of the log. A run that ended is never replayed,
+        so an event lost after its end would stay lost (issue 22, finding 12)."""
+        with self._events_write:  # the writer's batch in flight, which may hold this run's earlier events
+            with self._events_lock:
+                mine = [row for row in self._events_queue if row["run_id"] == run_id]
+                if mine:
+                    self._events_queue = [row for row in self._events_queue if row["run_id"] != run_id]
+            with self.engine.begin() as c:
+                if mine:
+                    c.execute(_events_insert(c), mine)
+                c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields)))
 
     def set_tokens(self, run_id: str, tokens: int) -> None:
         """The run's token count so far (one writer per run: the process running it)."""
@@ -173,20 +189,20 @@ class Database:
         if not ids:
             return {}
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(run_tokens.c.run_id, run_tokens.c.tokens).where(run_tokens.c.run_id.in_(ids)))
-            return {row.run_id: int(row.tokens) for row in rows}
+            found = c.execute(sa.select(run_tokens.c.run_id, run_tokens.c.tokens).where(run_tokens.c.run_id.in_(ids)))
+            return {row.run_id: row.tokens for row in found if _tokens_ok(row)}
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
             row = c.execute(runs.select().where(runs.c.run_id == run_id)).mappings().first()
-        return _run_out(row) if row else None
+        return _run_out(row) if row else None  # a bad row: BadRow, one line naming it
 
     def list_runs(self, *, include_finished: bool = False) -> list[dict[str, Any]]:
         query = runs.select().order_by(runs.c.started)
         if not include_finished:
             query = query.where(runs.c.status.in_((*ACTIVE, QUEUED)))
         with self.engine.connect() as c:
-            return [_run_out(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _run_out)
 
     def beat(self, owner: str, now: float | None = None) -> None:
         """This process is alive: its active runs are not interrupted."""
@@ -238,7 +254,7 @@ class Database:
             runs.c.status.in_(ACTIVE), sa.or_(runs.c.heartbeat.is_(None), runs.c.heartbeat < now - STALE_AFTER)
         ).order_by(runs.c.started)
         with self.engine.connect() as c:
-            return [_run_out(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _run_out)
 
     # -- escalations -------------------------------------------------------------------------
 
@@ -269,7 +285,7 @@ class Database:
         if run_ids is not None:
             query = query.where(escalations.c.run_id.in_(list(run_ids)))
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def pending_among(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
         ids = list(esc_ids)
@@ -278,7 +294,7 @@ class Database:
         query = (escalations.select().where(escalations.c.id.in_(ids), escalations.c.status == "pending")
                  .order_by(escalations.c.created))
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def pending_ids(self) -> set[str]:
         with self.engine.connect() as c:
@@ -287,7 +303,7 @@ class Database:
     def escalations_of(self, run_id: str) -> list[dict[str, Any]]:
         query = escalations.select().where(escalations.c.run_id == run_id).order_by(escalations.c.created)
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def escalations_among(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
         """These escalations as the database holds them, whatever their status (unknown ids are
@@ -297,7 +313,7 @@ class Database:
             return []
         query = escalations.select().where(escalations.c.id.in_(ids)).order_by(escalations.c.created)
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def decided(self, esc_ids: Iterable[str]) -> list[dict[str, Any]]:
         """Which of these escalations are no longer pending (for a process waiting on them)."""
@@ -306,7 +322,7 @@ class Database:
             return []
         query = escalations.select().where(escalations.c.id.in_(ids), escalations.c.status != "pending")
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _escalation_row)
 
     def decide(self, esc_id: str, decision: dict[str, Any], resolved_by: str, *, digest: str,
                now: float | None = None) -> DecideResult:
@@ -378,7 +394,7 @@ class Database:
         query = (escalations.select().where(escalations.c.status != "pending")
                  .order_by(escalations.c.created.desc(), escalations.c.id.desc()).limit(limit))
         with self.engine.connect() as c:
-            return [_escalation_row(r) for r in reversed(list(c.execute(query).mappings()))]
+            return checked.valid(reversed(list(c.execute(query).mappings())), _escalation_row)
 
     # -- agent-to-agent history and imports ---------------------------------------------------
 
@@ -391,9 +407,10 @@ class Database:
 
     def agent_entries(self) -> list[tuple[Any, ...]]:
         query = sa.select(agent_history.c.time, agent_history.c.source, agent_history.c.target, agent_history.c.approved,
-                          agent_history.c.reason, agent_history.c.task, agent_history.c.denial).order_by(agent_history.c.id)
+                          agent_history.c.reason, agent_history.c.task, agent_history.c.denial, agent_history.c.id
+                          ).order_by(agent_history.c.id)
         with self.engine.connect() as c:
-            return [tuple(r) for r in c.execute(query)]
+            return [tuple(r.values())[:7] for r in checked.valid(c.execute(query).mappings(), _agent_entry)]
 
     def claim_import(self, path: str) -> bool:
         """Mark a --store file as imported; False when it already was (by any process)."""
@@ -441,19 +458,27 @@ class Database:
                     if not self._events_queue:
                         self._events_writer = None
                         return
-            with self._events_lock:
-                batch, self._events_queue = self._events_queue, []
-                self._events_pending.clear()
-                self._events_busy = bool(batch)
-            try:
-                if batch:
-                    with self.engine.begin() as c:
-                        c.execute(events.insert(), batch)
-            except Exception:  # a log line is not worth a run; the replay writes it again
-                log.exception("events not recorded")
-            finally:
+            with self._events_write:
                 with self._events_lock:
-                    self._events_busy = False
+                    batch, self._events_queue = self._events_queue, []
+                    self._events_pending.clear()
+                    self._events_busy = bool(batch)
+                try:
+                    if batch:
+                        with self.engine.begin() as c:
+                            c.execute(_events_insert(c), batch)
+                    self._events_failing = False
+                except Exception:
+                    # Kept for the next batch or the run's next update: what is stored stays a
+                    # prefix of each run's log, which a replay or the run's end completes.
+                    if not self._events_failing:
+                        log.exception("events not recorded yet")
+                    self._events_failing = True
+                    with self._events_lock:
+                        self._events_queue[:0] = batch
+                finally:
+                    with self._events_lock:
+                        self._events_busy = False
 
     def event_count(self, run_id: str) -> int:
         self.flush_events()
@@ -464,7 +489,7 @@ class Database:
         self.flush_events()
         query = events.select().where(events.c.run_id == run_id).order_by(events.c.seq)
         with self.engine.connect() as c:
-            return [{"type": r["type"], "time": r["time"], **json.loads(r["fields"])} for r in c.execute(query).mappings()]
+            return checked.valid(c.execute(query).mappings(), _event_out)
 
 
 # A file's name may hold bytes that are not UTF-8 (lone surrogates in Python), which a database
@@ -487,30 +512,54 @@ def _run_in(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_out(row: Any) -> dict[str, Any]:
-    out = dict(row)
-    for key in _PATHS:
-        if out.get(key) is not None:
-            out[key] = json.loads(out[key])
-    return out
+    return checked.run(dict(row), _PATHS)
+
+
+def _event_out(row: Any) -> dict[str, Any]:
+    if not isinstance(row["type"], str) or not isinstance(row["time"], str):
+        raise checked.BadRow(f"escalate_events row {row['run_id']!r} #{row['seq']}: type and time must be text")
+    return {**checked.event_fields(row["fields"], row["run_id"], row["seq"]), "type": row["type"], "time": row["time"]}
+
+
+def _agent_entry(row: Any) -> dict[str, Any]:
+    return checked.agent_entry(dict(row))
+
+
+def _tokens_ok(row: Any) -> bool:
+    if isinstance(row.tokens, int) and not isinstance(row.tokens, bool) and row.tokens >= 0:
+        return True
+    checked.report(checked.BadRow(f"escalate_run_tokens row {row.run_id!r}: tokens: not a count"))
+    return False
 
 
 CREATE_ATTEMPTS = 100  # x 50 ms: creating the tables of a new SQLite file beside other processes
+# PostgreSQL: the key that makes creating the tables one process at a time (IF NOT EXISTS races on
+# the catalog). Taken only when something is missing: any role that may connect can hold it.
+CREATE_LOCK_KEY = 8117008514
+# PostgreSQL: the longest any statement of ours waits for a lock. Escalate's own transactions
+# hold theirs for milliseconds; a longer wait is another session's doing, which is named then.
+LOCK_TIMEOUT_SECONDS = 5
 
 
 def _create_tables(engine: sa.Engine) -> None:
-    """IF NOT EXISTS: several processes may open a new database at the same moment (a console
-    and `escalate runs`), and a check-then-create would fail in all but one."""
+    """Create what is missing of `metadata` (tables, then indexes), nothing when nothing is: a
+    database already set up is opened without taking any lock. Several processes may open a new
+    database at the same moment (a console and `escalate runs`): IF NOT EXISTS, and on PostgreSQL
+    one at a time under an advisory lock, waited for at most LOCK_TIMEOUT_SECONDS."""
     from sqlalchemy.schema import CreateIndex, CreateTable
 
     for attempt in itertools.count():
         try:
+            with engine.connect() as c:
+                missing = _missing(c)
+            if not missing:
+                return
             with engine.begin() as c:
-                if engine.dialect.name == "postgresql":  # IF NOT EXISTS races on PostgreSQL's catalog: one at a time
-                    c.execute(sa.text("SELECT pg_advisory_xact_lock(8117008514)"))
-                for table in metadata.sorted_tables:
-                    c.execute(CreateTable(table, if_not_exists=True))
-                    for index in table.indexes:
-                        c.execute(CreateIndex(index, if_not_exists=True))
+                if engine.dialect.name == "postgresql":
+                    c.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": CREATE_LOCK_KEY})
+                for item in missing:
+                    c.execute(CreateTable(item, if_not_exists=True) if isinstance(item, sa.Table)
+                              else CreateIndex(item, if_not_exists=True))
             return
         except sa.exc.OperationalError as exc:
             # SQLite: seen once with two workers starting together on a new file (one of them
@@ -522,11 +571,72 @@ def _create_tables(engine: sa.Engine) -> None:
             time.sleep(0.05)
 
 
+def _missing(c: sa.Connection) -> list[sa.Table | sa.Index]:
+    """The tables and indexes of `metadata` that the database lacks, tables first (read from
+    the catalog: no lock on any table)."""
+    inspector = sa.inspect(c)
+    present = set(inspector.get_table_names())
+    missing: list[sa.Table | sa.Index] = [t for t in metadata.sorted_tables if t.name not in present]
+    for table in metadata.sorted_tables:
+        if table.indexes:
+            named = {i["name"] for i in inspector.get_indexes(table.name)} if table.name in present else set()
+            missing.extend(i for i in table.indexes if i.name not in named)
+    return missing
+
+
+def _postgres_options() -> dict[str, Any]:
+    return {"options": f"-c lock_timeout={LOCK_TIMEOUT_SECONDS * 1000}"}
+
+
+def _on_error(context: Any) -> BaseException | None:
+    """PostgreSQL's "lock timeout" becomes one line naming who holds what we waited for."""
+    if getattr(context.original_exception, "sqlstate", None) != "55P03" or context.engine is None:
+        return None
+    return DatabaseError(f"waited {LOCK_TIMEOUT_SECONDS} s for a lock, {lock_holders(context.engine)}; "
+                         "nothing was changed (docs/durable.md: no other role should connect to this database)")
+
+
+def lock_holders(engine: sa.Engine) -> str:
+    """Who holds, in another session, the advisory lock that creates the tables or a lock on one
+    of escalate's tables stronger than reading or writing rows: `held by pid 123 (user mallory,
+    application psql): ACCESS EXCLUSIVE on escalate_runs`."""
+    query = sa.text("""
+        SELECT l.pid, a.usename, a.application_name, l.locktype, l.mode, c.relname
+        FROM pg_locks l
+        LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+        LEFT JOIN pg_class c ON l.locktype = 'relation' AND c.oid = l.relation
+        WHERE l.granted AND l.pid <> pg_backend_pid()
+          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND ((l.locktype = 'advisory' AND l.classid = :high AND l.objid = :low AND l.objsubid = 1)
+               OR (l.locktype = 'relation' AND c.relname IN :tables
+                   AND l.mode NOT IN ('AccessShareLock', 'RowExclusiveLock')))
+        ORDER BY l.pid""").bindparams(sa.bindparam("tables", expanding=True))
+    try:
+        with engine.connect() as c:
+            rows = c.execute(query, {"high": CREATE_LOCK_KEY >> 32, "low": CREATE_LOCK_KEY & 0xFFFFFFFF,
+                                     "tables": [t.name for t in metadata.sorted_tables]}).all()
+    except sa.exc.SQLAlchemyError as exc:
+        return f"held by a session not known (cannot read pg_locks: {_why(exc)})"
+    if not rows:
+        return "held by a session that has let go since, or by a row lock"
+    held = []
+    for pid, user, application, locktype, mode, relname in rows:
+        what = (f"advisory lock {CREATE_LOCK_KEY} (creating escalate's tables)" if locktype == "advisory"
+                else f"{_mode_words(mode)} on {relname}")
+        held.append(f"pid {pid} (user {user or '?'}, application {application or '?'}) holds {what}")
+        held[-1] = held[-1][:300]
+    return "; ".join(held[:5])
+
+
+def _mode_words(mode: str) -> str:
+    """`AccessExclusiveLock` -> `ACCESS EXCLUSIVE` (as LOCK TABLE spells it)."""
+    import re
+
+    return " ".join(re.findall("[A-Z][a-z]+", mode.removesuffix("Lock"))).upper()
+
+
 def _escalation_row(row: Any) -> dict[str, Any]:
-    out = dict(row)
-    out["payload"] = json.loads(out["payload"])
-    out["decision"] = json.loads(out["decision"]) if out["decision"] else None
-    return out
+    return checked.escalation(dict(row))
 
 
 def _held_result(row: Any, decision: dict[str, Any], resolved_by: str, text: str) -> DecideResult:
@@ -542,7 +652,18 @@ def _lost(row: Any) -> DecideResult:
         return DecideResult(False, None, None, "unknown")
     if row["status"] == "pending":  # the conditional update found it pending: another request than the one seen
         return DecideResult(False, None, None, "changed")
-    return DecideResult(False, json.loads(row["decision"]) if row["decision"] else None, row["resolved_by"], row["status"])
+    held = checked.parse_json(row["decision"], "escalate_escalations", row["id"], "decision") if row["decision"] else None
+    return DecideResult(False, checked.decision(held, row["id"]) if held is not None else None, row["resolved_by"], row["status"])
+
+
+def _events_insert(c: sa.Connection) -> Any:
+    """INSERT of events that skips one already stored: a batch is written again after a failure,
+    which may have come after its commit (a connection lost then)."""
+    if c.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(events).on_conflict_do_nothing()
 
 
 def _create_file(path: Path) -> None:
@@ -586,5 +707,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def _why(exc: BaseException) -> str:
+    if isinstance(exc, DatabaseError):  # ours: already one line, naming what it needs to
+        return str(exc)
     text = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text[:300]

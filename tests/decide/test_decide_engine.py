@@ -100,18 +100,29 @@ async def test_a_taught_allow_releases_the_matching_waiting_requests(tmp_path: P
 
 
 def test_decide_many_wins_only_what_was_pending(tmp_path) -> None:
+    from dataclasses import replace
+
     from engine.durable.database import Database
+    from engine.durable.decisions import pending_to_json
+    from tests.tui.helpers import FakeClock, pending
+
+    def payload(esc_id: str) -> dict:  # rows are checked when read: a payload as escalate writes it
+        made = pending(FakeClock(1.0))
+        return pending_to_json(replace(made, escalation=replace(made.escalation, id=esc_id)))
+
+    def said(who: str, n: int = 0) -> dict:
+        return {"responseType": "text", "textResponse": f"{who} {n}", "resolvedBy": "human"}
 
     db = Database(f"sqlite:///{tmp_path / 'x.db'}")
     try:
         for n in range(3):
-            db.add_escalation(f"e{n}", "r1", {"n": n}, 1.0, None, digest=f"d{n}")
-        assert db.decide("e1", {"who": "first"}, "human", digest="d1").won
+            db.add_escalation(f"e{n}", "r1", payload(f"e{n}"), 1.0, None, digest=f"d{n}")
+        assert db.decide("e1", said("first"), "human", digest="d1").won
         db.withdraw("e2")
-        results = db.decide_many([(f"e{n}", {"who": "batch", "n": n}, "rule", 2.0, f"d{n}") for n in range(4)])
+        results = db.decide_many([(f"e{n}", said("batch", n), "rule", 2.0, f"d{n}") for n in range(4)])
         assert [r.won for r in results] == [True, False, False, False]
         assert [r.status for r in results] == ["decided", "decided", "withdrawn", "unknown"]
-        assert results[1].decision == {"who": "first"} and results[1].resolved_by == "human"
-        assert db.get_escalation("e0")["decision"] == {"who": "batch", "n": 0}
+        assert results[1].decision == said("first") and results[1].resolved_by == "human"
+        assert db.get_escalation("e0")["decision"] == said("batch", 0)
     finally:
         db.close()

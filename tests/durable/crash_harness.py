@@ -1,10 +1,16 @@
 """Kill `escalate run` / `escalate resume` with SIGKILL at random points and continue the run
 until it ends; then audit it: the result, one decision per escalation, no finished step run
 again. Used by tests/durable/test_crash.py (a few dozen kills) and by
-tests/benchmarks/bench_durable.py (a thousand)."""
+tests/benchmarks/bench_durable.py (a thousand).
+
+`kill_while_finishing`: an `escalate worker` with many answered runs, killed while they finish
+their last turns; every run that the database says finished must have its whole event log (a
+finished run is never replayed, so what its log lacks then stays lacking)."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
 import random
@@ -22,6 +28,8 @@ from engine.escalation.model import Decision, Origin, ResolvedBy, Response, Resp
 
 DATA = Path(__file__).parent / "data"
 EXPECTED = "first done | second done | ship it"
+FINISH = DATA / "finish.sr"  # a question, then three agent turns (tests/durable/data/finish.yaml)
+FINISH_TURNS = 3
 
 
 @dataclass
@@ -136,3 +144,114 @@ def _audit(report: Report, db: Database, run_id: str | None, audit: Path, workdi
                 seen_live.add(key)
     ran = workdir / "ran.txt"
     report.commands_run = ran.read_text(encoding="utf-8").split() if ran.exists() else []
+
+
+@dataclass
+class FinishReport:
+    runs: int = 0
+    finished_before_kill: int = 0  # runs the database said were over when the worker died
+    lost_events: list[str] = field(default_factory=list)  # those whose event log is not whole: why
+    finished_after: int = 0  # runs over once a second worker continued the others
+    lost_after: list[str] = field(default_factory=list)
+
+
+def kill_while_finishing(workdir: Path, rng: random.Random, *, runs: int = 20, timeout: float = 300.0) -> FinishReport:
+    """Queue `runs` runs of finish.sr, let one worker bring all to their question, answer them
+    all at once, SIGKILL the worker 0-0.3 s after the first run is over (while the others finish
+    their last turns),
+    audit the runs that were over; then let a new worker end the rest and audit them all."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    db_url = f"sqlite:///{workdir / 'escalate.db'}"
+    report = FinishReport(runs=runs)
+    ids = _queue_elsewhere(db_url, workdir, runs)
+    db = Database(db_url)
+    try:
+        worker = _worker(db_url, workdir, runs)
+        try:
+            _wait(lambda: len(db.pending_escalations()) == runs, timeout, "every run at its question")
+            answered = answer_pending(db)
+            assert answered == runs, answered
+            # The first run over: the others are finishing their last turns now.
+            _wait(lambda: any(r["status"] == "done" for r in db.list_runs(include_finished=True)), timeout,
+                  "a first run done")
+            time.sleep(rng.uniform(0.0, 0.3))
+        finally:
+            worker.kill()
+            worker.wait()
+        over = [r for r in db.list_runs(include_finished=True) if r["status"] == "done"]
+        report.finished_before_kill = len(over)
+        report.lost_events = [f"{r['run_id']}: {why}" for r in over if (why := _events_not_whole(db, r["run_id"]))]
+        worker = _worker(db_url, workdir, runs)
+        try:
+            _wait(lambda: all(r["status"] == "done" for r in db.list_runs(include_finished=True)), timeout,
+                  "every run done after the kill")
+        finally:
+            worker.terminate()
+            worker.wait(60)
+        report.finished_after = sum(1 for r in db.list_runs(include_finished=True) if r["status"] == "done")
+        report.lost_after = [f"{i}: {why}" for i in ids if (why := _events_not_whole(db, i))]
+    finally:
+        db.close()
+    return report
+
+
+def _events_not_whole(db: Database, run_id: str) -> str | None:
+    """Why this finished run's log is not the whole log of a finish.sr run (None: it is): its
+    question and decision once, FINISH_TURNS agent results, the flow's result last, nothing twice."""
+    events = db.events_of(run_id)
+    types = [e["type"] for e in events]
+    if types.count("human_escalation") != 1 or types.count("decision") != 1:
+        return f"question/decision events: {types}"
+    if types.count("agent_result") != FINISH_TURNS:
+        return f"{types.count('agent_result')} agent results of {FINISH_TURNS}: {types}"
+    if types.count("flow_result") != 1 or types[-1] != "flow_result":
+        return f"no flow_result at the end: {types}"
+    seen = [json.dumps(e, sort_keys=True) for e in events]
+    if len(set(seen)) != len(seen):
+        return f"an event recorded twice: {types}"
+    return None
+
+
+def _worker(db_url: str, workdir: Path, concurrency: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "worker", "--db", db_url, "--concurrency", str(concurrency)],
+                            cwd=workdir, stdout=subprocess.DEVNULL, stderr=(workdir / "worker.err").open("ab"))
+    return proc
+
+
+def _wait(done: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not reached in {timeout:g} s: {what}")
+        time.sleep(0.02)
+
+
+def _queue_elsewhere(db_url: str, workdir: Path, count: int) -> list[str]:
+    """`run --detach` `count` times, in one process of its own (the engine as this code is)."""
+    code = ("import json, sys; from pathlib import Path; from tests.durable.crash_harness import queue_finishing; "
+            "print(json.dumps(queue_finishing(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]))))")
+    root = Path(__file__).parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(root)]))}
+    done = subprocess.run([sys.executable, "-c", code, db_url, str(workdir), str(count)], capture_output=True,
+                          text=True, cwd=workdir, env=env, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def queue_finishing(db_url: str, workspace: Path, count: int) -> list[str]:
+    async def queue() -> list[str]:
+        from engine.cli.run_cmd import close_engine, open_engine
+        from engine.runtime.script import load_script
+        from rules import load_rules
+
+        args = argparse.Namespace(db=db_url, command="run")
+        engine = await open_engine(args, rules=load_rules(), script=load_script(str(DATA / "finish.yaml")),
+                                   workspace=workspace)
+        try:
+            workflow = engine.load(FINISH)
+            return [engine.queue_run(workflow, input=f"n{i}", task="finish") for i in range(count)]
+        finally:
+            close_engine(engine)
+
+    return asyncio.run(queue())
