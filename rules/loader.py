@@ -13,7 +13,7 @@ from pathlib import Path
 
 from yaml.nodes import Node
 
-from engine.escalation.model import OnTimeout, Reason
+from engine.kernel.model import OnTimeout, Reason
 from rules.book import workspace_rules_path
 from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
 from rules.model import (

@@ -19,7 +19,7 @@ from typing import Any
 
 import re2
 
-from engine.escalation.model import Escalation
+from engine.kernel.model import Escalation
 from rules.shell import match_words, pattern_words, words_match
 
 REGEX_PREFIX = "re:"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from engine.escalation.model import Escalation, OnTimeout, Origin, Reason, TimeoutPolicy
+from engine.kernel.model import Escalation, OnTimeout, Origin, Reason, TimeoutPolicy
 from rules.matcher import Activity, Pattern, normalize
 from rules.shell import SHELL_TOOL, ParsedCommand, parse_command
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag, ValidationError, model_validator
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from engine.escalation.model import Reason, ResponseType
+from engine.kernel.model import Reason, ResponseType
 from rules.model import MAX_AGENT_DEPTH, MAX_NOTIFY_SECONDS, MAX_SECONDS
 from rules.yamlnodes import Reader, YamlError
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from engine.escalation.model import Escalation
+from engine.kernel.model import Escalation
 from rules.book import RuleBook
 from rules.loader import parse_rules
 from rules.matcher import REGEX_PREFIX, Activity, normalize

@@ -24,7 +24,7 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
-from engine.escalation.model import ResolvedBy, Response
+from engine.kernel.model import ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
 from engine.text_safety import visible
 from tui.bridge import Batcher

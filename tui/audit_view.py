@@ -12,7 +12,7 @@ from typing import Iterable
 from rich.text import Text
 
 from engine.escalation.audit import by_agent, by_reason, figures_by, json_lines
-from engine.escalation.model import EscalationRecord
+from engine.kernel.model import EscalationRecord
 from tui.format import decision_summary, duration, one_line
 
 KEYS = ("by", "rule", "via", "edited", "agent", "reason", "tool")

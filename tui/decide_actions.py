@@ -13,7 +13,7 @@ from textual.actions import SkipAction
 from textual.widgets import Input
 
 from engine.escalation.broker import APPROVE, EscalationError
-from engine.escalation.model import Audit, Decision, Origin, PendingEscalation, ResolvedBy, Response, ResponseType
+from engine.kernel.model import Audit, Decision, Origin, PendingEscalation, ResolvedBy, Response, ResponseType
 from tui.format import countdown
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import Any
 from rich.text import Text
 
 from engine.escalation.broker import NoTimeoutDefault, timeout_decision
-from engine.escalation.model import Decision, Escalation, PendingEscalation
+from engine.kernel.model import Decision, Escalation, PendingEscalation
 from engine.text_safety import visible
 
 # Run status -> (label shown, style). "waiting" is the one the user acts on.

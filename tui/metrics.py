@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 
 from rich.text import Text
 
-from engine.escalation.model import EscalationRecord, ResolvedBy
+from engine.kernel.model import EscalationRecord, ResolvedBy
 from engine.escalation.store import StoredRun
 from tui.format import duration, one_line
 

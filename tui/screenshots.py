@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from engine.demo import demo_rules, demo_workflows
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from rules import load_rules
 from tui.app import EscalateApp
 from tui.session import ConsoleSession, RunRequest, WorkflowEntry

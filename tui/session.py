@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.escalation.broker import CANCELLED, RAISED, BrokerEvent, EscalationBroker
-from engine.escalation.clock import Clock, RealClock
-from engine.escalation.model import Audit, Decision, EscalationRecord, PendingEscalation, Response
+from engine.kernel.clock import Clock, RealClock
+from engine.kernel.model import Audit, Decision, EscalationRecord, PendingEscalation, Response
 
 if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules and YAML (~40 ms before the first frame)
     from engine.escalation.agent_policy import EscalationHistory, HistoryEntry

@@ -148,7 +148,7 @@ async def open_engine(args: argparse.Namespace, *, rules: Any, script: Any = Non
     from engine.durable.decisions import DecisionStore, who
     from engine.durable.host import DurableHost
     from engine.escalation.broker import EscalationBroker
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from engine.runtime.engine import Engine
 
     db = db if db is not None else open_database(args)

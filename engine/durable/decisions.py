@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from engine.durable.database import Database
 from engine.escalation.broker import RequestChanged
-from engine.escalation.model import (
+from engine.kernel.model import (
     Audit,
     Decision,
     Escalation,

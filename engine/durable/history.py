@@ -13,7 +13,7 @@ from typing import Any, Callable
 from engine.durable.database import Database
 from engine.durable.decisions import decision_from_json, decision_to_json, pending_from_json, pending_to_json
 from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
-from engine.escalation.model import EscalationRecord
+from engine.kernel.model import EscalationRecord
 from engine.escalation.store import StoreContents, StoredRun, summary
 from engine.text_safety import utf8_text
 

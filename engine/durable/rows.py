@@ -21,7 +21,7 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.durable.urls import DatabaseError
-from engine.escalation.model import OnTimeout, Origin, Reason, ResolvedBy, ResponseType
+from engine.kernel.model import OnTimeout, Origin, Reason, ResolvedBy, ResponseType
 
 log = logging.getLogger("escalate.durable")
 

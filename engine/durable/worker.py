@@ -117,7 +117,7 @@ class Worker:
     async def _serve(self) -> int:
         from engine.durable.decisions import DecisionStore, who
         from engine.escalation.broker import RAISED, EscalationBroker
-        from engine.escalation.clock import RealClock
+        from engine.kernel.clock import RealClock
         from engine.escalation.headless import waiting_message
 
         self.host = host = await DurableHost.open(self.db, worker_concurrency=self.concurrency)

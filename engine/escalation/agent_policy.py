@@ -21,7 +21,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any, Collection, Iterable, NamedTuple
 
-from engine.escalation.clock import Clock, RealClock
+from engine.kernel.clock import Clock, RealClock
 from rules.model import PolicyConfig
 
 

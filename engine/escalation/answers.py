@@ -11,7 +11,7 @@ from pathlib import Path
 
 from yaml.nodes import Node
 
-from engine.escalation.model import Response, ResponseType
+from engine.kernel.model import Response, ResponseType
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
 AnswersError = YamlError  # invalid file: `FILE:LINE:COL: message`

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from statistics import median
 from typing import Any, Callable, Iterable
 
-from engine.escalation.model import EscalationRecord, Origin, ResponseType
+from engine.kernel.model import EscalationRecord, Origin, ResponseType
 
 DENY_OPTION = "deny"
 
@@ -41,7 +41,7 @@ def audit_record(record: EscalationRecord) -> dict[str, Any]:
         "shown": decision.audit.shown or None, "note": decision.note or None,
         "decidedAt": iso(decision.resolved_at), "waitedSeconds": round(max(0.0, decision.resolved_at - esc.created_at), 3),
         "approved": approved(record), "stopsTask": decision.stops_task,
-        "digest": decision.digest or None,  # the request as its decider saw it (engine/escalation/model.py)
+        "digest": decision.digest or None,  # the request as its decider saw it (engine/kernel/model.py)
     })
     return out
 

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from engine.escalation.broker import APPROVE, DENY
-from engine.escalation.model import Origin, PendingEscalation, Response, ResponseType
+from engine.kernel.model import Origin, PendingEscalation, Response, ResponseType
 
 MAX_REQUEST_TEXT = 400  # characters: about four lines of the batch list, each row read in full
 

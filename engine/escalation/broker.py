@@ -16,8 +16,8 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
-from engine.escalation.clock import Cancellable, Clock
-from engine.escalation.model import (
+from engine.kernel.clock import Cancellable, Clock
+from engine.kernel.model import (
     Audit,
     Decision,
     OnTimeout,

@@ -16,9 +16,9 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from engine.escalation.broker import APPROVE, DENY, EscalationBroker
-from engine.escalation.clock import Clock
+from engine.kernel.clock import Clock
 from engine.escalation.edits import checked_edit
-from engine.escalation.model import (
+from engine.kernel.model import (
     Audit,
     Decision,
     Escalation,

@@ -19,7 +19,7 @@ from engine.escalation.broker import (
     InvalidResponse,
     NoTimeoutDefault,
 )
-from engine.escalation.model import Audit, PendingEscalation, ResolvedBy
+from engine.kernel.model import Audit, PendingEscalation, ResolvedBy
 
 
 class AnswerMismatch(EscalationError):

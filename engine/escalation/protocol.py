@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from engine.escalation.json_scan import json_values
-from engine.escalation.model import (
+from engine.kernel.model import (
     Decision,
     Escalation,
     Option,

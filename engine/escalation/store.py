@@ -29,7 +29,7 @@ from engine.escalation.agent_policy import Denial, HistoryEntry
 from engine.files import UnreadableFile, read_limited
 from engine.positions import byte_position
 from engine.runtime.events import jsonable
-from engine.escalation.model import (
+from engine.kernel.model import (
     Decision,
     Escalation,
     EscalationRecord,

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable
 
 from engine.escalation.desk import rule_key
-from engine.escalation.model import Decision, Origin, PendingEscalation
+from engine.kernel.model import Decision, Origin, PendingEscalation
 from rules.matcher import Activity, BadPattern, Pattern
 from rules.model import Action, Rule, Rules
 from rules.book import RuleBook

@@ -14,9 +14,9 @@ from typing import Any, Callable, Collection, Iterable, Iterator
 from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
 from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, assigned_names, flow_variables, walk_statements
-from engine.runtime.flowlib import FUNCTIONS, builtin_function
+from engine.flow.flowlib import FUNCTIONS, builtin_function
 from engine.runtime.tools.builtin_names import BUILTINS
-from engine.runtime.guardrails import known_guardrails, mask_guardrails
+from engine.flow.guardrails import known_guardrails, mask_guardrails
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
 MODEL_KEYS = ("provider", "name", "temperature", "max_tokens", "max_input_tokens", "base_url")
@@ -574,7 +574,7 @@ class Analyzer:
             return
         self.diags.append(warning(file, node.line, node.column, "W0004", f"unknown guardrail '{name}': it never triggers here",
                                   self.suggest(name, known) or "guardrails: " + ", ".join(known)
-                                  + "; register others with engine.runtime.guardrails.register_guardrail"))
+                                  + "; register others with engine.flow.guardrails.register_guardrail"))
 
     def produced(self, e: ast.Expr) -> set[str]:
         """Variables set once `e` has run: an agent's `produces`, what a flow run may set."""

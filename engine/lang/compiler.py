@@ -25,7 +25,7 @@ from engine.lang.transformer import build_module
 from engine.positions import byte_position
 
 if TYPE_CHECKING:
-    from engine.runtime.spec import WorkflowBase
+    from engine.flow.spec import WorkflowBase
 
 
 @dataclass

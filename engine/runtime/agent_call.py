@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from engine.escalation import protocol
 from engine.escalation.broker import EscalationError
-from engine.escalation.model import Decision, Escalation, Origin
-from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
+from engine.kernel.model import Decision, Escalation, Origin
+from engine.flow.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.child_calls import human_wait
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope
 from engine.runtime.handlers import GuardrailBlocked, run_handlers
@@ -27,7 +27,7 @@ from engine.runtime.models import ModelUnavailable, preload_litellm, streamed
 from engine.runtime.prompt_escalation import escalation_spec, matches
 from engine.runtime.schemas import SchemaMismatch, check, describe, parse_json
 from engine.runtime.scripted_model import ScriptExhausted
-from engine.runtime.spec import AgentSpec
+from engine.flow.spec import AgentSpec
 from engine.runtime.tools.registry import ToolUnavailable
 
 if TYPE_CHECKING:

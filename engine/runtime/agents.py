@@ -17,7 +17,7 @@ from engine.escalation.protocol import PROTOCOL_NOTE
 from engine.runtime import callbacks
 from engine.runtime.models import agent_model_name, is_real, model_label, model_spec, real_model
 from engine.runtime.scripted_model import scripted_model
-from engine.runtime.spec import AgentSpec
+from engine.flow.spec import AgentSpec
 from engine.runtime.tools.registry import BUILTINS, ToolUnavailable, build_tools
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class AgentFactory:
             if tool_spec is None:
                 if tool_name not in BUILTINS:
                     raise ToolUnavailable(f"agent {spec.name!r}: no tool named {tool_name!r}")
-                from engine.runtime.spec import ToolSpec
+                from engine.flow.spec import ToolSpec
 
                 tool_spec = ToolSpec(name=tool_name, kind="builtin", target=tool_name)
             if scripted and tool_spec.kind == "mcp":

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.escalation import protocol
-from engine.escalation.model import Decision, Escalation, Option, Origin, Reason, ResponseType
-from engine.runtime.flow_api import StopTask
+from engine.kernel.model import Decision, Escalation, Option, Origin, Reason, ResponseType
+from engine.flow.flow_api import StopTask
 from rules.model import Budget
 
 if TYPE_CHECKING:

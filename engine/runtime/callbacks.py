@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from google.adk.tools.agent_tool import AgentTool
 
-from engine.runtime.spec import AgentSpec
+from engine.flow.spec import AgentSpec
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState

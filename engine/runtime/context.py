@@ -1,4 +1,4 @@
-"""RunContext: the FlowContext generated flow code runs against (engine/runtime/flow_api.py).
+"""RunContext: the FlowContext generated flow code runs against (engine/flow/flow_api.py).
 
 Variables are flat per run (engine/runtime/variables.py): each `run FLOW` and each handler sees
 the run's one table, in front of which it keeps its own `$input`, parameters or message;
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from engine.escalation import protocol
 from engine.escalation.broker import EscalationError
-from engine.escalation.model import Origin
-from engine.runtime.flow_api import AbortFlow, CallResult, FlowError, RetryStep, StopTask
+from engine.kernel.model import Origin
+from engine.flow.flow_api import AbortFlow, CallResult, FlowError, RetryStep, StopTask
 from engine.runtime.frames import CURRENT, CallFrame, current
-from engine.runtime.spec import HandlerSpec
+from engine.flow.spec import HandlerSpec
 from engine.runtime.variables import Variables
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class RunContext:
         self.run.emit("log", message=as_text(message), line=line, level="notify")
 
     async def call_function(self, name: str, args: list[Any], *, line: int) -> Any:
-        from engine.runtime.flowlib import call_function
+        from engine.flow.flowlib import call_function
 
         return call_function(name, args, line)
 
@@ -201,13 +201,13 @@ class RunContext:
         if name not in self._unknown_guardrails:
             self._unknown_guardrails.add(name)
             self.run.emit("log", message=f"guardrail {name!r} is not available here: it never triggers "
-                                         "(register it with engine.runtime.guardrails.register_guardrail)",
+                                         "(register it with engine.flow.guardrails.register_guardrail)",
                           line=line, level="warning")
 
     def guardrail(self, name: str, *, line: int) -> bool:
         """`block if NAME` (and `warn if`, `retry with ... if`): does the message in flight trip it?"""
-        from engine.runtime.flowlib import to_text
-        from engine.runtime.guardrails import check
+        from engine.flow.flowlib import to_text
+        from engine.flow.guardrails import check
 
         try:
             hit = check(name, to_text(self.vars.get("message")))
@@ -219,7 +219,7 @@ class RunContext:
         return hit
 
     def mask(self, guardrail: str, *, line: int) -> None:
-        from engine.runtime.guardrails import UnknownGuardrail, mask
+        from engine.flow.guardrails import UnknownGuardrail, mask
 
         scope = self._scope("mask", line)
         try:

@@ -17,12 +17,12 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from engine.escalation.clock import Clock
+from engine.kernel.clock import Clock
 from engine.lang.compiler import CompileFailed, load_workflow
 from engine.runtime.events import EventSink, RunEvent
 from engine.runtime.priority_loop import BACKGROUND
 from engine.runtime.script import Script
-from engine.runtime.spec import WorkflowBase
+from engine.flow.spec import WorkflowBase
 from engine.text_safety import utf8_text
 
 if TYPE_CHECKING:
@@ -354,7 +354,7 @@ def warm_up() -> None:
     import tempfile
 
     from engine.escalation.broker import EscalationBroker
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from engine.lang.compiler import compile_source, workflow_class
     from engine.runtime.script import parse_script
     from rules import default_rules

@@ -17,8 +17,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.runtime.flow_api import FlowError
-from engine.runtime.spec import AgentSpec, HandlerSpec
+from engine.flow.flow_api import FlowError
+from engine.flow.spec import AgentSpec, HandlerSpec
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState

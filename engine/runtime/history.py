@@ -16,7 +16,7 @@ import json
 import operator
 from typing import TYPE_CHECKING, Any
 
-from engine.runtime.spec import PolicySpec
+from engine.flow.spec import PolicySpec
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState

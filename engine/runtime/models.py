@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from engine.runtime.spec import ModelSpec, WorkflowBase
+from engine.flow.spec import ModelSpec, WorkflowBase
 
 GEMINI_PROVIDERS = {"gemini", "google", "vertex", "vertexai"}
 # Key variables LiteLLM reads for the common providers.

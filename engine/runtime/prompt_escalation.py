@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from engine.runtime.spec import AgentSpec, EscalationSpec, WorkflowBase
+from engine.flow.spec import AgentSpec, EscalationSpec, WorkflowBase
 
 log = logging.getLogger("escalate.runtime")
 
@@ -26,7 +26,7 @@ def matches(spec: EscalationSpec, output: Any, ctx: Any) -> bool:
     try:
         if spec.op == "expr":
             return bool(spec.check(ctx, output)) if spec.check is not None else False
-        from engine.runtime.flowlib import normalized_equals
+        from engine.flow.flowlib import normalized_equals
 
         text = output if isinstance(output, str) else str(output)
         value = spec.value if spec.value is not None else ""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from engine.runtime.events import EventSink
 from engine.runtime.script import Script
-from engine.runtime.spec import AgentSpec, WorkflowBase
+from engine.flow.spec import AgentSpec, WorkflowBase
 from engine.runtime.tools.workspace import Workspace
 
 if TYPE_CHECKING:

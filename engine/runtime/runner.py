@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.runtime.context import RunContext
 from engine.runtime.events import EventSink
-from engine.runtime.flow_api import AbortFlow, FlowError, StopTask
+from engine.flow.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.handlers import run_handlers
 from engine.runtime.run_state import RunState
 from engine.runtime.script import Script

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from engine.escalation.json_scan import json_values
-from engine.runtime.spec import SchemaSpec, TypeSpec
+from engine.flow.spec import SchemaSpec, TypeSpec
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.runtime.child_calls import human_wait
-from engine.runtime.flow_api import StopTask
+from engine.flow.flow_api import StopTask
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState

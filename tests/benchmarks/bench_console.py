@@ -30,7 +30,7 @@ from textual import events
 from first_frame import adk_before_first_frame, with_floor  # tests/benchmarks/, the script's own folder
 
 from engine.escalation.broker import RAISED
-from engine.escalation.clock import RealClock
+from engine.kernel.clock import RealClock
 from engine.runtime.priority_loop import PriorityLoop
 from rules import default_rules
 from tui.app import EscalateApp

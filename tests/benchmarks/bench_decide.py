@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).parents[2]))  # tests.tui.helpers
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from engine.escalation.desk import EscalationDesk
-from engine.escalation.model import Escalation, Option, Origin, PendingEscalation, Reason, TimeoutPolicy
+from engine.kernel.model import Escalation, Option, Origin, PendingEscalation, Reason, TimeoutPolicy
 from engine.escalation.teaching import propose, teach
 from rules.book import RuleBook
 from rules.model import Action

@@ -34,7 +34,7 @@ from bench_runtime import FLOW  # noqa: E402  the same flow of N sequential agen
 
 async def one_run(turns: int, folder: Path, durable: bool) -> float:
     from engine.escalation.broker import EscalationBroker
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from engine.lang.compiler import compile_source, workflow_class
     from engine.runtime.engine import CompiledWorkflow, Engine, RunStatus
     from engine.runtime.script import parse_script

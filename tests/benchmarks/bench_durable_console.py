@@ -64,7 +64,7 @@ async def interrupted_runs(db_url: str, count: int, folder: Path) -> None:
     from engine.durable.decisions import DecisionStore
     from engine.durable.host import DurableHost
     from engine.escalation.broker import EscalationBroker
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from engine.runtime.adk_setup import prepare_adk
     from engine.runtime.engine import Engine
     from engine.runtime.script import load_script

@@ -15,9 +15,9 @@ from collections import Counter
 
 from engine.escalation.agent_policy import AgentEscalationHandler, AgentEscalationRequest, AgentPolicy
 from engine.escalation.broker import RAISED, RESOLVED, EscalationBroker
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from engine.escalation.desk import EscalationDesk, new_escalation_id
-from engine.escalation.model import Escalation, Option, Reason
+from engine.kernel.model import Escalation, Option, Reason
 from rules import default_rules
 
 

@@ -70,7 +70,7 @@ server.httpd.serve_forever()
 async def child(source: str, stream: bool) -> None:
     """Runs in the child: the workflow on the real Engine, and the heartbeat's largest gap."""
     from engine.escalation.broker import EscalationBroker
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from engine.runtime.engine import Engine
     from rules.loader import default_rules
 

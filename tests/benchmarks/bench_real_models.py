@@ -71,7 +71,7 @@ async def bare(url: str, n: int) -> tuple[list[float], list[float]]:
 
 async def escalate(url: str, n: int) -> tuple[list[float], list[float]]:
     from engine.escalation.broker import EscalationBroker
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from engine.runtime.engine import Engine, RunStatus
     from rules.loader import default_rules
 

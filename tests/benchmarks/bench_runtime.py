@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import RealClock
+from engine.kernel.clock import RealClock
 from engine.runtime.engine import Engine
 from engine.runtime.adk_setup import prepare_adk
 from engine.runtime.script import parse_script

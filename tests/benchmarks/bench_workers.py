@@ -158,7 +158,7 @@ def latency(url: str, folder: Path, runs: int, concurrency: int) -> None:
     `concurrency` runs at once)."""
     from engine.durable.decisions import DecisionStore, pending_to_json
     from engine.escalation.broker import RAISED, EscalationBroker
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from tests.workers.procs import answer_for
 
     procs = workers(url, folder, 2, concurrency=concurrency)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from engine.escalation.batch import MAX_REQUEST_TEXT, alike, request_text, shape
-from engine.escalation.model import Option, Origin, Reason, ResolvedBy
+from engine.kernel.model import Option, Origin, Reason, ResolvedBy
 from rules import load_rules
 from rules.book import RuleBook
 from tests.escalation.e2e_support import TOOL_AGENT

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from engine.escalation.model import ResolvedBy
+from engine.kernel.model import ResolvedBy
 from rules import load_rules
 from tests.decide.console_support import start, tool_console, waiting
 from tests.tui.helpers import wait_until

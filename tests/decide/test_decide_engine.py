@@ -4,7 +4,7 @@ them after the rules checked them again; a taught rule settles the requests alre
 import asyncio
 from pathlib import Path
 
-from engine.escalation.model import Audit, Origin, ResolvedBy, Response, ResponseType
+from engine.kernel.model import Audit, Origin, ResolvedBy, Response, ResponseType
 from engine.escalation.teaching import propose, teach
 from engine.runtime.engine import RunStatus
 from rules.model import Action

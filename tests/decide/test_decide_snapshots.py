@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from engine.escalation.model import Audit, Option, Origin, Reason, Response, ResponseType
+from engine.kernel.model import Audit, Option, Origin, Reason, Response, ResponseType
 from engine.escalation.teaching import propose
 from rules import default_rules, parse_rules
 from rules.model import Action

@@ -7,7 +7,7 @@ import pytest
 
 from engine.escalation.desk import ALLOW, ASK, DENY, EscalationDesk
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from rules.loader import load_layered, load_rules, parse_rules
 from rules.model import Action
 from rules.book import RuleBook

@@ -24,7 +24,7 @@ from pathlib import Path
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore, pending_from_json
 from engine.escalation.broker import APPROVE
-from engine.escalation.model import Decision, Origin, ResolvedBy, Response, ResponseType, escalation_digest
+from engine.kernel.model import Decision, Origin, ResolvedBy, Response, ResponseType, escalation_digest
 
 DATA = Path(__file__).parent / "data"
 EXPECTED = "first done | second done | ship it"

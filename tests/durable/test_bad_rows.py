@@ -211,7 +211,7 @@ def test_answer_on_the_good_row_beside_them_decides_it(hostile: Path, listings) 
 
 
 async def test_the_console_lists_the_good_escalation_and_says_once_which_rows_it_skipped(hostile: Path, tmp_path) -> None:
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from tests.tui.helpers import SIZE, make_app, make_session, wait_until
 
     copy_path = tmp_path / "escalate.db"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine.durable.database import Database
-from engine.escalation.clock import RealClock
-from engine.escalation.model import ResponseType
+from engine.kernel.clock import RealClock
+from engine.kernel.model import ResponseType
 from tests.tui.helpers import SIZE, make_app, make_session, wait_until
 from tui.screens.confirm_quit import ConfirmQuit
 from tui.widgets.decision_pane import DecisionPane

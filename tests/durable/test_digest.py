@@ -20,8 +20,8 @@ from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore
 from engine.escalation.audit import audit_record
 from engine.escalation.broker import RAISED, EscalationBroker, EscalationError, RequestChanged
-from engine.escalation.clock import RealClock
-from engine.escalation.model import (
+from engine.kernel.clock import RealClock
+from engine.kernel.model import (
     Decision,
     EscalationRecord,
     ResolvedBy,

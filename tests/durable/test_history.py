@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.escalation.clock import RealClock
+from engine.kernel.clock import RealClock
 from tests.store.store_helpers import agent_line, line, raised_line, resolved_line
 from tests.tui.helpers import make_session
 

@@ -137,7 +137,7 @@ def test_the_worker_names_a_pickle_run_and_never_takes_it(tmp_path, db_url) -> N
 
 
 async def test_the_console_lists_a_pickle_run_and_never_continues_it(tmp_path, db_url, caplog) -> None:
-    from engine.escalation.clock import RealClock
+    from engine.kernel.clock import RealClock
     from tests.tui.helpers import make_session
 
     run_id = interrupted_run(tmp_path, db_url)

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import FakeClock
-from engine.escalation.model import PendingEscalation
+from engine.kernel.clock import FakeClock
+from engine.kernel.model import PendingEscalation
 from engine.runtime.engine import Engine, RunHandle
 from engine.runtime.script import parse_script
 from rules import default_rules, parse_rules

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from engine.escalation.model import (
+from engine.kernel.model import (
     Escalation,
     OnTimeout,
     Option,

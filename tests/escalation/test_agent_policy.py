@@ -8,7 +8,7 @@ from engine.escalation.agent_policy import (
     AgentPolicy,
     Denial,
 )
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from rules import default_rules, parse_rules
 
 

@@ -5,10 +5,10 @@ import pytest
 
 from engine.escalation.answers import AnswersError, AnswersUnreadable, load_answers, parse_answers
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from engine.escalation.desk import EscalationDesk
 from engine.escalation.headless import AnswerMismatch, HeadlessResponder, waiting_message
-from engine.escalation.model import OnTimeout, Option, Origin, Reason, ResolvedBy, ResponseType
+from engine.kernel.model import OnTimeout, Option, Origin, Reason, ResolvedBy, ResponseType
 from esc_helpers import make_escalation, make_pending
 
 CONTRACT_EXAMPLE = """\

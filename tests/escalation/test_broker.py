@@ -15,8 +15,8 @@ from engine.escalation.broker import (
     UnknownEscalation,
     timeout_decision,
 )
-from engine.escalation.clock import FakeClock
-from engine.escalation.model import (
+from engine.kernel.clock import FakeClock
+from engine.kernel.model import (
     OnTimeout,
     Option,
     Origin,

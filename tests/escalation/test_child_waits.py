@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.escalation.model import ResolvedBy, Response, ResponseType
+from engine.kernel.model import ResolvedBy, Response, ResponseType
 from engine.runtime.frames import current
 from tests.escalation.e2e_support import Harness
 

@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from engine.escalation.clock import FakeClock, RealClock
+from engine.kernel.clock import FakeClock, RealClock
 
 
 def test_fake_clock_fires_due_callbacks_in_deadline_order() -> None:

@@ -4,9 +4,9 @@ from typing import Any
 import pytest
 
 from engine.escalation.broker import RAISED, EscalationBroker
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from engine.escalation.desk import EscalationDesk, ToolVerdict
-from engine.escalation.model import Origin, Reason, ResolvedBy, Response, ResponseType
+from engine.kernel.model import Origin, Reason, ResolvedBy, Response, ResponseType
 from rules import parse_rules
 from esc_helpers import make_escalation
 
@@ -201,7 +201,7 @@ async def test_raised_is_visible_to_subscribers_before_decide_returns() -> None:
 
 
 def test_decision_event_names_the_chosen_option_and_a_stop() -> None:
-    from engine.escalation.model import Decision, ResolvedBy, Response, ResponseType
+    from engine.kernel.model import Decision, ResolvedBy, Response, ResponseType
 
     esc = make_escalation(id="e1")
     chosen = Decision("e1", Response(ResponseType.OPTION, selected_option="opt2"), ResolvedBy.HUMAN)

@@ -5,7 +5,7 @@ import pytest
 
 from engine.escalation.headless import HeadlessResponder
 from engine.escalation.answers import parse_answers
-from engine.escalation.model import ResolvedBy, Response, ResponseType
+from engine.kernel.model import ResolvedBy, Response, ResponseType
 from engine.runtime.engine import RunStatus
 from e2e_support import ONE_AGENT, Harness
 

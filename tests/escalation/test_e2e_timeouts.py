@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from engine.escalation.model import ResolvedBy, Response, ResponseType
+from engine.kernel.model import ResolvedBy, Response, ResponseType
 from engine.runtime.engine import RunStatus
 from e2e_support import ONE_AGENT, Harness
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.escalation.model import Response, ResponseType
+from engine.kernel.model import Response, ResponseType
 from engine.runtime.engine import RunStatus
 from e2e_support import TOOL_AGENT, Harness
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.escalation.model import Reason, Response, ResponseType
+from engine.kernel.model import Reason, Response, ResponseType
 from engine.runtime.engine import RunStatus
 from tests.escalation.e2e_support import Harness
 from tests.lang.helpers import codes, compile_text

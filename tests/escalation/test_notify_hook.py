@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import FakeClock
-from engine.escalation.model import Response, ResponseType
+from engine.kernel.clock import FakeClock
+from engine.kernel.model import Response, ResponseType
 from engine.escalation.notify_hook import NotifyHook, run_notify_command
 from rules.model import NotifyCommand
 from tests.escalation.e2e_support import ONE_AGENT, Harness

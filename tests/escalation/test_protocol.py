@@ -3,7 +3,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine.escalation.model import Decision, Origin, Reason, ResolvedBy, Response, ResponseType
+from engine.kernel.model import Decision, Origin, Reason, ResolvedBy, Response, ResponseType
 from engine.escalation.protocol import (
     ASK_TOOL_NAME,
     PROTOCOL_NOTE,

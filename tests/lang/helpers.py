@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from engine.lang.compiler import compile_source, workflow_class
-from engine.runtime.flow_api import CallResult, FlowError
+from engine.flow.flow_api import CallResult, FlowError
 
 
 def compile_text(text: str, name: str = "t.sr"):
@@ -78,7 +78,7 @@ class FakeCtx:
         await asyncio.sleep(0)
 
     def guardrail(self, name, *, line):
-        from engine.runtime.guardrails import check
+        from engine.flow.guardrails import check
 
         return bool(check(name, str(self.vars.get("message") or "")))
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.runtime.flow_api import AbortFlow, FlowError
+from engine.flow.flow_api import AbortFlow, FlowError
 from tests.lang.helpers import FakeCtx, compile_text, load, run_flow
 
 HEAD = 'model main = anthropic/claude\nprompt p: """Do it: ${input_prompt}"""\n    escalate if ~ "DRIFTING"\nagent a:\n    instruction p\nagent b:\n    instruction p\n'
@@ -212,7 +212,7 @@ def test_spec_arguments_left_out_are_the_runtime_defaults():
     from dataclasses import MISSING, fields
 
     from engine.lang.codegen import _SPEC_DEFAULTS
-    from engine.runtime.spec import ModelSpec, PromptSpec, ToolSpec
+    from engine.flow.spec import ModelSpec, PromptSpec, ToolSpec
 
     checked = set()
     for cls in (PromptSpec, ModelSpec, ToolSpec):

@@ -1,7 +1,7 @@
 import pytest
 
-from engine.runtime import flowlib as rt
-from engine.runtime.flow_api import FlowError
+from engine.flow import flowlib as rt
+from engine.flow.flow_api import FlowError
 
 
 # Seed 001's table, exactly.

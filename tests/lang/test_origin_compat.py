@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine.lang.compiler import compile_file
-from engine.runtime.flow_api import FlowError
-from engine.runtime.flowlib import FUNCTIONS, call_function
+from engine.flow.flow_api import FlowError
+from engine.flow.flowlib import FUNCTIONS, call_function
 from tests.lang.helpers import FakeCtx, compile_text, run_flow
 
 FORMS = Path(__file__).with_name("origin_forms")
@@ -51,7 +51,7 @@ def test_guardrail_names_are_an_open_set():
 
 
 def test_registered_guardrails_are_known_to_the_analyzer():
-    from engine.runtime.guardrails import register_guardrail, unregister_guardrail
+    from engine.flow.guardrails import register_guardrail, unregister_guardrail
 
     register_guardrail("my_filter", lambda text: text)
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from engine.escalation.answers import parse_answers
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import RealClock
+from engine.kernel.clock import RealClock
 from engine.escalation.headless import HeadlessResponder
 from engine.runtime.engine import Engine, RunHandle
 from rules.loader import default_rules, parse_rules

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine.escalation.model import ResolvedBy, Response, ResponseType
+from engine.kernel.model import ResolvedBy, Response, ResponseType
 from engine.runtime.engine import RunStatus
 from tests.models.conftest import FAKE_OPENAI_KEY, RealRun, fields, openai_model
 from tests.models.llm_server import ModelServer, Turn

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.escalation.model import OnTimeout, Reason
+from engine.kernel.model import OnTimeout, Reason
 from rules import Action, RulesError, RulesUnreadable, default_rules, load_rules, parse_rules
 
 GOOD = """\

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.escalation.model import Escalation, OnTimeout, Option, Origin, Reason
+from engine.kernel.model import Escalation, OnTimeout, Option, Origin, Reason
 from rules import Action, default_rules, parse_rules
 from rules.matcher import Activity, Pattern
 

@@ -9,9 +9,9 @@ import asyncio
 import pytest
 
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from engine.escalation.desk import EscalationDesk
-from engine.escalation.model import Response, ResponseType
+from engine.kernel.model import Response, ResponseType
 from rules import parse_rules
 
 RULES = parse_rules(

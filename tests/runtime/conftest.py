@@ -13,11 +13,11 @@ import pytest
 from engine.cli.main import main
 from engine.escalation.answers import parse_answers
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import RealClock
+from engine.kernel.clock import RealClock
 from engine.escalation.headless import HeadlessResponder
 from engine.runtime.engine import CompiledWorkflow, Engine, RunHandle
 from engine.runtime.script import parse_script
-from engine.runtime.spec import WorkflowBase
+from engine.flow.spec import WorkflowBase
 from rules.loader import default_rules, parse_rules
 
 

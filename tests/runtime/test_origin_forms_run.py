@@ -9,7 +9,7 @@ from pathlib import Path
 from engine.lang.compiler import compile_source, workflow_class
 from engine.runtime.callbacks import MAX_SELF_USE
 from engine.runtime.engine import RunStatus
-from engine.runtime.guardrails import register_guardrail, unregister_guardrail
+from engine.flow.guardrails import register_guardrail, unregister_guardrail
 from tests.runtime.conftest import events
 
 

@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine.escalation.clock import FakeClock
+from engine.kernel.clock import FakeClock
 from engine.runtime.engine import CompiledWorkflow, RunStatus
-from engine.runtime.spec import (
+from engine.flow.spec import (
     AgentSpec,
     EscalationSpec,
     HandlerSpec,
@@ -588,7 +588,7 @@ async def test_flow_escalate_to_human_returns_the_answer_text(harness) -> None:
 
 
 async def test_real_model_without_key_says_how_to_run_offline(harness, monkeypatch) -> None:
-    from engine.runtime.spec import ModelSpec
+    from engine.flow.spec import ModelSpec
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
@@ -609,7 +609,7 @@ async def test_real_model_without_key_says_how_to_run_offline(harness, monkeypat
 async def test_many_runs_each_decision_reaches_its_own_run(harness) -> None:
     from pathlib import Path
 
-    from engine.escalation.model import Response, ResponseType
+    from engine.kernel.model import Response, ResponseType
     from engine.runtime.engine import CompiledWorkflow
 
     script = """

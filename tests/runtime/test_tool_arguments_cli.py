@@ -116,7 +116,7 @@ def test_a_decision_with_list_arguments_written_by_another_client_runs_nothing(t
     """An edit that no client checked (an older client, a hand-written row) meets the run's own check."""
     from engine.durable.database import Database
     from engine.durable.decisions import DecisionStore
-    from engine.escalation.model import Decision, ResolvedBy, Response, ResponseType, escalation_digest
+    from engine.kernel.model import Decision, ResolvedBy, Response, ResponseType, escalation_digest
 
     workspace(tmp_path, {"command": "echo hello"}, ASKING_RULES)
     run = start(tmp_path, "run", "w.sr", "--script", "s.yaml", "--rules", "r.yaml", "--events", "e.jsonl", "--wait")

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.runtime import callbacks
-from engine.runtime.spec import ToolSpec
+from engine.flow.spec import ToolSpec
 from engine.runtime.tools.arguments import CONTEXT_PARAMS, ArgumentsRefused, check_tool_args
 from engine.runtime.tools.registry import BUILTINS, build_tools, check_builtin_args
 from engine.runtime.tools.workspace import Workspace

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.runtime.guardrails import UnknownGuardrail, mask
+from engine.flow.guardrails import UnknownGuardrail, mask
 from engine.runtime.tools.cli import cli_functions
 from engine.runtime.tools.fs import fs_functions
 from engine.runtime.tools.registry import ToolUnavailable, builtin_functions
@@ -106,7 +106,7 @@ async def test_history_truncate_and_trigger() -> None:
     from types import SimpleNamespace
 
     from engine.runtime.history import compact
-    from engine.runtime.spec import PolicySpec
+    from engine.flow.spec import PolicySpec
 
     run = SimpleNamespace(context=None)
     messages = [{"role": "user", "content": str(i)} for i in range(6)]
@@ -121,7 +121,7 @@ async def test_history_truncate_and_trigger() -> None:
 
 def test_model_resolution(monkeypatch) -> None:
     from engine.runtime.models import ModelUnavailable, model_spec, real_model
-    from engine.runtime.spec import ModelSpec, WorkflowBase
+    from engine.flow.spec import ModelSpec, WorkflowBase
 
     class W(WorkflowBase):
         MODELS = {"main": ModelSpec("main", "gemini", "gemini-2.5-flash")}

@@ -11,8 +11,8 @@ from pathlib import Path
 from textual.widgets import Select, Static
 
 from engine.escalation.agent_policy import AgentEscalationRequest, Denial
-from engine.escalation.clock import RealClock
-from engine.escalation.model import Response, ResponseType
+from engine.kernel.clock import RealClock
+from engine.kernel.model import Response, ResponseType
 from engine.escalation.store import iso
 from engine.demo import demo_rules, demo_workflows
 from rules import load_rules

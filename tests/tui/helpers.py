@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
 
-from engine.escalation.clock import FakeClock
-from engine.escalation.model import (
+from engine.kernel.clock import FakeClock
+from engine.kernel.model import (
     Decision,
     Escalation,
     OnTimeout,

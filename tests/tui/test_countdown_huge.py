@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Static
 
-from engine.escalation.model import OnTimeout, Reason
+from engine.kernel.model import OnTimeout, Reason
 from tests.tui.helpers import SIZE, ask, make_app, make_session, pending, settle
 from tests.tui.test_pane import screen_lines
 from tui.format import duration

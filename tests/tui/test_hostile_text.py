@@ -17,8 +17,8 @@ from pathlib import Path
 from rich.console import Console
 from textual.command import CommandPalette
 
-from engine.escalation.model import OnTimeout, Option
-from engine.escalation.clock import RealClock
+from engine.kernel.model import OnTimeout, Option
+from engine.kernel.clock import RealClock
 from engine.escalation.store import iso
 from rules import load_rules
 from tests.hostile_text import HOSTILE, forbidden_in, hostile_workspace

@@ -7,7 +7,7 @@ from pathlib import Path
 from textual import events
 from textual.widgets import Input
 
-from engine.escalation.model import Reason, Response, ResponseType
+from engine.kernel.model import Reason, Response, ResponseType
 from tests.tui.helpers import SIZE, ask, decided, demo_console, make_app, make_session, pending, settle, wait_until
 from tui.widgets.row_table import RowTable
 from tui.screens.start_run import RunRequest, StartRunScreen
@@ -177,7 +177,7 @@ async def test_history_filter_takes_what_is_typed_right_after_slash_and_outcomes
     session = make_session()
     app = make_app(session)
     async with app.run_test(size=SIZE) as pilot:
-        from engine.escalation.model import Option
+        from engine.kernel.model import Option
 
         esc = pending(session.clock, options=(Option("o1", "Yes \x1b[41mbg\x1b[0m [b]x[/b]", recommended=True),))
         ask(session, esc)

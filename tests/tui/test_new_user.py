@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.widgets import Input, OptionList
 
-from engine.escalation.model import Origin, Reason, ResponseType
+from engine.kernel.model import Origin, Reason, ResponseType
 from tests.tui.helpers import SIZE, ask, decided, demo_console, entry, make_app, make_session, pending, settle, wait_until
 from tui.session import RunRequest
 from tui.widgets.decision_pane import DecisionPane

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input, OptionList, Static
 
-from engine.escalation.model import OnTimeout, Option, Origin, Reason, ResolvedBy, ResponseType
+from engine.kernel.model import OnTimeout, Option, Origin, Reason, ResolvedBy, ResponseType
 from tests.tui.helpers import SIZE, ask, decided, make_app, make_session, pending, settle
 from tui.widgets.decision_pane import DecisionPane
 

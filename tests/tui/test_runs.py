@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.escalation.model import ResolvedBy
+from engine.kernel.model import ResolvedBy
 from tests.tui.helpers import demo_console, demo_session, entry, settle, wait_until
 from tui.screens.start_run import RunRequest
 from tui.widgets.decision_pane import DecisionPane

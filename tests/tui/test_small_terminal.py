@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-from engine.escalation.model import Option, Response, ResponseType
+from engine.kernel.model import Option, Response, ResponseType
 from tests.tui.helpers import ask, make_app, make_session, pending, settle
 from tui.screens.help import HELP
 from tui.screens.history import HistoryScreen, record_matches

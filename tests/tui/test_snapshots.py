@@ -4,7 +4,7 @@ the app itself). Regenerate after a deliberate change with `pytest tests/tui --s
 from __future__ import annotations
 
 from engine.demo import demo_workflows
-from engine.escalation.model import Option, Origin, Reason, Response, ResponseType
+from engine.kernel.model import Option, Origin, Reason, Response, ResponseType
 from tests.tui.helpers import make_app, make_session, pending
 
 SIZE = (110, 36)

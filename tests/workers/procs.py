@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore, pending_from_json, who
-from engine.escalation.model import Decision, ResolvedBy, Response, ResponseType, escalation_digest
+from engine.kernel.model import Decision, ResolvedBy, Response, ResponseType, escalation_digest
 
 DATA = Path(__file__).parent / "data"
 ASK = DATA / "ask.sr"

@@ -24,8 +24,8 @@ from engine.durable.decisions import DecisionStore, decision_to_json, pending_to
 from engine.durable.signals import news_folder
 from engine.durable.urls import sqlite_path
 from engine.escalation.broker import EscalationBroker
-from engine.escalation.clock import RealClock
-from engine.escalation.model import (
+from engine.kernel.clock import RealClock
+from engine.kernel.model import (
     Decision,
     Escalation,
     OnTimeout,

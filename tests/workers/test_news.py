@@ -14,8 +14,8 @@ import engine.escalation.broker as broker_module
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore
 from engine.escalation.broker import RAISED, RESOLVED, AlreadyResolved, BrokerEvent, EscalationBroker
-from engine.escalation.clock import RealClock
-from engine.escalation.model import Escalation, Option, PendingEscalation, Reason, Response, ResponseType, TimeoutPolicy
+from engine.kernel.clock import RealClock
+from engine.kernel.model import Escalation, Option, PendingEscalation, Reason, Response, ResponseType, TimeoutPolicy
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -72,7 +72,7 @@ async def test_consoles_see_what_others_raise_and_decide_and_the_first_answer_wi
 
 async def test_a_decision_made_elsewhere_reaches_the_waiting_run_without_a_poll(url: str, monkeypatch) -> None:
     from engine.durable.decisions import decision_from_json
-    from engine.escalation.model import escalation_digest
+    from engine.kernel.model import escalation_digest
 
     monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
     worker_db, shell_db = Database(url), Database(url)
@@ -97,7 +97,7 @@ async def test_a_decision_made_elsewhere_reaches_the_waiting_run_without_a_poll(
 async def test_a_batch_decided_in_one_console_reaches_the_waiting_runs_and_the_other_console(url: str, monkeypatch) -> None:
     """A batch (or a taught rule releasing what waits) is many decisions in one transaction:
     each is news, as a single answer is."""
-    from engine.escalation.model import Decision, ResolvedBy
+    from engine.kernel.model import Decision, ResolvedBy
 
     monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
     dbs = [Database(url) for _ in range(3)]

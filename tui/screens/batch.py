@@ -20,7 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.escalation.batch import MAX_REQUEST_TEXT, batch_response, kind_of, request_text, shown_whole
-from engine.escalation.model import Origin, PendingEscalation, ResponseType
+from engine.kernel.model import Origin, PendingEscalation, ResponseType
 from engine.text_safety import visible
 from tui.format import duration, one_line
 

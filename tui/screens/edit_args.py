@@ -19,7 +19,7 @@ from textual.widgets import Static, TextArea
 
 from engine.escalation.edits import edited_args
 from engine.escalation.desk import ALLOW, ASK, DENY
-from engine.escalation.model import PendingEscalation
+from engine.kernel.model import PendingEscalation
 from tui.format import one_line
 
 

@@ -12,7 +12,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Input, Select, Static
 
-from engine.escalation.model import EscalationRecord, ResolvedBy
+from engine.kernel.model import EscalationRecord, ResolvedBy
 from tui.format import decision_summary, one_line
 from tui.metrics import HumanTally, ago, metrics_text
 from tui.audit_view import export, figures_text, text_matches

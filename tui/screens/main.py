@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, OptionList
 
-from engine.escalation.model import PendingEscalation
+from engine.kernel.model import PendingEscalation
 from engine.text_safety import visible
 from tui.session import ConsoleSession
 from tui.widgets.decision_pane import DecisionPane

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from engine.escalation.model import EscalationRecord
+from engine.kernel.model import EscalationRecord
 from engine.text_safety import visible
 from tui.format import decision_summary, duration
 from tui.metrics import ago

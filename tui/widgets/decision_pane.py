@@ -22,8 +22,8 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.escalation.broker import DENY
-from engine.escalation.clock import Clock
-from engine.escalation.model import Escalation, Origin, PendingEscalation, Response, ResponseType
+from engine.kernel.clock import Clock
+from engine.kernel.model import Escalation, Origin, PendingEscalation, Response, ResponseType
 from engine.text_safety import visible
 from tui.format import countdown, one_line
 

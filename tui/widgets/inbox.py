@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from engine.escalation.clock import Clock
-from engine.escalation.model import PendingEscalation
+from engine.kernel.clock import Clock
+from engine.kernel.model import PendingEscalation
 from tui.format import duration, one_line
 from tui.widgets.row_table import Column, RowTable
 

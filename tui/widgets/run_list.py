@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
-from engine.escalation.clock import Clock
+from engine.kernel.clock import Clock
 from tui.format import duration, event_line, one_line, status_text, token_count
 from tui.widgets.row_table import Column, RowTable
 

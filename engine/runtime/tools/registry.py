@@ -6,7 +6,7 @@ import functools
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.runtime.spec import ToolSpec
+from engine.flow.spec import ToolSpec
 from engine.runtime.tools.arguments import check_args
 from engine.runtime.tools.builtin_names import BUILTINS
 from engine.runtime.tools.cli import cli_functions

@@ -3,7 +3,7 @@
 Generated code is deterministic between these calls; agent calls, LLM calls and human waits
 each go through exactly one method here, which is the seam where runs become durable later.
 Pure helpers (normalized equality, operators, interpolation, property access) live in
-engine.runtime.flowlib and have no side effects.
+engine.flow.flowlib and have no side effects.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from engine.runtime.flow_api import FlowError
+from engine.flow.flow_api import FlowError
 
 # ------------------------------------------------------------------ normalized equality (seed 001)
 
