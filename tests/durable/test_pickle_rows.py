@@ -6,13 +6,17 @@ before JSON (pickle rows) is converted and continues."""
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import pickle
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -22,7 +26,8 @@ from engine.durable.database import Database
 from tests.tui.helpers import SIZE, make_app, wait_until
 
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
-MAIN = Path("/work/main")  # the code before this change, for a database it wrote
+MADE_BY_OLD = Path(__file__).parent / "data" / "made-by-4fad3c6.db"  # see data/README.md
+OLD_RUN = "rf083a5c3"  # its run, waiting on a decision
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
@@ -59,15 +64,15 @@ def db_url(request, tmp_path) -> str:
     return request.getfixturevalue("postgres_server").new_database()
 
 
-def escalate(cwd: Path, *argv: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def escalate(cwd: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout)
 
 
-def interrupted_run(cwd: Path, db_url: str, env: dict[str, str] | None = None) -> str:
+def interrupted_run(cwd: Path, db_url: str) -> str:
     """A run that stopped waiting on a human (exit 4): its recorded steps stay in the database."""
     proc = escalate(cwd, "run", str(DEMO / "auth-refactor.sr"), "--script", str(DEMO / "auth-refactor.yaml"),
-                    "--input", "Fix login", "--db", db_url, env=env)
+                    "--input", "Fix login", "--db", db_url)
     assert proc.returncode == 4, proc.stderr
     return proc.stderr.splitlines()[0].removeprefix("run ")
 
@@ -170,35 +175,50 @@ def test_dbos_never_unpickles_once_a_host_is_open(tmp_path) -> None:
     assert deserialize_value('{"a":[1]}', JSON_FORMAT, serializer()) == {"a": [1]}
 
 
-def _main_env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(MAIN)}
+def old_database(workspace: Path, db_file: Path) -> str:
+    """A copy of MADE_BY_OLD (an interrupted run, waiting on a decision, recorded by escalate
+    before JSON), its workflow and scripted replies beside it in `workspace`; the run's paths in
+    escalate's `runs` table (machine-specific) are made those of the copies. Returns its URL."""
+    db_file.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(MADE_BY_OLD, db_file)
+    copies = {}
+    for suffix in (".sr", ".yaml"):
+        copies[suffix] = workspace / MADE_BY_OLD.with_suffix(suffix).name
+        shutil.copyfile(MADE_BY_OLD.with_suffix(suffix), copies[suffix])
+    with closing(sqlite3.connect(db_file)) as conn, conn:
+        changed = conn.execute("UPDATE escalate_runs SET path = ?, script = ?, workspace = ? WHERE run_id = ?",
+                               (json.dumps(str(copies[".sr"])), json.dumps(str(copies[".yaml"])),
+                                json.dumps(str(workspace)), OLD_RUN)).rowcount
+    assert changed == 1
+    return f"sqlite:///{db_file}"
 
 
-@pytest.mark.skipif(not (MAIN / "engine").is_dir(), reason="needs the code before this change in /work/main")
 def test_a_database_written_by_the_escalate_before_json_is_converted_and_continues(tmp_path) -> None:
-    db_url = f"sqlite:///{tmp_path / 'escalate.db'}"
-    run_id = interrupted_run(tmp_path, db_url, env=_main_env(tmp_path))
-    assert "py_pickle" in formats(db_url)
+    db_url = old_database(tmp_path, tmp_path / "escalate.db")
+    assert formats(db_url) == {"py_pickle"}
     answers = tmp_path / "answers.yaml"
     answers.write_text("- responseType: option\n  selectedOption: jwt\n")
-    proc = escalate(tmp_path, "resume", run_id, "--db", db_url, "--answers", str(answers))
+    proc = escalate(tmp_path, "resume", OLD_RUN, "--db", db_url, "--answers", str(answers))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Plan: move auth to JWT")
     assert formats(db_url) <= {"portable_json", None}
+    listed = escalate(tmp_path, "runs", "--all", "--db", db_url, "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    (run,) = [r for r in json.loads(listed.stdout) if r["run_id"] == OLD_RUN]
+    assert run["status"] == "done", run
 
 
-@pytest.mark.skipif(not (MAIN / "engine").is_dir(), reason="needs the code before this change in /work/main")
 def test_a_database_that_came_with_a_git_repository_is_not_continued(tmp_path) -> None:
-    folder = tmp_path / ".escalate"
-    db_url = f"sqlite:///{folder / 'escalate.db'}"
-    run_id = interrupted_run(tmp_path, db_url, env=_main_env(tmp_path))
+    """A database without escalate's marker (MADE_BY_OLD: written before markers) that a git
+    repository tracks is someone else's, however the file's owner looks."""
+    db_url = old_database(tmp_path, tmp_path / ".escalate" / "escalate.db")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run([*git, "add", "-f", ".escalate/escalate.db"], cwd=tmp_path, check=True)
-    proc = escalate(tmp_path, "resume", run_id, "--db", db_url)
+    proc = escalate(tmp_path, "resume", OLD_RUN, "--db", db_url)
     assert proc.returncode == 2, proc.stderr
     assert "tracked by git" in proc.stderr and "escalate trust" in proc.stderr and "Traceback" not in proc.stderr
-    assert "py_pickle" in formats(db_url)  # not converted: never read
+    assert formats(db_url) == {"py_pickle"}  # not converted: never read
 
 
 def test_a_database_made_for_someone_else_waits_for_escalate_trust(tmp_path, monkeypatch) -> None:
