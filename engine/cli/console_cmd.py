@@ -138,7 +138,7 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:
             _check_compiles(path)
     if args.rules:
         return files, script, _load_rules(args.rules)
-    from rules.book import workspace_rules_path
+    from rules.workspace import workspace_rules_path
 
     base = None if args.files else demo_rules()
     if workspace_rules_path().is_file():  # taught rules: checked now, layered over the base
