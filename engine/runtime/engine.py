@@ -119,6 +119,7 @@ class Engine:
         from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
         from engine.runtime.adk_setup import prepare_adk
+        from engine.runtime.tools.edits import checked_edit
 
         prepare_adk()
         self.rules = rules
@@ -129,7 +130,7 @@ class Engine:
         self.events_file = events_file  # `escalate run --events`: every run's events appended
         self.runs: list[RunHandle] = []
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
-        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run)
+        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run, check_edit=checked_edit)
         if getattr(rules, "notify", None) is not None:  # the rules' `notify: {command: [...]}`
             from engine.escalation.notify_hook import NotifyHook
 
