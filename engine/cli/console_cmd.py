@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.cli.main import EXIT_OK, EXIT_USAGE, write_line
+from engine.cli.output import EXIT_OK, EXIT_USAGE, write_line
 from engine.files import UnreadableFile, check_regular
 
 if TYPE_CHECKING:
