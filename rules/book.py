@@ -9,16 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rules.workspace import workspace_rules_path
+
 if TYPE_CHECKING:
     from rules.model import Rule, Rules
-
-WORKSPACE_RULES = Path(".escalate") / "rules.yaml"  # taught rules, layered over the shipped ones
-
-
-def workspace_rules_path(workspace: Path | None = None) -> Path:
-    """`.escalate/rules.yaml` under `workspace` (default: the current folder, where the default
-    database lives too)."""
-    return (workspace if workspace is not None else Path.cwd()) / WORKSPACE_RULES
 
 
 @dataclass(frozen=True)
@@ -35,7 +29,7 @@ class RuleBook:
         return self.explicit if self.explicit is not None else workspace_rules_path(self.workspace)
 
     def load(self) -> "Rules":
-        from rules.loader import load_layered
+        from rules.loader import load_layered  # YAML: only when the rules are read
 
         return load_layered(self.explicit, self.base, self.workspace)
 

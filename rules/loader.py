@@ -14,12 +14,12 @@ from pathlib import Path
 from yaml.nodes import Node
 
 from engine.kernel.model import OnTimeout, Reason
-from rules.book import workspace_rules_path
 from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
 from rules.model import (
     DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_NOTIFY_SECONDS,
     MAX_SECONDS, Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride,
 )
+from rules.workspace import workspace_rules_path
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
 RulesError = YamlError  # invalid file: `FILE:LINE:COL: message`

@@ -13,9 +13,9 @@ import sys
 import time
 from dataclasses import replace
 
-from engine.cli.main import write_line
+from engine.cli.output import write_line
 from engine.escalation.broker import APPROVE, DENY, EscalationError, RequestChanged, validate_response
-from engine.escalation.edits import edited_args
+from engine.runtime.tools.edits import edited_args
 from engine.kernel.model import Audit, Decision, Origin, ResolvedBy, Response, ResponseType, escalation_digest
 
 

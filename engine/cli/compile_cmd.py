@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from engine.cli.main import write_line
+from engine.cli.output import write_line
 from engine.lang.compiler import compile_file, is_unreadable
 from engine.lang.diagnostics import render_text
 

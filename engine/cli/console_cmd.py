@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.cli.main import EXIT_OK, EXIT_USAGE, write_line
+from engine.cli.output import EXIT_OK, EXIT_USAGE, write_line
 from engine.files import UnreadableFile, check_regular
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], Path | None, object]:
             _check_compiles(path)
     if args.rules:
         return files, script, _load_rules(args.rules)
-    from rules.book import workspace_rules_path
+    from rules.workspace import workspace_rules_path
 
     base = None if args.files else demo_rules()
     if workspace_rules_path().is_file():  # taught rules: checked now, layered over the base

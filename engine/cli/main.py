@@ -11,22 +11,10 @@ import importlib
 import io
 import os
 import sys
-from typing import Sequence, TextIO
+from typing import Sequence
 
-from engine.text_safety import utf8_text, visible
-
-# Exit codes of the contract.
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-
-
-def write_line(message: str, stream: TextIO | None = None) -> None:
-    """`message` and one newline on `stream` (stderr unless given): how every command writes
-    its messages. They quote file, task and agent names, agent text and input files, so control
-    characters in them are shown as signs, never obeyed by the terminal (engine/text_safety.py)."""
-    (stream or sys.stderr).write(visible(message.rstrip("\n")) + "\n")
-
+from engine.cli.output import EXIT_OK, EXIT_USAGE, write_line
+from engine.text_safety import utf8_text
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line, with the contract's exit code 2."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, write_line
+from engine.cli.output import EXIT_ERROR, EXIT_OK, EXIT_USAGE, write_line
 
 
 def main(args: argparse.Namespace) -> int:

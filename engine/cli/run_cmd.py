@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.main import write_line as _err  # every message goes through the sanitizer
+from engine.cli.output import write_line as _err  # every message goes through the sanitizer
 from engine.files import UnreadableFile, check_regular
 from engine.text_safety import utf8_text
 

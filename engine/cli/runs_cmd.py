@@ -10,7 +10,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from engine.cli.main import write_line
+from engine.cli.output import write_line
 from engine.text_safety import visible
 
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from engine.cli.console_cmd import UsageError, checked_database
-from engine.cli.main import EXIT_OK, EXIT_USAGE, write_line
+from engine.cli.output import EXIT_OK, EXIT_USAGE, write_line
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

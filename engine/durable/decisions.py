@@ -13,7 +13,7 @@ import os
 from typing import Any, Iterable
 
 from engine.durable.database import Database
-from engine.escalation.broker import RequestChanged
+from engine.kernel.errors import RequestChanged
 from engine.kernel.model import (
     Audit,
     Decision,

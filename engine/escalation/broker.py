@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
 from engine.kernel.clock import Cancellable, Clock
+from engine.kernel.errors import EscalationError, RequestChanged
 from engine.kernel.model import (
     Audit,
     Decision,
@@ -52,10 +53,6 @@ APPROVE = "approve"
 DENY = "deny"
 
 
-class EscalationError(Exception):
-    """An answer the broker refuses (unknown id, already resolved, option not offered)."""
-
-
 class UnknownEscalation(EscalationError):
     pass
 
@@ -66,11 +63,6 @@ class AlreadyResolved(EscalationError):
 
 class InvalidResponse(EscalationError):
     pass
-
-
-class RequestChanged(EscalationError):
-    """The escalation waits as another request than the one its decider saw (the digests
-    differ): nothing was decided; it is shown again as the database holds it."""
 
 
 class NoTimeoutDefault(EscalationError):

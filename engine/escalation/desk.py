@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from engine.escalation.broker import APPROVE, DENY, EscalationBroker
 from engine.kernel.clock import Clock
-from engine.escalation.edits import checked_edit
+from engine.escalation.edits import EditCheck, object_edit
 from engine.kernel.model import (
     Audit,
     Decision,
@@ -93,8 +93,10 @@ class ToolVerdict(str):
 
 
 class EscalationDesk:
-    def __init__(self, broker: EscalationBroker, rules: Rules, clock: Clock, emit: Emit | None = None) -> None:
+    def __init__(self, broker: EscalationBroker, rules: Rules, clock: Clock, emit: Emit | None = None,
+                 check_edit: EditCheck = object_edit) -> None:
         self.broker = broker
+        self.check_edit = check_edit  # the tools' own check of edited arguments (the engine's)
         self.rules = rules
         self.clock = clock
         self._emit = emit or (lambda run_id, type_, fields: None)
@@ -173,7 +175,7 @@ class EscalationDesk:
         wins (the person approved it; asking again would ask them twice)."""
         if result != CONFIRMED or result.args is None:
             return result
-        edited = checked_edit(tool, result.args)
+        edited = self.check_edit(tool, result.args)
         if isinstance(edited, str):
             return ToolVerdict(DENIED, f"The edited call {tool} did not run: invalid arguments ({edited}).",
                                result.decision, result.args)

@@ -1,20 +1,22 @@
-"""Edited tool arguments, as a person types them (the console's editor, `escalate answer --args`):
-a JSON object that fits the tool's schema, or one line saying why not. The run's desk checks an
-edit the same way (`checked_edit`) before the rules read it."""
+"""Edited tool arguments, as a person types them (the console's editor, `escalate answer --args`),
+in the part that needs no tool: a JSON object of bounded size, or one line saying why not.
+
+Checking an edit against the tool's own schema is the tools' job (engine/runtime/tools/edits.py);
+the run's desk is handed that check (`EditCheck`) and applies it before the rules read the edit."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from engine.runtime.tools.arguments import ArgumentsRefused
-from engine.runtime.tools.registry import check_builtin_args
+from typing import Any, Callable
 
 MAX_ARGS_CHARS = 1_000_000  # a tool's arguments, not a data file
 
+# (tool, edited arguments) -> the arguments as the tool takes them, or why not (one line)
+EditCheck = Callable[[str, Any], "dict[str, Any] | str"]
 
-def edited_args(text: str, tool: str) -> dict[str, Any] | str:
-    """The arguments for `tool` that `text` holds, or why they are refused (one line)."""
+
+def parsed_edit(text: str) -> dict[str, Any] | str:
+    """The JSON object `text` holds, or why it is refused (one line)."""
     if len(text) > MAX_ARGS_CHARS:
         return f"{len(text)} characters: at most {MAX_ARGS_CHARS}"
     try:
@@ -23,17 +25,10 @@ def edited_args(text: str, tool: str) -> dict[str, Any] | str:
         return f"not JSON: {str(exc).splitlines()[0][:200]}"
     if not isinstance(value, dict):
         return 'must be a JSON object, e.g. {"path": "a.txt"}'
-    return checked_edit(tool, value)
+    return value
 
 
-def checked_edit(tool: str, args: Any) -> dict[str, Any] | str:
-    """Edited arguments as `tool` takes them, or why not (one line). A built-in tool's are checked
-    against its schema, as a run checks the model's; another tool's (an MCP server's, an agent
-    used as a tool) are checked by the run against that very tool, before it runs."""
-    try:
-        checked = check_builtin_args(tool, args)
-    except ArgumentsRefused as exc:
-        return str(exc)
-    if checked is not None:
-        return checked
+def object_edit(tool: str, args: Any) -> dict[str, Any] | str:
+    """The check that needs no tool: edited arguments are a JSON object. A desk made without the
+    tools' check (tests of the rules alone) applies only this one."""
     return args if isinstance(args, dict) else "must be a JSON object"

@@ -27,8 +27,8 @@ from typing import Any, Callable
 
 from engine.escalation.agent_policy import Denial, HistoryEntry
 from engine.files import UnreadableFile, read_limited
+from engine.kernel.jsonable import jsonable
 from engine.positions import byte_position
-from engine.runtime.events import jsonable
 from engine.kernel.model import (
     Decision,
     Escalation,

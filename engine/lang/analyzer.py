@@ -15,7 +15,7 @@ from engine.lang import ast
 from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
 from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, assigned_names, flow_variables, walk_statements
 from engine.flow.flowlib import FUNCTIONS, builtin_function
-from engine.runtime.tools.builtin_names import BUILTINS
+from engine.flow.builtin_names import BUILTINS
 from engine.flow.guardrails import known_guardrails, mask_guardrails
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")

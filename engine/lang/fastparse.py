@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.lang.parser import GRAMMAR_PATH, TAB_WIDTH, IndentationError_
+from engine.lang.grammar import GRAMMAR_PATH, TAB_WIDTH, IndentationError_
 from engine.lang.tree import Token, Tree
 
 TABLE_PATH = Path(__file__).with_name("parse_table.json")

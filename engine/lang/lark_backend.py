@@ -16,7 +16,7 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from engine.lang.diagnostics import Diagnostic, error
-from engine.lang.parser import GRAMMAR_PATH, TAB_WIDTH, IndentationError_
+from engine.lang.grammar import GRAMMAR_PATH, TAB_WIDTH, IndentationError_
 
 
 class IndentPostLex:

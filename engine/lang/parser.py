@@ -11,28 +11,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from engine.lang.diagnostics import Diagnostic, error
+from engine.lang.fastparse import FastParser, load_parser
+from engine.lang.grammar import TAB_WIDTH
 from engine.lang.tree import Token, Tree
-
-TAB_WIDTH = 4
-GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
-
-
-class IndentationError_(Exception):
-    """Raised by the post-lexer; carries the position of the offending line."""
-
-    def __init__(self, line: int, column: int, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.column = column
 
 
 @lru_cache(maxsize=2)
-def _fast(start: str = "start"):  # type: ignore[no-untyped-def]
-    from engine.lang.fastparse import load_parser  # imports this module: load it lazily
-
+def _fast(start: str = "start") -> FastParser:
     return load_parser(start)
 
 

@@ -19,6 +19,7 @@ from engine.escalation import protocol
 from engine.escalation.broker import EscalationError
 from engine.kernel.model import Decision, Escalation, Origin
 from engine.flow.flow_api import AbortFlow, FlowError, StopTask
+from engine.runtime.backoff import backoff_delay
 from engine.runtime.child_calls import human_wait
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope
 from engine.runtime.handlers import GuardrailBlocked, run_handlers
@@ -124,16 +125,6 @@ async def call_agent(
             run.emit("agent_result", agent=author, result=text)
     run.emit("agent_result", agent=spec.name, result=outcome.value)
     return outcome
-
-
-def backoff_delay(kind: str | None, attempt: int) -> float:
-    """Seconds before attempt `attempt + 1` under a retry policy's backoff."""
-    base = 0.2
-    if kind == "exponential":
-        return min(base * (2**attempt), 10.0)
-    if kind == "linear":
-        return min(base * (attempt + 1), 10.0)
-    return base
 
 
 async def _call_once(

@@ -13,7 +13,6 @@ import itertools
 import logging
 import uuid
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -21,6 +20,7 @@ from engine.kernel.clock import Clock
 from engine.lang.compiler import CompileFailed, load_workflow
 from engine.runtime.events import EventSink, RunEvent
 from engine.runtime.priority_loop import BACKGROUND
+from engine.runtime.run_status import RunStatus
 from engine.runtime.script import Script
 from engine.flow.spec import WorkflowBase
 from engine.text_safety import utf8_text
@@ -37,20 +37,6 @@ __all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle
 _WARM_UP_SOURCE = 'prompt p: """Warm up."""\nagent w:\n    instruction p\nflow main:\n    $x = run agent w $input\n    return $x\n'
 _WARM_UP_SCRIPT = "agents:\n  w: [ready]\n"
 RESUME_TIMEOUT = 60.0  # seconds for DBOS to hand a resumed run back to this process
-
-
-class RunStatus(str, Enum):
-    RUNNING = "running"
-    WAITING = "waiting"  # on a human
-    DONE = "done"
-    FAILED = "failed"
-    STOPPED = "stopped"
-    ABORTED = "aborted"
-    CANCELLED = "cancelled"
-
-    @property
-    def finished(self) -> bool:
-        return self not in (RunStatus.RUNNING, RunStatus.WAITING)
 
 
 @dataclass(frozen=True)
@@ -133,6 +119,7 @@ class Engine:
         from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
         from engine.runtime.adk_setup import prepare_adk
+        from engine.runtime.tools.edits import checked_edit
 
         prepare_adk()
         self.rules = rules
@@ -143,7 +130,7 @@ class Engine:
         self.events_file = events_file  # `escalate run --events`: every run's events appended
         self.runs: list[RunHandle] = []
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
-        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run)
+        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run, check_edit=checked_edit)
         if getattr(rules, "notify", None) is not None:  # the rules' `notify: {command: [...]}`
             from engine.escalation.notify_hook import NotifyHook
 

@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from engine.kernel.jsonable import jsonable
+
 log = logging.getLogger("escalate.runtime")
 
 # The contract's event types, for reference and checks in tests.
@@ -39,17 +41,6 @@ EVENT_TYPES = (
 
 def utc_now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def jsonable(value: Any) -> Any:
-    """Event fields hold agent output and flow values: anything not JSON becomes its text."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    return str(value)
 
 
 @dataclass

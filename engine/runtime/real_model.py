@@ -15,7 +15,7 @@ from typing import Any, AsyncGenerator, Callable
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
 from google.adk.models._capabilities import LlmCapabilities
 
-from engine.runtime.agent_call import backoff_delay
+from engine.runtime.backoff import backoff_delay
 from engine.runtime.model_errors import ModelCallError, classify, reply_failure
 
 MAX_SERVER_WAIT = 120.0  # seconds: a longer Retry-After is capped (the agent's timeout still applies)

@@ -12,6 +12,7 @@ from engine.runtime.events import EventSink
 from engine.flow.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.handlers import run_handlers
 from engine.runtime.run_state import RunState
+from engine.runtime.run_status import RunStatus
 from engine.runtime.script import Script
 from engine.runtime.tools.workspace import Workspace
 
@@ -25,8 +26,6 @@ async def execute_run(
     engine: "Engine", handle: "RunHandle", workflow: "CompiledWorkflow", sink: EventSink, script: Script | None,
     *, durable: bool = False,
 ) -> None:
-    from engine.runtime.engine import RunStatus
-
     instance = workflow.cls()
     run = RunState(
         run_id=handle.id,

@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
-from engine.escalation.edits import edited_args
+from engine.runtime.tools.edits import edited_args
 from engine.escalation.desk import ALLOW, ASK, DENY
 from engine.kernel.model import PendingEscalation
 from tui.format import one_line

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from engine.flow.spec import ToolSpec
 from engine.runtime.tools.arguments import check_args
-from engine.runtime.tools.builtin_names import BUILTINS
+from engine.flow.builtin_names import BUILTINS
 from engine.runtime.tools.cli import cli_functions
 from engine.runtime.tools.fs import fs_functions
 from engine.runtime.tools.web import web_functions

@@ -1,5 +1,6 @@
-"""The names `tool NAME = builtin ...` may give, and the built-in each names. Apart from the
-tools themselves so that `escalate check` knows them without importing the tools."""
+"""The names `tool NAME = builtin ...` may give, and the built-in each names: part of the flow
+contract, apart from the tools themselves (engine/runtime/tools/) so that the compiler and
+`escalate check` know them without importing the runtime."""
 
 from __future__ import annotations
 
