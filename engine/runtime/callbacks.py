@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from google.adk.tools.agent_tool import AgentTool
 
+from engine.escalation.desk import Gate
 from engine.flow.spec import AgentSpec
+from engine.runtime.human import hold_verdict, settle_tool
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
@@ -211,9 +213,6 @@ async def _gate(run: "RunState", agent: str, tool: Any, args: dict[str, Any], to
                 return _checked(run, agent, tool, args)  # against this very tool's schema
             return None
         return {"error": str(payload.get("message") or f"the call to {tool.name} was denied")}
-    from engine.escalation.desk import Gate
-    from engine.runtime.human import hold_verdict, settle_tool
-
     verdict = run.desk.tool_verdict(run.task, tool.name, dict(args))  # this call's one verdict
     if verdict.gate is Gate.ASK:
         hold_verdict(tool_context.function_call_id, verdict)  # settled when the pause is answered
