@@ -117,7 +117,7 @@ class DecideActions:
         desk = self.session.engine.desk if self.session.engine is not None else None
 
         def verdict_of(args: dict[str, Any]) -> str:
-            return desk.tool_verdict(esc.task_id, tool, args) if desk is not None else "ask"
+            return desk.tool_verdict(esc.task_id, tool, args).gate if desk is not None else "ask"
 
         def approved(args: dict[str, Any] | None) -> None:
             if args is None:

@@ -1,8 +1,11 @@
-"""The escalation desk: rules first, then the one place where a run waits for a human.
+"""The escalation desk: rules first, then, when a person must answer, the broker.
 
-Every agent escalation (JSON reply, ask tool, flow statement) goes through `decide`; every tool
-call goes through `approve_tool`. Both apply the rules and, when a human must answer, go through
-`_wait_for_human`, which raises the escalation on the broker and emits the contract's events.
+Every agent escalation (JSON reply, ask tool, flow statement) goes through `decide`. A tool call
+gets its verdict once (`tool_verdict`, a typed `ToolVerdict`), and `settle_tool` turns that
+verdict into what happens to the call (a `ToolCallOutcome`), asking a person when the verdict
+says so. Both raise on the broker through `_ask_person` and emit the contract's events; the run
+side of a wait (its status, paused timeouts, children handing waits up) is
+engine/runtime/human.py.
 Rule semantics left open by the contract (docs/escalation.md): `allow` resolves at once as
 agent_decide, `deny` as skip, `stop` stops the task; `alwaysAsk` turns `allow` into asking.
 """
@@ -12,7 +15,8 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any, Callable
 
 from engine.escalation.broker import APPROVE, DENY, EscalationBroker
@@ -36,9 +40,7 @@ from rules.model import Action, Rule, Rules
 
 Emit = Callable[[str, str, dict[str, Any]], None]  # (run_id, event type, fields)
 
-# tool_verdict() results
-ALLOW, ASK, STOP = "allow", "ask", "stop"
-# approve_tool() results (the contract's tool_call verdicts, plus stop)
+# The contract's `tool_call` verdicts.
 ALLOWED, CONFIRMED, DENIED = "allowed", "confirmed", "denied"
 
 TOOL_APPROVAL_REASON = Reason.SECURITY_CONCERN
@@ -74,22 +76,43 @@ async def minted(escalation: Escalation, clock: Clock,
     return replace(escalation, id=esc_id, created_at=created)
 
 
-class ToolVerdict(str):
-    """approve_tool's verdict (`allowed`, `confirmed`, `denied`, `stop`), comparable as a str,
-    carrying what the agent should be told, the human decision, if one was taken, and the
-    arguments the person approved when they edited them (the tool runs with those)."""
+class Gate(StrEnum):
+    """What the rules say of a tool call (a str: the console shows and compares the value)."""
 
-    message: str
-    decision: Decision | None
-    args: dict[str, Any] | None
+    ALLOW = "allow"  # it runs
+    DENY = "deny"  # refused by a rule
+    STOP = "stop"  # a rule stops the task
+    ASK = "ask"  # a person confirms it first
 
-    def __new__(cls, verdict: str, message: str = "", decision: Decision | None = None,
-                args: dict[str, Any] | None = None) -> "ToolVerdict":
-        obj = super().__new__(cls, verdict)
-        obj.message = message
-        obj.decision = decision
-        obj.args = args
-        return obj
+
+@dataclass(frozen=True)
+class ToolVerdict:
+    """The rules' verdict on one tool call, computed once (`EscalationDesk.tool_verdict`) and
+    carried through the confirmation pause to `settle_tool`, never computed again."""
+
+    gate: Gate
+    rule: Rule | None = None  # the rule that decided; None: no rule matched
+
+    @property
+    def by(self) -> str:
+        return _rule_name(self.rule)
+
+
+@dataclass(frozen=True)
+class ToolCallOutcome:
+    """What happens to a tool call: it runs (`allowed`, `confirmed`), or not (`denied`, or
+    `stops` the task), with what the agent is told, the person's decision if one was taken, and
+    the arguments they approved when they edited them (the tool runs with those)."""
+
+    verdict: str  # ALLOWED, CONFIRMED or DENIED (the contract's tool_call verdicts)
+    message: str = ""
+    decision: Decision | None = None
+    args: dict[str, Any] | None = None
+    stops: bool = False  # denied, and the task ends
+
+    @property
+    def runs(self) -> bool:
+        return self.verdict in (ALLOWED, CONFIRMED)
 
 
 class EscalationDesk:
@@ -114,7 +137,7 @@ class EscalationDesk:
         if action is Action.ALLOW and override is not None and override.always_ask:
             action = Action.ASK_USER
         if action is Action.ASK_USER:
-            return await self._wait_for_human(escalation, rule)
+            return await self._ask_person(escalation, rule)
         assert rule is not None  # only a matched rule can allow, deny or stop
         escalation = await minted(escalation, self.clock)
         self._emit_raised(escalation, TimeoutPolicy(None))
@@ -124,69 +147,71 @@ class EscalationDesk:
 
     # -- tool gating ------------------------------------------------------------------------------
 
-    def tool_verdict(self, task: str, tool: str, args: dict[str, Any]) -> str:
-        """What the rules say about a tool call: allow, deny, ask (a human) or stop."""
-        return self._verdict_of(task, self.rules.match_tool(task, tool, args))
+    def tool_verdict(self, task: str, tool: str, args: dict[str, Any]) -> ToolVerdict:
+        """What the rules say about a tool call, with the rule that decided (nothing counted:
+        the console previews edits with it)."""
+        rule = self.rules.match_tool(task, tool, args)
+        return ToolVerdict(self._gate_of(task, rule), rule)
 
-    def _verdict_of(self, task: str, rule: Rule | None) -> str:
-        """The verdict for a call the rules matched to `rule` (None: no rule) in `task`."""
+    def _gate_of(self, task: str, rule: Rule | None) -> Gate:
+        """The gate for a call the rules matched to `rule` (None: no rule) in `task`."""
         if rule is not None and rule.action is Action.DENY:
-            return DENY
+            return Gate.DENY
         if rule is not None and rule.action is Action.STOP:
-            return STOP
+            return Gate.STOP
         override = self.rules.override(task)
         if rule is not None and rule.taught and rule.action is Action.ALLOW:
             # A person allowed exactly this call: no confirmation is asked again, unless the
             # task says every escalation waits for a human (alwaysAsk).
-            return ASK if override is not None and override.always_ask else ALLOW
+            return Gate.ASK if override is not None and override.always_ask else Gate.ALLOW
         if (rule is not None and rule.action is Action.ASK_USER) or (override and override.require_confirmation):
-            return ASK
-        return ALLOW
+            return Gate.ASK
+        return Gate.ALLOW
 
-    async def approve_tool(self, run_id: str, task: str, agent: str, tool: str, args: dict[str, Any]) -> ToolVerdict:
-        """Gate one tool call; emits `tool_call`. Only `allowed` and `confirmed` may run it (with
-        `result.args` when the person approved edited arguments)."""
-        rule = self._count(self.rules.match_tool(task, tool, args))
-        verdict = self._verdict_of(task, rule)
-        if verdict == ALLOW:
-            result = ToolVerdict(ALLOWED)
-        elif verdict == DENY:
-            result = ToolVerdict(DENIED, f"The tool call {tool} was refused by {_rule_name(rule)}. Do not retry it.")
-        elif verdict == STOP:
-            result = ToolVerdict(STOP, f"The tool call {tool} stopped the task ({_rule_name(rule)}).")
+    async def settle_tool(self, run_id: str, task: str, agent: str, tool: str, args: dict[str, Any],
+                          verdict: ToolVerdict) -> ToolCallOutcome:
+        """What `verdict` (this call's, from `tool_verdict`) makes of the call, after a person
+        when it says ASK (the caller does that wait: engine/runtime/human.py); emits `tool_call`.
+        Only `runs` outcomes may run it (with `args` when the person edited them)."""
+        rule = self._count(verdict.rule)
+        if verdict.gate is Gate.ALLOW:
+            result = ToolCallOutcome(ALLOWED)
+        elif verdict.gate is Gate.DENY:
+            result = ToolCallOutcome(DENIED, f"The tool call {tool} was refused by {verdict.by}. Do not retry it.")
+        elif verdict.gate is Gate.STOP:
+            result = ToolCallOutcome(DENIED, f"The tool call {tool} stopped the task ({verdict.by}).", stops=True)
         else:
             escalation = _tool_escalation(run_id, task, agent, tool, args)
             if rule is not None and rule.why:  # a shell command rules cannot check: say why a human is asked
                 escalation = replace(escalation, context=f"{escalation.context}\n{rule.why}")
-            decision = await self._wait_for_human(escalation, rule, {"tool": tool, "args": args})
+            decision = await self._ask_person(escalation, rule, {"tool": tool, "args": args})
             result = self._edited_call_checked(task, tool, _tool_result(tool, decision))
-        stopped = result == STOP
-        fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": DENIED if stopped else str(result)}
+        fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": result.verdict}
         if result.args is not None:
             fields["editedArgs"] = result.args
-        if stopped:
+        if result.stops:
             fields["stopped"] = True  # the contract's verdicts have no "stop": denied, and the task ends
         self._emit(run_id, "tool_call", fields)
         return result
 
-    def _edited_call_checked(self, task: str, tool: str, result: ToolVerdict) -> ToolVerdict:
-        """Approved with edited arguments: they must fit the tool's schema (else nothing runs),
-        then the rules see the edited call as it will run, and a rule that denies or stops it
-        wins (the person approved it; asking again would ask them twice)."""
-        if result != CONFIRMED or result.args is None:
+    def _edited_call_checked(self, task: str, tool: str, result: ToolCallOutcome) -> ToolCallOutcome:
+        """Approved with edited arguments: checked once, here. They must fit the tool's schema
+        (else nothing runs), then the rules see the edited call as it will run, and a rule that
+        denies or stops it wins (the person approved it; asking again would ask them twice)."""
+        if result.verdict != CONFIRMED or result.args is None:
             return result
         edited = self.check_edit(tool, result.args)
         if isinstance(edited, str):
-            return ToolVerdict(DENIED, f"The edited call {tool} did not run: invalid arguments ({edited}).",
-                               result.decision, result.args)
-        result = ToolVerdict(CONFIRMED, result.message, result.decision, edited)
+            return replace(result, verdict=DENIED, message=f"The edited call {tool} did not run: invalid arguments ({edited}).")
+        result = replace(result, args=edited)
         rule = self._count(self.rules.match_tool(task, tool, edited))
-        verdict = self._verdict_of(task, rule)
-        if verdict == DENY:
-            return ToolVerdict(DENIED, f"The edited call {tool} was refused by {_rule_name(rule)}. Do not retry it.",
-                               result.decision, result.args)
-        if verdict == STOP:
-            return ToolVerdict(STOP, f"The edited call {tool} stopped the task ({_rule_name(rule)}).", result.decision, result.args)
+        gate = self._gate_of(task, rule)
+        if gate is Gate.DENY:
+            return replace(result, verdict=DENIED,
+                           message=f"The edited call {tool} was refused by {_rule_name(rule)}. Do not retry it.")
+        if gate is Gate.STOP:
+            return replace(result, verdict=DENIED, message=f"The edited call {tool} stopped the task ({_rule_name(rule)}).",
+                           stops=True)
         return result
 
     # -- rules taught while requests wait --------------------------------------------------------
@@ -207,10 +232,10 @@ class EscalationDesk:
                 if not isinstance(tool, str) or not isinstance(args, dict):
                     continue  # raised before approvals carried their call
                 rule = self.rules.match_tool(esc.task_id, tool, args)
-                verdict = self._verdict_of(esc.task_id, rule)
-                if rule is None or not decides(rule) or verdict not in (ALLOW, DENY):
+                gate = self._gate_of(esc.task_id, rule)
+                if rule is None or not decides(rule) or gate not in (Gate.ALLOW, Gate.DENY):
                     continue
-                response = Response(ResponseType.OPTION, selected_option=APPROVE if verdict == ALLOW else DENY)
+                response = Response(ResponseType.OPTION, selected_option=APPROVE if gate is Gate.ALLOW else DENY)
                 decisions.append(Decision(esc.id, response, ResolvedBy.RULE, now, f"decided by {_rule_name(rule)}",
                                           audit=Audit(rule=_rule_name(rule))))
             else:
@@ -234,9 +259,9 @@ class EscalationDesk:
             self.hits[rule_key(rule)] += 1
         return rule
 
-    # -- the one human wait -------------------------------------------------------------------------
+    # -- asking a person ----------------------------------------------------------------------------
 
-    async def _wait_for_human(self, escalation: Escalation, rule: Rule | None, extra: dict[str, Any] | None = None) -> Decision:
+    async def _ask_person(self, escalation: Escalation, rule: Rule | None, extra: dict[str, Any] | None = None) -> Decision:
         def pending_of(esc: Escalation) -> PendingEscalation:
             # From the raise time, not now: asked again after a restart, it keeps its deadline.
             return PendingEscalation(esc, self.rules.timeout_policy(esc, esc.created_at, rule), dict(extra or {}))
@@ -308,17 +333,17 @@ def _tool_escalation(run_id: str, task: str, agent: str, tool: str, args: dict[s
     )
 
 
-def _tool_result(tool: str, decision: Decision) -> ToolVerdict:
+def _tool_result(tool: str, decision: Decision) -> ToolCallOutcome:
     """Only an explicit `approve` runs the tool; everything else is a refusal (fail closed)."""
     r = decision.response
     extra = f" Additional instructions: {r.additional_instructions}" if r.additional_instructions else ""
     if r.response_type is ResponseType.OPTION and r.selected_option == APPROVE:
         if r.edited_args is not None:
             shown = json.dumps(r.edited_args, ensure_ascii=False, sort_keys=True, default=str)
-            return ToolVerdict(CONFIRMED, f"Approved by {decision.resolved_by.value} with edited arguments {shown}.{extra}",
-                               decision, dict(r.edited_args))
-        return ToolVerdict(CONFIRMED, f"Approved by {decision.resolved_by.value}.{extra}", decision)
+            return ToolCallOutcome(CONFIRMED, f"Approved by {decision.resolved_by.value} with edited arguments {shown}.{extra}",
+                                   decision, dict(r.edited_args))
+        return ToolCallOutcome(CONFIRMED, f"Approved by {decision.resolved_by.value}.{extra}", decision)
     why = f" The answer was: {r.text_response}" if r.response_type is ResponseType.TEXT else ""
     if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT:
         why = f" {decision.note}."
-    return ToolVerdict(DENIED, f"The tool call {tool} was denied ({decision.resolved_by.value}).{why}{extra}", decision)
+    return ToolCallOutcome(DENIED, f"The tool call {tool} was denied ({decision.resolved_by.value}).{why}{extra}", decision)

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from engine.escalation import protocol
 from engine.escalation.broker import EscalationError
-from engine.kernel.model import Decision, Escalation, Origin
+from engine.kernel.model import Origin
 from engine.flow.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.backoff import backoff_delay
-from engine.runtime.child_calls import human_wait
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope
 from engine.runtime.handlers import GuardrailBlocked, run_handlers
+from engine.runtime.human import confirmation_answer, decide
 from engine.runtime.model_errors import ModelCallError
 from engine.runtime.models import ModelUnavailable, preload_litellm, streamed
 from engine.runtime.prompt_escalation import escalation_spec, matches
@@ -67,15 +67,6 @@ def _user_text(text: str) -> Any:
 def _spec_name(run: "RunState", adk_author: str) -> str:
     factory = run._factory
     return factory.names.get(adk_author, adk_author) if factory is not None else adk_author
-
-
-async def decide(run: "RunState", escalation: Escalation) -> Decision:
-    """The desk's decision (rules, or a person through the one human wait); a decision that
-    stops the task raises StopTask."""
-    decision = await human_wait(run, lambda: run.desk.decide(escalation))
-    if decision.stops_task:
-        raise StopTask(f"escalation {escalation.id} ({escalation.reason.value}) stopped the task: {decision.note or decision.resolved_by.value}")
-    return decision
 
 
 async def call_agent(
@@ -266,12 +257,7 @@ async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:
                 **decision.to_event_fields(),
             }
         elif call.name == "adk_request_confirmation":
-            original = args.get("originalFunctionCall") or {}
-            verdict = await run.gate_tool(agent, str(original.get("name", "tool")), dict(original.get("args") or {}))
-            payload: dict[str, Any] = {"message": getattr(verdict, "message", "")}
-            if getattr(verdict, "args", None) is not None:
-                payload["args"] = verdict.args  # approved with edited arguments: the tool runs with these
-            response = {"confirmed": verdict in ("allowed", "confirmed"), "payload": payload}
+            response = await confirmation_answer(run, agent, args)
         else:
             raise EscalationUnresolved(f"agent {agent!r} paused on {call.name!r}, which nobody can answer")
         parts.append(types.Part(function_response=types.FunctionResponse(id=call.id, name=call.name, response=response)))

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from google.adk.tools.agent_tool import AgentTool
 
+from engine.escalation.desk import Gate
 from engine.flow.spec import AgentSpec
+from engine.runtime.human import hold_verdict, settle_tool
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
@@ -195,10 +197,11 @@ def _checked(run: "RunState", agent: str, tool: Any, args: dict[str, Any]) -> di
 
 
 async def _gate(run: "RunState", agent: str, tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
-    """The rules' verdict, without waiting for anyone here: a call a human must approve pauses
-    the agent on ADK's confirmation request, the flow level asks (agent_call), and ADK calls the
-    tool again with the answer in `tool_context.tool_confirmation`. Returns the refusal the agent
-    sees, or None when the call may run."""
+    """The rules' verdict, computed once, without waiting for anyone here: a call a human must
+    approve pauses the agent on ADK's confirmation request with its verdict held, the agent call
+    answers the pause (human.confirmation_answer), and ADK calls the tool again with the answer
+    in `tool_context.tool_confirmation`. Returns the refusal the agent sees, or None when the
+    call may run."""
     confirmation = tool_context.tool_confirmation
     if confirmation is not None:  # the human's answer, given at the flow level
         payload = confirmation.payload if isinstance(confirmation.payload, dict) else {}
@@ -210,13 +213,15 @@ async def _gate(run: "RunState", agent: str, tool: Any, args: dict[str, Any], to
                 return _checked(run, agent, tool, args)  # against this very tool's schema
             return None
         return {"error": str(payload.get("message") or f"the call to {tool.name} was denied")}
-    if run.desk.tool_verdict(run.task, tool.name, dict(args)) == "ask":
+    verdict = run.desk.tool_verdict(run.task, tool.name, dict(args))  # this call's one verdict
+    if verdict.gate is Gate.ASK:
+        hold_verdict(tool_context.function_call_id, verdict)  # settled when the pause is answered
         tool_context.request_confirmation(hint=f"Allow {agent} to call {tool.name}?", payload={"agent": agent})
         tool_context.actions.skip_summarization = True  # the pause is not a result to summarize
         return dict(CONFIRMATION_PENDING)
-    verdict = await run.gate_tool(agent, tool.name, args)
-    if verdict == "denied":
-        return {"error": getattr(verdict, "message", "") or f"the call to {tool.name} was refused by the rules"}
+    outcome = await settle_tool(run, agent, tool.name, args, verdict)
+    if not outcome.runs:
+        return {"error": outcome.message or f"the call to {tool.name} was refused by the rules"}
     return None
 
 

@@ -1,8 +1,8 @@
 """Agents run from inside a tool (a `use` child, an `escalate_to_agent` target) never wait for a
 person there: a human wait happens at one level only, the flow's.
 
-Such a call runs as a task of its own. When it needs a decision, it hands the wait up
-(`human_wait`) and its tool returns nothing, which pauses the calling agent on that tool call
+Such a call runs as a task of its own. When it needs a decision, the one wait (human.py `wait`)
+hands it up (`ChildCall.hand_up`) and its tool returns nothing, which pauses the calling agent on that tool call
 (ADK's long-running pause). The caller's agent call, at the flow level, then takes the child's
 waits one by one (`settle`), lets the child go on, and answers the paused tool call with the
 child's result: the same way it answers an `ask_human` pause. Nested children hand their waits
@@ -12,30 +12,15 @@ up the same way, level by level.
 from __future__ import annotations
 
 import asyncio
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
-from engine.runtime.frames import wait_for_human
+from engine.runtime.human import Wait, wait, waits_handed_to
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
 
 T = TypeVar("T")
-Wait = Callable[[], Awaitable[Any]]  # makes the coroutine that waits for a person
-
-# Set inside a child's task: where its human waits go instead of happening there.
-_UP: ContextVar["ChildCall | None"] = ContextVar("escalate_child_call", default=None)
-
-
-async def human_wait(run: "RunState", make: Callable[[], Awaitable[T]]) -> T:
-    """THE human wait: every decision a run waits for comes through here. At the flow level it
-    waits (the run shows as waiting; agent timeouts are pushed back by the time waited); inside
-    a child call it hands the wait to the level above, which does it."""
-    child = _UP.get()
-    if child is not None:
-        return await wait_for_human(run, child.hand_up(make))
-    return await wait_for_human(run, make())
 
 
 @dataclass
@@ -56,11 +41,8 @@ class ChildCall:
     @classmethod
     def start(cls, run: "RunState", call: Callable[[], Awaitable[Any]]) -> "ChildCall":
         child = cls(run)
-        token = _UP.set(child)
-        try:  # the task copies the context now: its waits go to `child`, its steps stay the run's
+        with waits_handed_to(child):  # the task copies the context now: its steps stay the run's
             child.task = asyncio.get_running_loop().create_task(call(), name="escalate child call")
-        finally:
-            _UP.reset(token)
         return child
 
     async def hand_up(self, make: Wait) -> Any:
@@ -94,7 +76,7 @@ class ChildCall:
                     continue
                 ask = self._asks.pop(0)
                 try:
-                    ask.answer.set_result(await human_wait(self.run, ask.make))
+                    ask.answer.set_result(await wait(self.run, ask.make))
                 except BaseException as exc:  # the child gets the failure (a stop, a cancel) too
                     if not ask.answer.done():
                         ask.answer.set_exception(exc)

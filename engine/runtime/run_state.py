@@ -42,10 +42,9 @@ class RunState:
     on_tokens: Callable[[int], None] = lambda used: None  # the run's token count went up
     durable: bool = False  # a DBOS workflow: model turns and tool calls are recorded steps
     # The services a run's parts use, given by the runner (engine/runtime/runner.py) rather than
-    # imported back: call an agent, decide an escalation, gate a tool call (emit is below).
+    # imported back: call an agent, decide an escalation (emit is below).
     call_agent: Callable[..., Awaitable[Any]] = field(default=_unwired, repr=False)
     decide: Callable[..., Awaitable[Any]] = field(default=_unwired, repr=False)
-    gate_tool: Callable[..., Awaitable[Any]] = field(default=_unwired, repr=False)
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     context: "RunContext | None" = None
     _cursor: "ScriptCursor | None" = None

@@ -85,14 +85,13 @@ async def execute_run(
 
 
 def wire(run: RunState) -> None:
-    """Give the run its services: the one agent-call function, the one decision function (which
-    goes through the one human wait), the one tool gate."""
-    from engine.runtime.agent_call import call_agent, decide
-    from engine.runtime.tool_gate import gate_tool
+    """Give the run its services: the one agent-call function and the one decision function
+    (which goes through the one wait for a person, engine/runtime/human.py)."""
+    from engine.runtime.agent_call import call_agent
+    from engine.runtime.human import decide
 
     run.call_agent = partial(call_agent, run)
     run.decide = partial(decide, run)
-    run.gate_tool = partial(gate_tool, run)
 
 
 async def _run_entry(run: RunState, context: RunContext, handle: "RunHandle") -> Any:

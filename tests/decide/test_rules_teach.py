@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.escalation.desk import ALLOW, ASK, DENY, EscalationDesk
+from engine.escalation.desk import EscalationDesk, Gate
 from engine.escalation.broker import EscalationBroker
 from engine.kernel.clock import FakeClock
 from rules.loader import load_layered, load_rules, parse_rules
@@ -20,8 +20,8 @@ def _rules(text: str) -> object:
     return parse_rules(text, "r.yaml")
 
 
-def _verdict(rules_text: str, task: str, tool: str, args: dict) -> str:
-    return EscalationDesk(EscalationBroker(FakeClock()), _rules(rules_text), FakeClock()).tool_verdict(task, tool, args)
+def _verdict(rules_text: str, task: str, tool: str, args: dict) -> Gate:
+    return EscalationDesk(EscalationBroker(FakeClock()), _rules(rules_text), FakeClock()).tool_verdict(task, tool, args).gate
 
 
 def _taught(task: str, tool: str, args: dict, action: str = "allow", extra: str = "") -> str:
@@ -39,14 +39,14 @@ escalationRules:
 
 
 @pytest.mark.parametrize("command, expected", [
-    ("rm -rf build", ALLOW),
-    ("rm -rf /", ASK),
-    ("rm -rf build; rm -rf /", ASK),
-    ("rm -rf build && rm -rf /", ASK),
-    ("RM -RF BUILD", ASK),
-    ("rm -rf build ", ASK),
-    ("rm -rf buildx", ASK),
-    ("rm -rf build\nrm -rf /", ASK),
+    ("rm -rf build", Gate.ALLOW),
+    ("rm -rf /", Gate.ASK),
+    ("rm -rf build; rm -rf /", Gate.ASK),
+    ("rm -rf build && rm -rf /", Gate.ASK),
+    ("RM -RF BUILD", Gate.ASK),
+    ("rm -rf build ", Gate.ASK),
+    ("rm -rf buildx", Gate.ASK),
+    ("rm -rf build\nrm -rf /", Gate.ASK),
 ])
 def test_a_taught_allow_matches_exactly_that_call(command, expected) -> None:
     rules = _taught("t1", SHELL, {"command": "rm -rf build"})
@@ -55,24 +55,24 @@ def test_a_taught_allow_matches_exactly_that_call(command, expected) -> None:
 
 def test_a_taught_allow_is_scoped_to_its_task() -> None:
     rules = _taught("t1", SHELL, {"command": "rm -rf build"})
-    assert _verdict(rules, "other", SHELL, {"command": "rm -rf build"}) == ASK
+    assert _verdict(rules, "other", SHELL, {"command": "rm -rf build"}) == Gate.ASK
 
 
 def test_a_taught_allow_never_overrides_a_written_deny() -> None:
     rules = _taught("t1", "write_file", {"path": "a"}, extra="    - {pattern: \"write file\", action: deny}\n")
-    assert _verdict(rules, "t1", "write_file", {"path": "a"}) == DENY
+    assert _verdict(rules, "t1", "write_file", {"path": "a"}) == Gate.DENY
     rules = _taught("t1", SHELL, {"command": "rm -rf build"}).replace("action: ask_user", "action: stop")
     assert _verdict(rules, "t1", SHELL, {"command": "rm -rf build"}) == "stop"
 
 
 def test_a_taught_allow_never_overrides_always_ask() -> None:
     rules = _taught("t1", "write_file", {"path": "a"}).replace("requireConfirmation: true", "alwaysAsk: true\n      requireConfirmation: true")
-    assert _verdict(rules, "t1", "write_file", {"path": "a"}) == ASK
+    assert _verdict(rules, "t1", "write_file", {"path": "a"}) == Gate.ASK
 
 
 def test_a_taught_deny_beats_a_written_allow() -> None:
     rules = _taught("t1", "write_file", {"path": "a"}, action="deny", extra="    - {pattern: \"write file\", action: allow}\n")
-    assert _verdict(rules, "t1", "write_file", {"path": "a"}) == DENY
+    assert _verdict(rules, "t1", "write_file", {"path": "a"}) == Gate.DENY
 
 
 COMMENTED = """\

@@ -125,5 +125,6 @@ async def test_headless_through_the_desk_with_default_rules() -> None:
     await asyncio.sleep(0)
     assert len(waiting) == 1 and not arch.done()
     arch.cancel()
-    denied = await desk.approve_tool("r", "t", "a", "delete_file", {"path": "x"})
-    assert denied == "denied"
+    call = {"path": "x"}
+    denied = await desk.settle_tool("r", "t", "a", "delete_file", call, desk.tool_verdict("t", "delete_file", call))
+    assert denied.verdict == "denied"

@@ -5,7 +5,7 @@ import pytest
 
 from engine.escalation.broker import RAISED, EscalationBroker
 from engine.kernel.clock import FakeClock
-from engine.escalation.desk import EscalationDesk, ToolVerdict
+from engine.escalation.desk import EscalationDesk, ToolCallOutcome
 from engine.kernel.model import Origin, Reason, ResolvedBy, Response, ResponseType
 from rules import parse_rules
 from esc_helpers import make_escalation
@@ -117,22 +117,27 @@ async def test_always_ask_turns_allow_into_a_human_wait_without_deadline() -> No
 
 def test_tool_verdicts() -> None:
     desk = Harness().desk
-    assert desk.tool_verdict("t", "read_file", {"path": "a"}) == "allow"
-    assert desk.tool_verdict("t", "delete_file", {"path": "a"}) == "ask"
-    assert desk.tool_verdict("t", "run_command", {"command": "git push -f"}) == "deny"
-    assert desk.tool_verdict("t", "run_command", {"command": "rm -rf /"}) == "stop"
-    assert desk.tool_verdict("deploy-production", "read_file", {"path": "a"}) == "ask"
-    assert desk.tool_verdict("deploy-production", "run_command", {"command": "git push"}) == "deny"
+    assert desk.tool_verdict("t", "read_file", {"path": "a"}).gate == "allow"
+    assert desk.tool_verdict("t", "delete_file", {"path": "a"}).gate == "ask"
+    assert desk.tool_verdict("t", "run_command", {"command": "git push -f"}).gate == "deny"
+    assert desk.tool_verdict("t", "run_command", {"command": "rm -rf /"}).gate == "stop"
+    assert desk.tool_verdict("deploy-production", "read_file", {"path": "a"}).gate == "ask"
+    assert desk.tool_verdict("deploy-production", "run_command", {"command": "git push"}).gate == "deny"
+
+
+def _settle(desk: EscalationDesk, tool: str, args: dict) -> "asyncio.Future[ToolCallOutcome]":
+    """A tool call as a run makes it: its one verdict, then what that verdict makes of it."""
+    return asyncio.ensure_future(desk.settle_tool("r", "t", "peer1", tool, args, desk.tool_verdict("t", tool, args)))
 
 
 async def test_approve_tool_allowed_denied_stop() -> None:
     h = Harness()
-    allowed = await h.desk.approve_tool("r", "t", "peer1", "read_file", {"path": "a"})
-    assert allowed == "allowed" and isinstance(allowed, ToolVerdict)
-    denied = await h.desk.approve_tool("r", "t", "peer1", "run_command", {"command": "git push"})
-    assert denied == "denied" and "refused" in denied.message
-    stop = await h.desk.approve_tool("r", "t", "peer1", "run_command", {"command": "rm -rf x"})
-    assert stop == "stop"
+    allowed = await _settle(h.desk, "read_file", {"path": "a"})
+    assert allowed.verdict == "allowed" and allowed.runs
+    denied = await _settle(h.desk, "run_command", {"command": "git push"})
+    assert denied.verdict == "denied" and not denied.runs and "refused" in denied.message
+    stop = await _settle(h.desk, "run_command", {"command": "rm -rf x"})
+    assert stop.stops and not stop.runs
     assert [(t, f["verdict"]) for _, t, f in h.events] == [
         ("tool_call", "allowed"),
         ("tool_call", "denied"),
@@ -142,8 +147,8 @@ async def test_approve_tool_allowed_denied_stop() -> None:
     assert h.events[0][2] == {"agent": "peer1", "tool": "read_file", "args": {"path": "a"}, "verdict": "allowed"}
 
 
-async def _approval(h: Harness, response: Response | None, advance: float = 0) -> ToolVerdict:
-    task = asyncio.create_task(h.desk.approve_tool("r", "t", "peer1", "delete_file", {"path": "old.txt"}))
+async def _approval(h: Harness, response: Response | None, advance: float = 0) -> ToolCallOutcome:
+    task = _settle(h.desk, "delete_file", {"path": "old.txt"})
     await asyncio.sleep(0)
     [pending] = h.broker.pending()
     esc = pending.escalation
@@ -160,7 +165,7 @@ async def _approval(h: Harness, response: Response | None, advance: float = 0) -
 async def test_tool_approval_confirmed_by_a_human() -> None:
     h = Harness()
     verdict = await _approval(h, Response(ResponseType.OPTION, "approve", None, "only this once"))
-    assert verdict == "confirmed" and "only this once" in verdict.message
+    assert verdict.verdict == "confirmed" and "only this once" in verdict.message
     assert h.types() == ["human_escalation", "decision", "tool_call"]
     assert h.events[-1][2]["verdict"] == "confirmed"
 
@@ -177,7 +182,7 @@ async def test_tool_approval_confirmed_by_a_human() -> None:
 async def test_anything_but_approve_denies_the_tool(response: Response) -> None:
     h = Harness()
     verdict = await _approval(h, response)
-    assert verdict == "denied" and verdict.decision is not None
+    assert verdict.verdict == "denied" and verdict.decision is not None
     if response.text_response:
         assert "use trash instead" in verdict.message
 
@@ -186,7 +191,7 @@ async def test_unanswered_tool_approval_fails_closed_at_the_rules_timeout() -> N
     h = Harness()
     assert h.events == []
     verdict = await _approval(h, None, advance=30)
-    assert verdict == "denied" and verdict.decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT
+    assert verdict.verdict == "denied" and verdict.decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT
     assert h.events[0][2]["onTimeout"] == "option:deny" and h.events[0][2]["timeout"] == 30
 
 

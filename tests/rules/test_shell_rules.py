@@ -28,7 +28,7 @@ escalationRules:
 
 def verdict(command: str) -> str:
     desk = EscalationDesk(EscalationBroker(FakeClock()), RULES, FakeClock())
-    return desk.tool_verdict("task", "run_command", {"command": command})
+    return desk.tool_verdict("task", "run_command", {"command": command}).gate
 
 
 # Spelled so that the words are still rm, -r and -f: denied.
@@ -167,9 +167,11 @@ async def test_the_human_is_told_why_they_are_asked() -> None:
     clock = FakeClock()
     broker = EscalationBroker(clock)
     desk = EscalationDesk(broker, RULES, clock)
-    asked = asyncio.create_task(desk.approve_tool("r", "task", "agent", "run_command", {"command": "$(echo rm) -rf /"}))
+    args = {"command": "$(echo rm) -rf /"}
+    asked = asyncio.create_task(desk.settle_tool("r", "task", "agent", "run_command", args,
+                                                 desk.tool_verdict("task", "run_command", args)))
     await asyncio.sleep(0)
     [pending] = broker.pending()
     assert "command substitution" in pending.escalation.context
     broker.answer(pending.escalation.id, Response(ResponseType.SKIP))
-    assert await asked == "denied"
+    assert (await asked).verdict == "denied"

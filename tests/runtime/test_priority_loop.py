@@ -157,7 +157,7 @@ def test_tasks_a_run_starts_are_run_work() -> None:
 
 
 def test_an_answer_wakes_the_run_that_waited_for_a_human_ahead_of_run_work() -> None:
-    """`wait_for_human` clears BACKGROUND while it waits: the answer's wakeup is console work."""
+    """`human.wait` clears BACKGROUND while it waits: the answer's wakeup is console work."""
     order: list[str] = []
 
     async def main(loop: PriorityLoop) -> None:

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
 from engine.runtime.tools.edits import edited_args
-from engine.escalation.desk import ALLOW, ASK, DENY
+from engine.escalation.desk import Gate
 from engine.kernel.model import PendingEscalation
 from tui.format import one_line
 
@@ -72,12 +72,12 @@ class EditArgsScreen(ModalScreen[dict[str, Any] | None]):
             line.update(Text(f"✗ {value}", style="bold red"))
             return None
         verdict = self._verdict_of(value)
-        if verdict == DENY or verdict == "stop":
+        if verdict in (Gate.DENY, Gate.STOP):
             line.update(Text("✗ the rules refuse this call: approving it would deny it", style="bold red"))
         elif value == self.original:
             line.update(Text("unchanged: ctrl+s approves the call as asked", style="dim"))
         else:
-            line.update(Text(f"✓ edited; the rules {'allow it' if verdict == ALLOW else 'leave it to you' if verdict == ASK else verdict}",
+            line.update(Text(f"✓ edited; the rules {'allow it' if verdict == Gate.ALLOW else 'leave it to you' if verdict == Gate.ASK else verdict}",
                              style="green"))
         return value
 
