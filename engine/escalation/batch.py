@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from engine.kernel.model import Origin, PendingEscalation, Response
-from engine.kernel.responses import kind
+from engine.kernel import responses
 
 MAX_REQUEST_TEXT = 400  # characters: about four lines of the batch list, each row read in full
 
@@ -74,11 +74,11 @@ def batch_response(pending: PendingEscalation, approve: bool) -> Response | None
     approving means nothing for this one (no recommended option, no agent decision)."""
     esc = pending.escalation
     if esc.origin is Origin.TOOL_APPROVAL:
-        return kind("approve" if approve else "deny").make()
+        return responses.kind("approve" if approve else "deny").make()
     if not approve:
-        return kind("skip").make()
+        return responses.kind("skip").make()
     if esc.recommended is not None:
-        return kind("option").make(esc.recommended.id)
+        return responses.kind("option").make(esc.recommended.id)
     if esc.allow_agent_decision:
-        return kind("agent_decide").make()
+        return responses.kind("agent_decide").make()
     return None
