@@ -160,14 +160,15 @@ def wire_kinds() -> list[ResponseKind]:
 def kind_of(response: Response, origin: Origin) -> ResponseKind:
     """The row of an answer to an escalation of `origin`: approve or deny for a tool approval's
     two options, else the row of its `responseType`."""
-    value = response.response_type.value
-    if origin is Origin.TOOL_APPROVAL:
-        for k in KINDS:
-            if k.fixed is not None and k.response_type.value == value and k.fixed == response.selected_option:
+    found = None
+    for k in KINDS:
+        if k.response_type is response.response_type:
+            if k.fixed is None:
+                found = found or k
+            elif origin is Origin.TOOL_APPROVAL and k.fixed == response.selected_option:
                 return k
-    found = next((k for k in wire_kinds() if k.response_type.value == value), None)
     if found is None:
-        raise KeyError(f"no response kind for responseType {value!r}")
+        raise KeyError(f"no response kind for responseType {response.response_type!r}")
     return found
 
 
@@ -182,5 +183,5 @@ def pane_extras(escalation: Escalation) -> list[ResponseKind]:
 
 def chosen_option(response: Response) -> str | None:
     """The option id an answer chooses; None for the kinds that choose none."""
-    k = next((k for k in wire_kinds() if k.response_type.value == response.response_type.value), None)
+    k = next((k for k in KINDS if k.fixed is None and k.response_type is response.response_type), None)
     return response.selected_option if k is not None and k.field == "selected_option" else None
