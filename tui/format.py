@@ -14,6 +14,7 @@ from rich.text import Text
 
 from engine.escalation.broker import NoTimeoutDefault, timeout_decision
 from engine.kernel.model import Decision, Escalation, PendingEscalation
+from engine.kernel.responses import wire_kinds
 from engine.text_safety import visible
 
 # Run status -> (label shown, style). "waiting" is the one the user acts on.
@@ -114,7 +115,7 @@ def decision_words(fields: dict[str, Any]) -> str:
     if fields.get("textResponse"):
         return f'text "{one_line(fields["textResponse"], 60)}"'
     kind = fields.get("responseType") or ""
-    return {"skip": "skip", "agent_decide": "let agent decide"}.get(kind, kind)
+    return next((k.logged for k in wire_kinds() if k.response_type.value == kind), kind)
 
 
 def _instructions(fields: dict[str, Any]) -> str:

@@ -14,9 +14,10 @@ import time
 from dataclasses import replace
 
 from engine.cli.output import write_line
-from engine.escalation.broker import APPROVE, DENY, EscalationError, RequestChanged, validate_response
+from engine.escalation.broker import EscalationError, RequestChanged, validate_response
 from engine.runtime.tools.edits import edited_args
-from engine.kernel.model import Audit, Decision, Origin, ResolvedBy, Response, ResponseType, escalation_digest
+from engine.kernel.model import Audit, Decision, Origin, ResolvedBy, Response, escalation_digest
+from engine.kernel.responses import kind_of, kinds
 
 
 def main(args: argparse.Namespace) -> int:
@@ -40,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
             return _fail(f"{args.escalation}: --args goes with --approve (the tool runs with the edited arguments)", 2)
         response = _response(args, pending.escalation.origin)
         if response is None:
-            return _fail(f"{args.escalation}: --approve and --deny answer tool approvals only; use --option, --text, --skip or --agent-decide", 2)
+            return _fail(f"{args.escalation}: {_either(True, ' and ')} answer tool approvals only; use {_either(False, ' or ')}", 2)
         if args.args is not None:
             edited = edited_args(args.args, str(pending.extra.get("tool", "")))
             if isinstance(edited, str):
@@ -61,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
             if held is None:
                 return _fail(f"{args.escalation}: already decided by nobody (it was withdrawn)", 1)
             return _fail(f"{args.escalation}: already decided by {_by(held.resolved_by.value, decision_to_json(held))}", 1)
-        write_line(f"{args.escalation}: decided ({_words(response)})", sys.stdout)
+        write_line(f"{args.escalation}: decided ({_words(response, pending.escalation.origin)})", sys.stdout)
         return 0
     except DatabaseError as exc:  # a lock another session holds (engine/durable/database.py)
         return _fail(f"--db {shown(db.url)}: {exc}", 2)
@@ -70,24 +71,22 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _response(args: argparse.Namespace, origin: Origin) -> Response | None:
-    extra = args.instructions
-    if args.approve or args.deny:
-        if origin is not Origin.TOOL_APPROVAL:
-            return None
-        return Response(ResponseType.OPTION, selected_option=APPROVE if args.approve else DENY, additional_instructions=extra)
-    if args.option is not None:
-        return Response(ResponseType.OPTION, selected_option=args.option, additional_instructions=extra)
-    if args.text is not None:
-        return Response(ResponseType.TEXT, text_response=args.text, additional_instructions=extra)
-    if args.skip:
-        return Response(ResponseType.SKIP, additional_instructions=extra)
-    return Response(ResponseType.AGENT_DECIDE, additional_instructions=extra)
+    """The answer the one given flag stands for; None for a tool approval's flag on another
+    escalation. The flags are mutually exclusive and one is required (engine/cli/main.py)."""
+    kind = next(k for k in kinds() if getattr(args, k.name) not in (None, False))
+    if kind.tool_approval_only and origin is not Origin.TOOL_APPROVAL:
+        return None
+    return kind.make(getattr(args, kind.name) if kind.metavar is not None else None, args.instructions)
 
 
-def _words(response: Response) -> str:
-    if response.response_type is ResponseType.OPTION:
-        return f"option {response.selected_option}"
-    return response.response_type.value.replace("_", " ")
+def _either(tool_approval_only: bool, last: str) -> str:
+    """`--option, --text, --skip or --agent-decide`: the flags of one side, in words."""
+    flags = [k.flag for k in kinds() if k.tool_approval_only is tool_approval_only]
+    return ", ".join(flags[:-1]) + last + flags[-1] if len(flags) > 1 else "".join(flags)
+
+
+def _words(response: Response, origin: Origin) -> str:
+    return kind_of(response, origin).said(response)
 
 
 def _by(resolved_by: str | None, decision: dict | None) -> str:

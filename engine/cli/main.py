@@ -14,7 +14,9 @@ import sys
 from typing import Sequence
 
 from engine.cli.output import EXIT_OK, EXIT_USAGE, write_line
+from engine.kernel.responses import kinds
 from engine.text_safety import utf8_text
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line, with the contract's exit code 2."""
@@ -64,12 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     answer = sub.add_parser("answer", help="decide a pending escalation")
     answer.add_argument("escalation", metavar="ESC_ID", help="the escalation's id (escalate runs lists them)")
     how = answer.add_mutually_exclusive_group(required=True)
-    how.add_argument("--option", metavar="ID", help="choose this option (its id, as `runs` prints it)")
-    how.add_argument("--text", metavar="T", help="answer in words")
-    how.add_argument("--skip", action="store_true", help="skip this task")
-    how.add_argument("--agent-decide", action="store_true", help="let the agent decide (when the escalation allows it)")
-    how.add_argument("--approve", action="store_true", help="approve a tool call")
-    how.add_argument("--deny", action="store_true", help="deny a tool call")
+    for kind in kinds():  # one flag per response kind (engine/kernel/responses.py)
+        if kind.metavar is not None:
+            how.add_argument(kind.flag, dest=kind.name, metavar=kind.metavar, help=kind.flag_help)
+        else:
+            how.add_argument(kind.flag, dest=kind.name, action="store_true", help=kind.flag_help)
     answer.add_argument("--instructions", metavar="T", help="additional instructions for the agent")
     answer.add_argument("--args", metavar="JSON", help="with --approve: run the tool with these arguments instead")
     answer.add_argument("--db", metavar="URL", help=_DB_EXISTING)

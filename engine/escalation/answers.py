@@ -11,7 +11,8 @@ from pathlib import Path
 
 from yaml.nodes import Node
 
-from engine.kernel.model import Response, ResponseType
+from engine.kernel.model import Response
+from engine.kernel.responses import WIRE_FIELDS, wire_kinds
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
 AnswersError = YamlError  # invalid file: `FILE:LINE:COL: message`
@@ -53,12 +54,12 @@ def _answer(r: Reader, node: Node, n: int) -> Answer:
     entries = r.mapping(node, what, _KEYS)
     type_node = r.require(entries, "responseType", node, what)
     type_text = r.string(type_node, f"{what}: responseType")
-    kinds = [t.value for t in ResponseType]
-    if type_text not in kinds:
-        raise r.error(type_node, f"{what}: unknown responseType {type_text!r}{did_you_mean(type_text, kinds)}")
-    kind = ResponseType(type_text)
-    needed = {ResponseType.OPTION: "selectedOption", ResponseType.TEXT: "textResponse"}.get(kind)
-    for key in ("selectedOption", "textResponse"):
+    rows = {k.response_type.value: k for k in wire_kinds()}
+    if type_text not in rows:
+        raise r.error(type_node, f"{what}: unknown responseType {type_text!r}{did_you_mean(type_text, list(rows))}")
+    kind = rows[type_text]
+    needed = kind.wire_field
+    for key in WIRE_FIELDS.values():
         if key in entries and key != needed:
             raise r.error(entries[key][0], f"{what}: {key} does not go with responseType {type_text}")
     if needed is not None:
@@ -70,7 +71,7 @@ def _answer(r: Reader, node: Node, n: int) -> Answer:
     if "taskId" in entries:
         text("taskId", False)
     response = Response(
-        kind,
+        kind.response_type,
         selected_option=text("selectedOption", False),
         text_response=text("textResponse", True),
         additional_instructions=text("additionalInstructions", True) or None,

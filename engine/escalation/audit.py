@@ -11,9 +11,8 @@ from datetime import datetime, timezone
 from statistics import median
 from typing import Any, Callable, Iterable
 
-from engine.kernel.model import EscalationRecord, Origin, ResponseType
-
-DENY_OPTION = "deny"
+from engine.kernel.model import EscalationRecord, Origin
+from engine.kernel.responses import kind_of
 
 
 def iso(epoch: float) -> str:
@@ -56,12 +55,8 @@ def approved(record: EscalationRecord) -> bool | None:
     decision = record.decision
     if decision is None:
         return None
-    r = decision.response
-    if decision.stops_task or r.response_type is ResponseType.SKIP:
-        return False
-    if record.pending.escalation.origin is Origin.TOOL_APPROVAL:
-        return r.response_type is ResponseType.OPTION and r.selected_option != DENY_OPTION
-    return True
+    esc = record.pending.escalation
+    return not decision.stops_task and kind_of(decision.response, esc.origin).approves(esc)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.escalation.broker import APPROVE, DENY
-from engine.kernel.model import Origin, PendingEscalation, Response, ResponseType
+from engine.kernel.model import Origin, PendingEscalation, Response
+from engine.kernel import responses
 
 MAX_REQUEST_TEXT = 400  # characters: about four lines of the batch list, each row read in full
 
@@ -74,11 +74,11 @@ def batch_response(pending: PendingEscalation, approve: bool) -> Response | None
     approving means nothing for this one (no recommended option, no agent decision)."""
     esc = pending.escalation
     if esc.origin is Origin.TOOL_APPROVAL:
-        return Response(ResponseType.OPTION, selected_option=APPROVE if approve else DENY)
+        return responses.kind("approve" if approve else "deny").make()
     if not approve:
-        return Response(ResponseType.SKIP)
+        return responses.kind("skip").make()
     if esc.recommended is not None:
-        return Response(ResponseType.OPTION, selected_option=esc.recommended.id)
+        return responses.kind("option").make(esc.recommended.id)
     if esc.allow_agent_decision:
-        return Response(ResponseType.AGENT_DECIDE)
+        return responses.kind("agent_decide").make()
     return None

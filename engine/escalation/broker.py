@@ -29,6 +29,7 @@ from engine.kernel.model import (
     ResponseType,
     escalation_digest,
 )
+from engine.kernel.responses import APPROVE, DENY, kind_of
 
 if TYPE_CHECKING:
     from engine.durable.decisions import DecisionStore
@@ -49,8 +50,6 @@ RAISED = "raised"
 RESOLVED = "resolved"
 CANCELLED = "cancelled"  # the waiting run was cancelled: the escalation is withdrawn
 
-APPROVE = "approve"
-DENY = "deny"
 
 
 class UnknownEscalation(EscalationError):
@@ -129,16 +128,9 @@ def validate_response(pending: PendingEscalation, response: Response) -> None:
             raise InvalidResponse(f"escalation {esc.id}: edited arguments go with approving a tool call only")
         if not isinstance(response.edited_args, dict):
             raise InvalidResponse(f"escalation {esc.id}: edited arguments must be a JSON object")
-    if response.response_type is ResponseType.OPTION:
-        if not response.selected_option:
-            raise InvalidResponse(f"escalation {esc.id}: an option answer needs selectedOption")
-        if esc.option(response.selected_option) is None:
-            offered = ", ".join(o.id for o in esc.options) or "none"
-            raise InvalidResponse(
-                f"escalation {esc.id}: option {response.selected_option!r} is not offered (options: {offered})"
-            )
-    elif response.response_type is ResponseType.TEXT and response.text_response is None:
-        raise InvalidResponse(f"escalation {esc.id}: a text answer needs textResponse")
+    problem = kind_of(response, esc.origin).validate(esc, response)
+    if problem is not None:
+        raise InvalidResponse(f"escalation {esc.id}: {problem}")
 
 
 def _plausible(esc_id: str) -> bool:

@@ -36,6 +36,7 @@ from engine.kernel.model import (
     ResponseType,
     TimeoutPolicy,
 )
+from engine.kernel.responses import kind_of
 from rules.model import Action, Rule, Rules
 
 Emit = Callable[[str, str, dict[str, Any]], None]  # (run_id, event type, fields)
@@ -337,13 +338,14 @@ def _tool_result(tool: str, decision: Decision) -> ToolCallOutcome:
     """Only an explicit `approve` runs the tool; everything else is a refusal (fail closed)."""
     r = decision.response
     extra = f" Additional instructions: {r.additional_instructions}" if r.additional_instructions else ""
-    if r.response_type is ResponseType.OPTION and r.selected_option == APPROVE:
+    kind = kind_of(r, Origin.TOOL_APPROVAL)
+    if kind.runs_tool:
         if r.edited_args is not None:
             shown = json.dumps(r.edited_args, ensure_ascii=False, sort_keys=True, default=str)
             return ToolCallOutcome(CONFIRMED, f"Approved by {decision.resolved_by.value} with edited arguments {shown}.{extra}",
                                    decision, dict(r.edited_args))
         return ToolCallOutcome(CONFIRMED, f"Approved by {decision.resolved_by.value}.{extra}", decision)
-    why = f" The answer was: {r.text_response}" if r.response_type is ResponseType.TEXT else ""
+    why = f" The answer was: {r.text_response}" if kind.field == "text_response" else ""
     if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT:
         why = f" {decision.note}."
     return ToolCallOutcome(DENIED, f"The tool call {tool} was denied ({decision.resolved_by.value}).{why}{extra}", decision)

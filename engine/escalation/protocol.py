@@ -19,8 +19,8 @@ from engine.kernel.model import (
     Origin,
     Reason,
     ResolvedBy,
-    ResponseType,
 )
+from engine.kernel.responses import kind_of
 
 ASK_TOOL_NAME = "ask_human"
 
@@ -128,16 +128,7 @@ def decision_message(escalation: Escalation, decision: Decision) -> str:
     lines = [f"Decision on your escalation ({escalation.reason.value}): {escalation.question}"]
     if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT:
         lines.append(f"Nobody answered in time ({decision.note or 'no answer'}).")
-    if r.response_type is ResponseType.OPTION:
-        option = escalation.option(r.selected_option or "")
-        label = f" - {option.label}" if option else ""
-        lines.append(f"Chosen option: {r.selected_option}{label}.")
-    elif r.response_type is ResponseType.TEXT:
-        lines.append(f"Answer: {r.text_response}")
-    elif r.response_type is ResponseType.SKIP:
-        lines.append("Skip: do not do this; leave this part of the task undone and say so.")
-    else:
-        lines.append("Decide yourself: use your own judgement and continue.")
+    lines.append(kind_of(r, escalation.origin).tell(escalation, r))
     if r.additional_instructions:
         lines.append(f"Additional instructions: {r.additional_instructions}")
     if decision.stops_task:
@@ -149,12 +140,7 @@ def decision_message(escalation: Escalation, decision: Decision) -> str:
 def decision_value(escalation: Escalation, decision: Decision) -> str:
     """The answer as one short text: the value of a flow's `escalate to human` statement."""
     r = decision.response
-    if r.response_type is ResponseType.OPTION:
-        option = escalation.option(r.selected_option or "")
-        return option.label if option else str(r.selected_option)
-    if r.response_type is ResponseType.TEXT:
-        return r.text_response or ""
-    return r.response_type.value
+    return kind_of(r, escalation.origin).value(escalation, r)
 
 
 # -- tolerant field readers ------------------------------------------------------------------

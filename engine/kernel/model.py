@@ -34,6 +34,8 @@ class Reason(str, Enum):
 
 
 class ResponseType(str, Enum):
+    """`responseType` on the wire; what each one means is its row in engine/kernel/responses.py."""
+
     OPTION = "option"
     TEXT = "text"
     SKIP = "skip"

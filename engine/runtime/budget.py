@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.escalation import protocol
-from engine.kernel.model import Decision, Escalation, Option, Origin, Reason, ResponseType
+from engine.kernel.model import Decision, Escalation, Option, Origin, Reason
+from engine.kernel.responses import chosen_option, kind_of
 from engine.flow.flow_api import StopTask
 from rules.model import Budget
 
@@ -84,8 +85,8 @@ class RunBudget:
         """`run.decide` has already stopped the task for a stopping decision (rule, default)."""
         assert self.budget is not None and self.limit is not None
         response = decision.response
-        chosen = response.selected_option if response.response_type is ResponseType.OPTION else None
-        if chosen == STOP or response.response_type is ResponseType.SKIP:
+        chosen = chosen_option(response)
+        if chosen == STOP or kind_of(response, escalation.origin).stops:
             raise StopTask(f"token budget: stopped by {decision.resolved_by.value} at {self.used:,} of {self.limit:,} tokens")
         if chosen == RAISE:
             self.limit += self.budget.tokens

@@ -20,7 +20,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.escalation.batch import MAX_REQUEST_TEXT, batch_response, kind_of, request_text, shown_whole
-from engine.kernel.model import Origin, PendingEscalation, ResponseType
+from engine.kernel.model import Origin, PendingEscalation
+from engine.kernel.responses import chosen_option
 from engine.text_safety import visible
 from tui.format import duration, one_line
 
@@ -58,7 +59,7 @@ def _approving(pending: PendingEscalation) -> str:
     if response is None:
         return "approve: left waiting (no recommended option)"
     recommended = pending.escalation.recommended
-    if response.response_type is ResponseType.OPTION and recommended is not None:
+    if chosen_option(response) is not None and recommended is not None:
         return f"approve: {recommended.label} (recommended)"
     return "approve: the agent decides"
 

@@ -21,9 +21,9 @@ from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from engine.escalation.broker import DENY
 from engine.kernel.clock import Clock
-from engine.kernel.model import Escalation, Origin, PendingEscalation, Response, ResponseType
+from engine.kernel.model import Escalation, Origin, PendingEscalation, Response
+from engine.kernel.responses import DENY, by_pane_key, kind, pane_extras
 from engine.text_safety import visible
 from tui.format import countdown, one_line
 
@@ -42,13 +42,7 @@ def choices_for(escalation: Escalation) -> list[Choice]:
     """The pane's numbered choices, in seed 004's order. A tool approval is approve or deny
     only: the tool runs on approve and nothing else, so skip or free text would be misleading."""
     choices = [Choice(f"opt:{o.id}", o.label, o.id, o.recommended) for o in escalation.options]
-    if escalation.origin is Origin.TOOL_APPROVAL:
-        return choices
-    if escalation.allow_agent_decision:
-        choices.append(Choice("agent", "Let agent decide"))
-    choices.append(Choice("skip", "Skip this task"))
-    choices.append(Choice("custom", "Custom response..."))
-    return choices
+    return choices + [Choice(k.pane_key or "", k.label) for k in pane_extras(escalation)]
 
 
 def _asks_for_text(escalation: Escalation) -> bool:
@@ -333,8 +327,7 @@ class DecisionPane(Vertical):
     def _custom_done(self, event: Input.Submitted) -> None:
         event.stop()
         if event.value.strip():
-            self._answer(Response(ResponseType.TEXT, text_response=event.value.strip(),
-                                  additional_instructions=self._instructions()))
+            self._answer(by_pane_key("custom").make(event.value.strip(), self._instructions()))
 
     def _take(self, choice: Choice) -> None:
         if choice.key == "custom":
@@ -351,15 +344,8 @@ class DecisionPane(Vertical):
         self.query_one("#pane-instructions", Input).call_later(self._send, self.pending.escalation.id, choice)
 
     def _send(self, escalation_id: str, choice: Choice) -> None:
-        instructions = self._instructions()
-        if choice.option_id is not None:
-            response = Response(ResponseType.OPTION, selected_option=choice.option_id,
-                                additional_instructions=instructions)
-        elif choice.key == "agent":
-            response = Response(ResponseType.AGENT_DECIDE, additional_instructions=instructions)
-        else:
-            response = Response(ResponseType.SKIP, additional_instructions=instructions)
-        self._on_answer(escalation_id, response)
+        answer = kind("option") if choice.option_id is not None else by_pane_key(choice.key)
+        self._on_answer(escalation_id, answer.make(choice.option_id, self._instructions()))
 
     def _instructions(self) -> str | None:
         return self.query_one("#pane-instructions", Input).value.strip() or None
