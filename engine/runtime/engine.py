@@ -130,6 +130,7 @@ class Engine:
     ) -> None:
         """`db` and `host`: runs are durable (DBOS workflows recorded in the database); the
         broker should then hold a DecisionStore on the same database."""
+        from engine.durable.steps import keyed_step
         from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
         from engine.runtime.adk_setup import prepare_adk
@@ -143,7 +144,7 @@ class Engine:
         self.events_file = events_file  # `escalate run --events`: every run's events appended
         self.runs: list[RunHandle] = []
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
-        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run)
+        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run, record=keyed_step)
         if getattr(rules, "notify", None) is not None:  # the rules' `notify: {command: [...]}`
             from engine.escalation.notify_hook import NotifyHook
 
