@@ -146,9 +146,10 @@ class Engine:
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
         self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run, record=keyed_step)
         if getattr(rules, "notify", None) is not None:  # the rules' `notify: {command: [...]}`
-            from engine.escalation.notify_hook import NotifyHook
+            from engine.escalation.notify import notifiers
+            from engine.escalation.notify.command import CommandNotifier
 
-            NotifyHook(rules.notify, broker)
+            notifiers(broker).register(CommandNotifier(rules.notify))
         self._subscribers: list[Callable[[RunEvent], None]] = []
         self._sinks: dict[str, EventSink] = {}
         self._seq = itertools.count(1)
