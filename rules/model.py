@@ -97,7 +97,7 @@ class PolicyConfig:
 @dataclass(frozen=True)
 class NotifyCommand:
     """`notify: {command: [...]}`: run for each escalation that waits for a human, with the
-    escalation as JSON on stdin (engine/escalation/notify_hook.py)."""
+    escalation as JSON on stdin (engine/escalation/notify/command.py)."""
 
     command: tuple[str, ...]
     timeout: float = 10.0

@@ -12,7 +12,7 @@ import contextvars
 import importlib
 import logging
 import os
-from typing import Any
+from typing import Any, Callable
 
 from textual import work
 from textual.app import App
@@ -24,11 +24,13 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
+from engine.escalation.notify import Attention, notifiers
 from engine.kernel.model import ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
 from engine.text_safety import visible
 from tui.bridge import Batcher
 from tui.decide_actions import DecideActions
+from tui.desktop_notify import register_console
 from tui.format import decision_summary, duration, one_line, terminal_title
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
@@ -90,6 +92,7 @@ class EscalateApp(DecideActions, App[int]):
         self._broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self._broker_news)
+        self._stop_ringing: Callable[[], None] = lambda: None  # the console's notifiers, from mount
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
         """Run on a PriorityLoop: runs share the console's loop, and a key or a decision is drawn
@@ -106,6 +109,12 @@ class EscalateApp(DecideActions, App[int]):
         # can only be entered once at a time.
         self._broker_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
         self._run_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
+        ringing = notifiers(self.session.broker)
+        self._stop_ringing = register_console(ringing, self.bell, self._show_title, self._write_terminal,
+                                              base_title=APP_TITLE, environ=os.environ)
+        waiting = self.session.pending()  # raised before the console was up
+        if waiting:
+            ringing.tell(Attention(tuple(waiting), len(waiting)))
         if self._open_engine:
             self.call_after_refresh(self._load_engine)  # after the first frame
 
@@ -221,8 +230,9 @@ class EscalateApp(DecideActions, App[int]):
     # ---- decisions ---------------------------------------------------------------------------
 
     def _apply_broker_events(self, events: list[BrokerEvent]) -> None:
-        """Everything the broker said since the last loop turn: one queue sync, then attention."""
-        self._update_title()
+        """Everything the broker said since the last loop turn: one queue sync, then a toast
+        when the inbox is not on screen (the bell, title and desktop notification are notifiers:
+        tui/desktop_notify.py)."""
         if not self.main.ready:
             return  # the main screen syncs itself when it mounts
         pane = self.main.query_one(DecisionPane)
@@ -232,13 +242,10 @@ class EscalateApp(DecideActions, App[int]):
                 self._say_if_decided_elsewhere(event, pane)
         self.main.sync_decisions()
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
-        if raised:
-            self.bell()  # attention: a human is needed
-            self._desktop_notify(raised[-1])
-            if not self._on_main:
-                esc = raised[-1]
-                self.notify(f"{esc.reason.value}: {one_line(esc.question, 200)} (d: answer)",
-                            title=f"DECISION REQUIRED [{one_line(esc.task_id, 40)}]", severity="warning", markup=False)
+        if raised and not self._on_main:
+            esc = raised[-1]
+            self.notify(f"{esc.reason.value}: {one_line(esc.question, 200)} (d: answer)",
+                        title=f"DECISION REQUIRED [{one_line(esc.task_id, 40)}]", severity="warning", markup=False)
         for screen in self.screen_stack:
             refresh = getattr(screen, "refresh_history", None)
             if refresh is not None and screen.is_mounted:
@@ -278,10 +285,9 @@ class EscalateApp(DecideActions, App[int]):
         that quote them (callers showing any pass markup=False too)."""
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
 
-    def _update_title(self) -> None:
-        waiting = len(self.session.pending())
-        self.title = f"{APP_TITLE} · {waiting} decision{'s' if waiting != 1 else ''} waiting" if waiting else APP_TITLE
-        self._set_terminal_title(self.title)
+    def _show_title(self, title: str) -> None:
+        self.title = title
+        self._write_terminal(terminal_title(self.title))  # as validated: visible text
 
     def decision_status(self) -> str:
         """The status line's right side: how long the oldest waiting decision has waited."""
@@ -291,21 +297,12 @@ class EscalateApp(DecideActions, App[int]):
         oldest = min(p.escalation.created_at for p in waiting)
         return f"oldest {duration(self.session.clock.now() - oldest)}"
 
-    def _desktop_notify(self, esc: Any) -> None:
-        """A desktop notification through the terminal (OSC 9 / 777, tui/desktop_notify.py).
-        Textual has no public way to write an escape sequence: the driver, as for the title."""
+    def _write_terminal(self, sequence: str) -> None:
+        # Textual has no public way to write an escape sequence (the terminal's title, OSC 2;
+        # a desktop notification, OSC 9 / 777): its driver.
         driver = self._driver
-        if driver is not None and not self.is_headless:
-            from tui.desktop_notify import desktop_notification
-
-            title = f"DECISION REQUIRED [{one_line(esc.task_id, 40)}]"
-            driver.write(desktop_notification(title, f"{esc.reason.value}: {one_line(esc.question, 160)}", os.environ))
-
-    def _set_terminal_title(self, title: str) -> None:
-        # Textual has no API for the terminal's own title; OSC 2 is what terminals understand.
-        driver = self._driver
-        if driver is not None and not self.is_headless:
-            driver.write(terminal_title(title))
+        if driver is not None and not self.is_headless and sequence:
+            driver.write(sequence)
 
     # ---- actions -----------------------------------------------------------------------------
 
@@ -407,6 +404,7 @@ class EscalateApp(DecideActions, App[int]):
         if unfinished:  # they unwind first, so their withdrawn escalations are recorded
             await asyncio.wait([asyncio.ensure_future(h.wait()) for h in unfinished], timeout=QUIT_GRACE)
         self._unsubscribe()
+        self._stop_ringing()
         self.session.close()
         self.exit(code)
 

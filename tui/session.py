@@ -88,6 +88,7 @@ class ConsoleSession:
         self._stored_history: EscalationHistory | None = None  # agent_history before the engine
         self._scripts: dict[Path, tuple[tuple[int, int], Any]] = {}  # script file -> (its version, Script)
         self.db: Any = None  # engine.durable.database.Database once opened
+        self.feed: Any = None  # engine.durable.feed.Feed once the database opens
         self.host: Any = None  # engine.durable.host.DurableHost once opened
         self.imported: tuple[int, int] | None = None  # a --store file imported into the database
         if self.store is not None:
@@ -153,14 +154,16 @@ class ConsoleSession:
 
         from engine.durable.database import Database
         from engine.durable.decisions import DecisionStore, who
+        from engine.durable.feed import Feed
         from engine.durable.host import DurableHost
 
         assert self.db_url is not None
         self.db = await asyncio.to_thread(Database, self.db_url)
         self.host = await DurableHost.open(self.db)
-        self.broker.store = DecisionStore(self.db)
+        self.broker.store = store = DecisionStore(self.db)
         self.broker.identity = who("console")
-        self.broker.watch(everything=True)  # escalations raised and decided by other processes, as they happen
+        self.feed = Feed(self.broker, store)
+        self.feed.start(everything=True)  # escalations raised and decided by other processes, as they happen
         await asyncio.to_thread(self._load_history)
 
     def _load_history(self) -> None:
@@ -218,7 +221,8 @@ class ConsoleSession:
         """The console is quitting: durable runs stay as they are in the database (running,
         waiting) and continue next time."""
         self.leave()
-        self.broker.stop_watching()
+        if self.feed is not None:
+            self.feed.stop()
         if self.host is not None:
             self.host.close()
 

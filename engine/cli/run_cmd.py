@@ -13,6 +13,7 @@ import asyncio
 import json
 import signal
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from engine.files import UnreadableFile, check_regular
 from engine.text_safety import utf8_text
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STOPPED, EXIT_WAITING = 0, 1, 2, 3, 4
+# Each open engine's database feed, stopped by close_engine (until one place opens the services).
+_FEEDS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 class UsageError(Exception):
@@ -146,6 +149,7 @@ async def open_engine(args: argparse.Namespace, *, rules: Any, script: Any = Non
     recorded, its escalations wait in the database. Raises UsageError for a bad database."""
     from engine.durable.database import DatabaseError
     from engine.durable.decisions import DecisionStore, who
+    from engine.durable.feed import Feed
     from engine.durable.host import DurableHost
     from engine.escalation.broker import EscalationBroker
     from engine.kernel.clock import RealClock
@@ -157,15 +161,21 @@ async def open_engine(args: argparse.Namespace, *, rules: Any, script: Any = Non
     except DatabaseError as exc:
         raise UsageError(f"--db {exc}") from None
     clock = RealClock()
-    broker = EscalationBroker(clock, store=DecisionStore(db), identity=who(f"escalate {getattr(args, 'command', None) or 'run'}"))
-    broker.watch()  # decisions made by other processes reach this one's runs at once
-    return Engine(rules=rules, broker=broker, clock=clock, script=script, workspace=workspace,
-                  events_file=events, db=db, host=host)
+    store = DecisionStore(db)
+    broker = EscalationBroker(clock, store=store, identity=who(f"escalate {getattr(args, 'command', None) or 'run'}"))
+    feed = Feed(broker, store)
+    feed.start()  # decisions made by other processes reach this one's runs at once
+    engine = Engine(rules=rules, broker=broker, clock=clock, script=script, workspace=workspace,
+                    events_file=events, db=db, host=host)
+    _FEEDS[engine] = feed
+    return engine
 
 
 def close_engine(engine: Any) -> None:
     engine.detach()
-    engine.broker.stop_watching()
+    feed = _FEEDS.pop(engine, None)
+    if feed is not None:
+        feed.stop()
     if engine.host is not None:
         engine.host.close()
 

@@ -33,6 +33,7 @@ ACTIVE = ("running", "waiting")
 QUEUED = "queued"  # `run --detach`: waiting in the workers' queue, owned by nobody yet
 HEARTBEAT_SECONDS = 2.0
 STALE_AFTER = 10.0  # an owner silent this long is gone: its runs are interrupted
+ESCALATION_ID_MAX = 96  # the escalations table's id column: a longer id names no row
 
 metadata = sa.MetaData()
 
@@ -58,7 +59,7 @@ runs = sa.Table(
 
 escalations = sa.Table(
     "escalate_escalations", metadata,
-    sa.Column("id", sa.String(96), primary_key=True),
+    sa.Column("id", sa.String(ESCALATION_ID_MAX), primary_key=True),
     sa.Column("run_id", sa.String(64), nullable=False, index=True),
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("deadline", sa.Float),  # wall clock; None waits for a human

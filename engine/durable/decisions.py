@@ -1,10 +1,10 @@
 """The broker's durable side: pending escalations and their decisions in the database.
 
 The broker keeps owning the futures a process waits on; this store makes the database the truth
-behind them: an escalation is written when raised, a decision is applied by a conditional update
-(the first writer wins: a console, `escalate answer`, an answers file or a deadline), and
-decisions written by other processes arrive as news (engine/durable/signals.py), with a slow poll
-behind it. News names escalations only: what it tells is read from the rows.
+behind them (the broker's `Ledger`): an escalation is written when raised, a decision is applied
+by a conditional update (the first writer wins: a console, `escalate answer`, an answers file or
+a deadline). The feed (engine/durable/feed.py) reads here what other processes did, on news
+(engine/durable/signals.py) and a slow poll: news names escalations only, the rows tell.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def who(via: str) -> str:
 
 
 class DecisionStore:
-    """What the broker asks of the database (all calls are short transactions)."""
+    """What the broker (its `Ledger`) and the feed ask of the database (short transactions)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -106,9 +106,6 @@ class DecisionStore:
         if row is None:
             return None
         return row["status"], decision_from_json(esc_id, row["decision"]) if row["decision"] else None
-
-    def raised(self, pending: PendingEscalation) -> None:
-        self.raise_once(pending)
 
     def raise_once(self, pending: PendingEscalation) -> float:
         """Record a raised escalation unless its id is recorded already; returns the raise time

@@ -109,6 +109,15 @@ def _audit(kind: str, key: str, name: str) -> None:
         out.write(json.dumps({"kind": kind, "key": key, "name": name, "pid": os.getpid()}) + "\n")
 
 
+async def keyed_step(name: str, fn: Callable[[str | None], Awaitable[T]]) -> T:
+    """`step`, for a function given the step's key (`step_key()`: None outside a durable run);
+    the desk records an escalation's id with it (engine/escalation/desk.py RecordStep)."""
+    async def run() -> T:
+        return await fn(step_key())
+
+    return await step(name, run)
+
+
 def step_key() -> str | None:
     """`RUN.STEP` for the step being executed: stable across replays, unique in the database."""
     if not _enabled:

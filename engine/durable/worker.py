@@ -116,14 +116,17 @@ class Worker:
 
     async def _serve(self) -> int:
         from engine.durable.decisions import DecisionStore, who
+        from engine.durable.feed import Feed
         from engine.escalation.broker import RAISED, EscalationBroker
         from engine.kernel.clock import RealClock
         from engine.escalation.headless import waiting_message
 
         self.host = host = await DurableHost.open(self.db, worker_concurrency=self.concurrency)
         clock = RealClock()
-        broker = EscalationBroker(clock, store=DecisionStore(self.db), identity=who("worker"))
-        broker.watch()
+        store = DecisionStore(self.db)
+        broker = EscalationBroker(clock, store=store, identity=who("worker"))
+        feed = Feed(broker, store)
+        feed.start()
         broker.subscribe(lambda event: self.say(f"{waiting_message(event.pending)} (answer it with: escalate answer "
                                                 f"{event.pending.escalation.id} ...)") if event.kind == RAISED else None)
         self.router = EngineRouter(self.db, host, broker, clock, self.say)
@@ -139,7 +142,7 @@ class Worker:
             await self._drain()
         finally:
             scan.cancel()
-            broker.stop_watching()
+            feed.stop()
             host.close()  # its runs are released: another worker takes them at once
         self.say(f"worker {host.owner}: stopped")
         return 0

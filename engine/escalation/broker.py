@@ -14,13 +14,14 @@ import asyncio
 import logging
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 from engine.kernel.clock import Cancellable, Clock
 from engine.kernel.errors import EscalationError, RequestChanged
 from engine.kernel.model import (
     Audit,
     Decision,
+    Escalation,
     OnTimeout,
     Origin,
     PendingEscalation,
@@ -31,20 +32,7 @@ from engine.kernel.model import (
 )
 from engine.kernel.responses import APPROVE, DENY, kind_of
 
-if TYPE_CHECKING:
-    from engine.durable.decisions import DecisionStore
-
 log = logging.getLogger(__name__)
-
-# Decisions and escalations of other processes arrive as news (engine/durable/signals.py); this
-# poll only catches what a lost message would miss.
-POLL_SECONDS = 1.0
-# News names escalations and nothing more (anyone who can send it can send anything): the ids
-# heard are read from the database. More ids than this heard at once: everything is read again.
-NEWS_KINDS = ("raised", "decided", "withdrawn")
-READ_AT_MOST = 500
-NEWS_IDS_IN_ONE = 50  # ids one message names at most (engine/durable/database.py NEWS_IDS)
-ID_MAX = 96  # the escalations table's id column
 
 RAISED = "raised"
 RESOLVED = "resolved"
@@ -66,6 +54,25 @@ class InvalidResponse(EscalationError):
 
 class NoTimeoutDefault(EscalationError):
     """`expire()` on an escalation that waits for a human: there is no default to apply."""
+
+
+class Ledger(Protocol):
+    """What the broker asks of the database behind its futures (engine/durable/decisions.py
+    DecisionStore): short transactions, the first decision written wins."""
+
+    def lookup(self, esc_id: str) -> tuple[str, Decision | None] | None:
+        """The status of a known escalation and its decision, or None when unknown."""
+
+    def raise_once(self, pending: PendingEscalation) -> float:
+        """Record a raised escalation unless recorded already; returns its first raise time."""
+
+    def decide(self, decision: Decision) -> Decision | None:
+        """The decision that holds after trying this one (None: withdrawn); raises RequestChanged."""
+
+    def decide_many(self, decisions: list[Decision]) -> list[Decision | RequestChanged | None]:
+        """`decide` for each, in one transaction."""
+
+    def withdraw(self, esc_id: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -133,17 +140,6 @@ def validate_response(pending: PendingEscalation, response: Response) -> None:
         raise InvalidResponse(f"escalation {esc.id}: {problem}")
 
 
-def _plausible(esc_id: str) -> bool:
-    """An id worth a query: not empty, not too long, storable text."""
-    if not 0 < len(esc_id) <= ID_MAX:
-        return False
-    try:
-        esc_id.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: no row has it
-        return False
-    return True
-
-
 def _bound(pending: PendingEscalation, decision: Decision) -> Decision:
     """The decision, if it was made on the request this run raised (a decision made before
     digests names none): a run never carries out what its decider did not see."""
@@ -165,20 +161,16 @@ class _Entry:
 
 class EscalationBroker:
     """`store`: the database behind the futures (durable runs). With it, a raised escalation is
-    recorded, a decision is applied only if nobody decided first (any process), a decision made
-    elsewhere (`escalate answer`, another console) resolves the local future, and an escalation
-    asked again after a restart keeps its original deadline or its decision."""
+    recorded, a decision is applied only if nobody decided first (any process), and an
+    escalation asked again after a restart keeps its original deadline or its decision. What
+    other processes do reaches the broker through its public calls (`adopt`, `settle`,
+    `refresh`), made by the database's feed (engine/durable/feed.py)."""
 
-    def __init__(self, clock: Clock, store: "DecisionStore | None" = None, *, identity: str = "") -> None:
+    def __init__(self, clock: Clock, store: Ledger | None = None, *, identity: str = "") -> None:
         self.clock = clock
         self.store = store
         self.identity = identity  # who answers here (Decision.decided_by), e.g. "alice@laptop via console"
-        self._poller: asyncio.Task[None] | None = None
-        self._watch_all = False  # a console: every escalation pending in the database is listed here
-        self._stop_listening: Callable[[], None] | None = None
-        self._news: list[str] = []
-        self._news_ready: asyncio.Event | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._on_changed: list[Callable[[str], None]] = []
         self._entries: dict[str, _Entry] = {}  # pending only, in raise order
         self._done: dict[str, Decision | None] = {}  # resolved (Decision) or withdrawn (None)
         self._subscribers: list[Callable[[BrokerEvent], None]] = []
@@ -207,7 +199,7 @@ class EscalationBroker:
                 self._done[esc_id] = known[1]
                 return _bound(pending, known[1])
             if known is None:
-                self.store.raised(pending)
+                self.store.raise_once(pending)
         entry = self._register(pending)
         return _bound(pending, await self._await(entry))
 
@@ -236,8 +228,6 @@ class EscalationBroker:
         deadline = pending.policy.deadline
         if deadline is not None and esc_id in self._entries:  # a subscriber may have answered
             entry.timer = self.clock.call_at(deadline, lambda: self._on_deadline(esc_id))
-        if self.store is not None:
-            self.watch()
         return entry
 
     async def _await(self, entry: _Entry) -> Decision:
@@ -417,131 +407,50 @@ class EscalationBroker:
         self._notify(BrokerEvent(RESOLVED, entry.pending, held, elsewhere=recorded or held is not decision))
         return held
 
-    # -- other processes ----------------------------------------------------------------------
+    # -- what the database holds (engine/durable/feed.py) ---------------------------------------
 
-    def watch(self, *, everything: bool = False) -> None:
-        """Hear what other processes do on the database (call on this broker's loop): decisions
-        reach the escalations waiting here at once; with `everything` (a console), every
-        escalation raised anywhere is listed here too (as `adopt`), and removed when decided."""
-        if self.store is None:
+    def settle(self, escalation_id: str, decision: Decision | None) -> None:
+        """A decision (None: a withdrawal) read from the database, for what waits here: its run
+        goes on with it. Nothing waiting under this id: nothing to do."""
+        entry = self._entries.get(escalation_id)
+        if entry is None:
             return
-        loop = asyncio.get_running_loop()
-        if everything and not self._watch_all:
-            self._watch_all = True
-            self._hear("*")
-        if self._stop_listening is None:
-            def heard(message: str) -> None:  # on the listening thread
-                try:
-                    loop.call_soon_threadsafe(self._hear, message)
-                except RuntimeError:  # the loop closed: this process is stopping
-                    pass
+        if decision is None:
+            self._withdraw(entry)
+            entry.future.cancel()
+        else:
+            self._resolve(entry, decision, recorded=True)
 
-            self._stop_listening = self.store.listen(heard)
-        if self._poller is None or self._poller.done():
-            self._poller = loop.create_task(self._poll(), name="escalate decisions poll")
+    def refresh(self, pending: PendingEscalation) -> None:
+        """An escalation pending in the database, as its row holds it: when listed here as
+        another request, it is listed again as held (subscribers hear RAISED)."""
+        entry = self._entries.get(pending.escalation.id)
+        if entry is not None and escalation_digest(entry.pending) != escalation_digest(pending):
+            entry.pending = pending
+            self._notify(BrokerEvent(RAISED, pending))
 
-    def stop_watching(self) -> None:
-        if self._stop_listening is not None:
-            self._stop_listening()
-            self._stop_listening = None
-        for task in (self._poller, self._reader):
-            if task is not None:
-                task.cancel()
+    def waiting_ids(self) -> list[str]:
+        """The escalations pending here, in raise order."""
+        return list(self._entries)
 
-    def _hear(self, message: str) -> None:
-        self._news.append(message)
-        if self._news_ready is None:
-            self._news_ready = asyncio.Event()
-        self._news_ready.set()
-        if self._reader is None or self._reader.done():
-            self._reader = asyncio.get_running_loop().create_task(self._read_news(), name="escalate news")
+    def known(self, escalation_id: str) -> bool:
+        """Listed here, or resolved or withdrawn here."""
+        return escalation_id in self._entries or escalation_id in self._done
 
-    async def _read_news(self) -> None:
-        """Messages in order, in batches: one query for everything heard meanwhile."""
-        assert self._news_ready is not None
-        while True:
-            await self._news_ready.wait()
-            self._news_ready.clear()
-            batch, self._news = self._news, []
-            try:
-                await self._look(batch)
-            except Exception:  # a busy database: the poll catches up
-                log.debug("reading news failed", exc_info=True)
+    def on_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """`callback(id)` when a decision finds the database holding another request than the
+        one listed here (RequestChanged): the feed reads that row again."""
+        self._on_changed.append(callback)
 
-    async def _look(self, messages: list[str]) -> None:
-        """Read the rows of the escalations the news names (only those that concern this
-        process): a run goes on only on a decision read there, and a console lists what the
-        database holds. What a message says beyond the ids is never used."""
-        assert self.store is not None
-        ids: dict[str, None] = {}
-        for message in messages:
-            kind, _, named = message.partition("\n")[0].partition(" ")
-            if kind == "*":
-                await self._sync()
-                return
-            if kind not in NEWS_KINDS or (kind == "raised" and not self._watch_all):
-                continue  # a process that lists nothing has nothing to read on a raise
-            for esc_id in named.split(" ")[:NEWS_IDS_IN_ONE]:
-                if _plausible(esc_id) and (esc_id in self._entries or (self._watch_all and esc_id not in self._done)):
-                    ids[esc_id] = None
-        if len(ids) > READ_AT_MOST:  # a flood of names: read everything once instead
-            await self._sync()
-        elif ids:
-            pending, settled = await asyncio.to_thread(self.store.read, list(ids))
-            self._list(pending)
-            self._apply(settled)
+        def unsubscribe() -> None:
+            if callback in self._on_changed:
+                self._on_changed.remove(callback)
+
+        return unsubscribe
 
     def _look_again(self, escalation_id: str) -> None:
-        """Read this escalation's row soon (a decision found it changed): listed again as held."""
-        if self.store is not None:
-            self._hear(f"decided {escalation_id}")  # read as news of it is
-
-    def _list(self, rows: list[PendingEscalation]) -> None:
-        """Escalations pending in the database: listed (a console), or, when listed here as
-        another request than the row holds, listed again as held (subscribers hear RAISED)."""
-        for pending in rows:
-            entry = self._entries.get(pending.escalation.id)
-            if entry is None:
-                if self._watch_all:
-                    self.adopt(pending)
-            elif escalation_digest(entry.pending) != escalation_digest(pending):
-                entry.pending = pending
-                self._notify(BrokerEvent(RAISED, pending))
-
-    async def _sync(self) -> None:
-        """Everything again: decisions made elsewhere, and (a console) escalations raised elsewhere."""
-        assert self.store is not None
-        if self._watch_all:
-            known = set(self._entries) | set(self._done)
-            fresh = await asyncio.to_thread(self.store.pending_ids)
-            new = [esc_id for esc_id in fresh if esc_id not in known]
-            if new:
-                for pending in await asyncio.to_thread(self.store.still_pending, new):
-                    self.adopt(pending)
-        ids = list(self._entries)
-        if ids:
-            self._apply(await asyncio.to_thread(self.store.settled, ids))
-
-    async def _poll(self) -> None:
-        """What a lost message would miss (a full socket queue, a dropped connection)."""
-        while self._entries or self._watch_all:
-            await asyncio.sleep(POLL_SECONDS)
-            try:
-                await self._sync()
-            except Exception:  # a busy database: the next poll tries again
-                log.debug("decision poll failed", exc_info=True)
-
-    def _apply(self, settled: list[tuple[str, Decision | None]]) -> None:
-        """Decisions and withdrawals read from the database, for what waits here."""
-        for esc_id, decision in settled:
-            entry = self._entries.get(esc_id)
-            if entry is None:
-                continue
-            if decision is None:
-                self._withdraw(entry)
-                entry.future.cancel()
-            else:
-                self._resolve(entry, decision, recorded=True)
+        for callback in list(self._on_changed):
+            callback(escalation_id)
 
     def _withdraw(self, entry: _Entry) -> None:
         self._finish(entry, None)

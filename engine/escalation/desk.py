@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from engine.escalation.broker import APPROVE, DENY, EscalationBroker
 from engine.kernel.clock import Clock
@@ -40,6 +40,14 @@ from engine.kernel.responses import kind_of
 from rules.model import Action, Rule, Rules
 
 Emit = Callable[[str, str, dict[str, Any]], None]  # (run_id, event type, fields)
+# `record(name, fn)`: `fn(key)` run once as a recorded step (replayed from its record after a
+# restart), `key` the step's id, unique in the database (engine/durable/steps.py keyed_step).
+RecordStep = Callable[[str, Callable[[str | None], Awaitable[Any]]], Awaitable[Any]]
+
+
+async def unrecorded(name: str, fn: Callable[[str | None], Awaitable[Any]]) -> Any:
+    """A RecordStep for runs that are not durable: just run it, with no key."""
+    return await fn(None)
 
 # The contract's `tool_call` verdicts.
 ALLOWED, CONFIRMED, DENIED = "allowed", "confirmed", "denied"
@@ -54,26 +62,25 @@ def new_escalation_id() -> str:
     return f"esc-{next(_ids)}"
 
 
-async def minted(escalation: Escalation, clock: Clock,
+async def minted(escalation: Escalation, clock: Clock, record: RecordStep,
                  raise_now: Callable[[Escalation], Escalation] | None = None) -> Escalation:
     """Give an escalation raised without an id its id and raise time, as a recorded step: after
     a restart the run asks again under the same id, with the same deadline. `raise_now` records
-    it as raised (for the consoles) inside that step, right after the id and time are made,
+    it as raised (for the consoles) inside that step (`record`), right after the id and time are made,
     rather than after the step's own record: with many runs writing, that record can wait
     long. It returns the escalation as recorded (its first raise time, when a step that
     crashed before its record runs again)."""
     if escalation.id:
         escalation = escalation if escalation.created_at else replace(escalation, created_at=clock.now())
         return raise_now(escalation) if raise_now is not None else escalation
-    from engine.durable.steps import step, step_key
 
-    async def mint() -> list[Any]:
-        made = replace(escalation, id=step_key() or new_escalation_id(), created_at=clock.now())
+    async def mint(key: str | None) -> list[Any]:
+        made = replace(escalation, id=key or new_escalation_id(), created_at=clock.now())
         if raise_now is not None:
             made = raise_now(made)
         return [made.id, made.created_at]
 
-    esc_id, created = await step("escalation", mint)
+    esc_id, created = await record("escalation", mint)
     return replace(escalation, id=esc_id, created_at=created)
 
 
@@ -118,9 +125,10 @@ class ToolCallOutcome:
 
 class EscalationDesk:
     def __init__(self, broker: EscalationBroker, rules: Rules, clock: Clock, emit: Emit | None = None,
-                 check_edit: EditCheck = object_edit) -> None:
+                 check_edit: EditCheck = object_edit, record: RecordStep = unrecorded) -> None:
         self.broker = broker
         self.check_edit = check_edit  # the tools' own check of edited arguments (the engine's)
+        self.record = record  # how an escalation's id and raise time are recorded (durable runs)
         self.rules = rules
         self.clock = clock
         self._emit = emit or (lambda run_id, type_, fields: None)
@@ -140,7 +148,7 @@ class EscalationDesk:
         if action is Action.ASK_USER:
             return await self._ask_person(escalation, rule)
         assert rule is not None  # only a matched rule can allow, deny or stop
-        escalation = await minted(escalation, self.clock)
+        escalation = await minted(escalation, self.clock, self.record)
         self._emit_raised(escalation, TimeoutPolicy(None))
         decision = _rule_decision(escalation, rule, self.clock.now())
         self._emit(escalation.run_id, "decision", decision.to_event_fields(escalation))
@@ -267,7 +275,7 @@ class EscalationDesk:
             # From the raise time, not now: asked again after a restart, it keeps its deadline.
             return PendingEscalation(esc, self.rules.timeout_policy(esc, esc.created_at, rule), dict(extra or {}))
 
-        escalation = await minted(escalation, self.clock, lambda esc: self.broker.record_raised(pending_of(esc)))
+        escalation = await minted(escalation, self.clock, self.record, lambda esc: self.broker.record_raised(pending_of(esc)))
         pending = pending_of(escalation)
         self._emit_raised(escalation, pending.policy)
         decision = await self.broker.ask(pending)

@@ -116,6 +116,7 @@ class Engine:
     ) -> None:
         """`db` and `host`: runs are durable (DBOS workflows recorded in the database); the
         broker should then hold a DecisionStore on the same database."""
+        from engine.durable.steps import keyed_step
         from engine.escalation.agent_policy import AgentEscalationHandler
         from engine.escalation.desk import EscalationDesk
         from engine.runtime.adk_setup import prepare_adk
@@ -130,11 +131,13 @@ class Engine:
         self.events_file = events_file  # `escalate run --events`: every run's events appended
         self.runs: list[RunHandle] = []
         self.agent_policy = AgentEscalationHandler(rules.policy, clock)
-        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run, check_edit=checked_edit)
+        self.desk = EscalationDesk(broker, rules, clock, emit=self._emit_for_run, check_edit=checked_edit,
+                                   record=keyed_step)
         if getattr(rules, "notify", None) is not None:  # the rules' `notify: {command: [...]}`
-            from engine.escalation.notify_hook import NotifyHook
+            from engine.escalation.notify import notifiers
+            from engine.escalation.notify.command import CommandNotifier
 
-            NotifyHook(rules.notify, broker)
+            notifiers(broker).register(CommandNotifier(rules.notify))
         self._subscribers: list[Callable[[RunEvent], None]] = []
         self._sinks: dict[str, EventSink] = {}
         self._seq = itertools.count(1)

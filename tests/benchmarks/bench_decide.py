@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parents[2]))  # tests.tui.helpers
 
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore
+from engine.durable.feed import Feed
 from engine.escalation.broker import EscalationBroker
 from engine.kernel.clock import FakeClock
 from engine.escalation.desk import EscalationDesk
@@ -132,6 +133,9 @@ async def bench_teach(folder: Path, with_db: bool) -> None:
             clock = FakeClock(1000.0)
             broker = EscalationBroker(clock, store=DecisionStore(db) if db is not None else None)
             desk = EscalationDesk(broker, book.load(), clock)
+            feed = Feed(broker, broker.store) if db is not None else None  # news of its own decisions, as before
+            if feed is not None:
+                feed.start()
             items = [approval(clock, n) for n in range(PENDING)]
             waiters = [asyncio.get_running_loop().create_task(broker.ask(p)) for p in items]
             other = asyncio.get_running_loop().create_task(broker.ask(approval(clock, PENDING, "OTHER.txt")))
@@ -147,7 +151,8 @@ async def bench_teach(folder: Path, with_db: bool) -> None:
             assert len(broker.pending()) == 1  # the other call is not matched
             other.cancel()
             await asyncio.gather(other, return_exceptions=True)
-            broker.stop_watching()  # its news reader (the decisions it wrote came back as news)
+            if feed is not None:
+                feed.stop()  # its news reader (the decisions it wrote came back as news)
     finally:
         if db is not None:
             db.close()

@@ -157,6 +157,7 @@ def latency(url: str, folder: Path, runs: int, concurrency: int) -> None:
     """A console's broker in this process; the workers in theirs (2, each running up to
     `concurrency` runs at once)."""
     from engine.durable.decisions import DecisionStore, pending_to_json
+    from engine.durable.feed import Feed
     from engine.escalation.broker import RAISED, EscalationBroker
     from engine.kernel.clock import RealClock
     from tests.workers.procs import answer_for
@@ -187,7 +188,8 @@ def latency(url: str, folder: Path, runs: int, concurrency: int) -> None:
             asyncio.get_running_loop().call_later(0.02, answer)  # a person is not instantaneous
 
         broker.subscribe(on_event)
-        broker.watch(everything=True)
+        feed = Feed(broker, broker.store)
+        feed.start(everything=True)
         await asyncio.sleep(0.5)
         ids.extend(await asyncio.to_thread(queue_elsewhere, url, folder, runs))
 
@@ -201,7 +203,7 @@ def latency(url: str, folder: Path, runs: int, concurrency: int) -> None:
                 await asyncio.sleep(0.2)
 
         await asyncio.wait_for(finished(), 900)
-        broker.stop_watching()
+        feed.stop()
 
     try:
         asyncio.run(console())

@@ -15,9 +15,10 @@ from dataclasses import replace
 
 import pytest
 
-import engine.escalation.broker as broker_module
+import engine.durable.feed as feed_module
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore
+from engine.durable.feed import Feed
 from engine.escalation.audit import audit_record
 from engine.escalation.broker import RAISED, EscalationBroker, EscalationError, RequestChanged
 from engine.kernel.clock import RealClock
@@ -76,12 +77,13 @@ def test_the_digest_covers_what_the_pane_shows() -> None:
 
 
 async def test_a_console_answering_what_it_showed_is_told_the_request_changed_and_shown_it_again(db, monkeypatch) -> None:
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
     real = approval("r1.1", "rm -r victim")
     DecisionStore(db).raise_once(real)
     console = EscalationBroker(RealClock(), store=DecisionStore(db), identity="carol@c via console")
+    feed = Feed(console, console.store)
     try:
-        console.watch(everything=True)
+        feed.start(everything=True)
         await until(lambda: console.get("r1.1") is not None)
         stale = approval("r1.1", "echo all-tests-passed")  # what the screen held
         with pytest.raises(RequestChanged):
@@ -90,21 +92,22 @@ async def test_a_console_answering_what_it_showed_is_told_the_request_changed_an
         decision = console.answer("r1.1", APPROVE, seen=console.get("r1.1"))
         assert decision.digest == escalation_digest(real) and db.get_escalation("r1.1")["status"] == "decided"
     finally:
-        console.stop_watching()
+        feed.stop()
 
 
 async def test_a_run_never_carries_out_a_decision_made_on_another_request(db, monkeypatch) -> None:
     """A row written ahead of the run under its next id (the same user can write a SQLite file):
     the console lists and approves that row; the run, which raised another request under the
     id, refuses the decision rather than run its own command unseen."""
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
     DecisionStore(db).raise_once(approval("r1.1", "echo all-tests-passed"))
     worker_db = Database(db.url)
     worker = EscalationBroker(RealClock(), store=DecisionStore(worker_db))
     console = EscalationBroker(RealClock(), store=DecisionStore(db), identity="carol@c via console")
+    feeds = Feed(worker, worker.store), Feed(console, console.store)
     try:
-        worker.watch()
-        console.watch(everything=True)
+        feeds[0].start()
+        feeds[1].start(everything=True)
         await until(lambda: console.get("r1.1") is not None)
         asked = asyncio.ensure_future(worker.ask(approval("r1.1", "rm -r victim")))
         await asyncio.sleep(0.05)
@@ -112,8 +115,8 @@ async def test_a_run_never_carries_out_a_decision_made_on_another_request(db, mo
         with pytest.raises(EscalationError, match="decided on another request than this run raised"):
             await asyncio.wait_for(asked, 10)
     finally:
-        worker.stop_watching()
-        console.stop_watching()
+        for feed in feeds:
+            feed.stop()
         worker_db.close()
 
 
@@ -121,12 +124,14 @@ async def test_a_listed_request_whose_row_differs_is_listed_again_as_held(db, mo
     """A console running a run lists the request as the run raised it; when the database holds
     another (a row written first under that id), a decision on the listed one is refused, and
     the row is what the console then shows (subscribers hear it raised again)."""
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
     planted = approval("r1.1", "echo all-tests-passed")
     DecisionStore(db).raise_once(planted)
     console = EscalationBroker(RealClock(), store=DecisionStore(db), identity="carol@c via console")
+    feed = Feed(console, console.store)
     events = []
     try:
+        feed.start()
         asked = asyncio.ensure_future(console.ask(approval("r1.1", "rm -r victim")))
         await until(lambda: console.get("r1.1") is not None)
         console.subscribe(events.append)
@@ -136,7 +141,7 @@ async def test_a_listed_request_whose_row_differs_is_listed_again_as_held(db, mo
         assert [e.kind for e in events] == [RAISED] and not asked.done()
         asked.cancel()
     finally:
-        console.stop_watching()
+        feed.stop()
 
 
 def escalate(cwd, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,8 @@ import pytest
 from engine.escalation.broker import EscalationBroker
 from engine.kernel.clock import FakeClock
 from engine.kernel.model import Response, ResponseType
-from engine.escalation.notify_hook import NotifyHook, run_notify_command
+from engine.escalation.notify import notifiers
+from engine.escalation.notify.command import CommandNotifier, run_notify_command
 from rules.model import NotifyCommand
 from tests.escalation.e2e_support import ONE_AGENT, Harness
 from tests.tui.helpers import pending
@@ -68,7 +69,7 @@ async def test_an_escalation_answered_at_once_is_not_relayed(tmp_path: Path) -> 
     broker = EscalationBroker(clock)
     item = pending(clock)
     broker.subscribe(lambda e: broker.answer(e.pending.escalation.id, Response(ResponseType.SKIP)))  # e.g. an answers file
-    NotifyHook(NotifyCommand(tuple(_writer(out)), 10.0), broker)
+    notifiers(broker).register(CommandNotifier(NotifyCommand(tuple(_writer(out)), 10.0)))
     await broker.ask(item)
     await asyncio.sleep(0.5)
     assert not out.exists()

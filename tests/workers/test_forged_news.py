@@ -18,9 +18,10 @@ from typing import Callable
 
 import pytest
 
-import engine.escalation.broker as broker_module
+import engine.durable.feed as feed_module
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore, decision_to_json, pending_to_json
+from engine.durable.feed import Feed
 from engine.durable.signals import news_folder
 from engine.durable.urls import sqlite_path
 from engine.escalation.broker import EscalationBroker
@@ -115,11 +116,12 @@ class World:
         self.worker_db, self.console_db = Database(url), Database(url)
         self.worker = EscalationBroker(RealClock(), store=DecisionStore(self.worker_db), identity="worker")
         self.console = EscalationBroker(RealClock(), store=DecisionStore(self.console_db), identity="carol@c via console")
+        self.feeds = Feed(self.worker, self.worker.store), Feed(self.console, self.console.store)
         self.asked: dict[str, asyncio.Future] = {}
 
     async def start(self) -> None:
-        self.worker.watch()
-        self.console.watch(everything=True)
+        self.feeds[0].start()
+        self.feeds[1].start(everything=True)
         await asyncio.sleep(0.5)  # PostgreSQL: the listening connections are up (a process opens it at start)
 
     def ask(self, pending: PendingEscalation) -> None:
@@ -135,8 +137,8 @@ class World:
         await asyncio.wait_for(self.asked[name], 10)
 
     def close(self) -> None:
-        for broker in (self.worker, self.console):
-            broker.stop_watching()
+        for feed in self.feeds:
+            feed.stop()
         for future in self.asked.values():
             future.cancel()
         self.worker_db.close()
@@ -154,7 +156,7 @@ def forger(request, tmp_path) -> tuple[str, Forge]:
 
 
 async def test_forged_news_neither_decides_a_tool_call_nor_shows_a_request(forger, monkeypatch) -> None:
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
     url, forge = forger
     world = World(url)
     try:
@@ -180,7 +182,7 @@ async def test_a_request_announced_ahead_of_its_run_is_shown_as_the_run_raised_i
     """Escalation ids are predictable (`<run>.<step>`): the forger announces the run's next
     approval with harmless text and a timeout policy that approves; the console lists nothing
     until the run raises it, then what the run raised."""
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
     url, forge = forger
     world = World(url)
     try:

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-import engine.escalation.broker as broker_module
+import engine.durable.feed as feed_module
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore
+from engine.durable.feed import Feed
 from engine.escalation.broker import RAISED, RESOLVED, AlreadyResolved, BrokerEvent, EscalationBroker
 from engine.kernel.clock import RealClock
 from engine.kernel.model import Escalation, Option, PendingEscalation, Reason, Response, ResponseType, TimeoutPolicy
@@ -39,16 +40,17 @@ async def until(condition, timeout: float = 10.0) -> None:
 
 
 async def test_consoles_see_what_others_raise_and_decide_and_the_first_answer_wins(url: str, monkeypatch) -> None:
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
     # One Database each, as in three processes: a worker and two consoles.
     dbs = [Database(url) for _ in range(3)]
     worker, alice, bob = (EscalationBroker(RealClock(), store=DecisionStore(db), identity=name)
                           for db, name in zip(dbs, ("worker", "alice@a via console", "bob@b via console")))
     seen: dict[str, list[BrokerEvent]] = {"alice": [], "bob": []}
+    feeds = [Feed(broker, broker.store) for broker in (worker, alice, bob)]
     try:
-        worker.watch()
-        for name, console in (("alice", alice), ("bob", bob)):
-            console.watch(everything=True)
+        feeds[0].start()
+        for name, console, console_feed in (("alice", alice, feeds[1]), ("bob", bob, feeds[2])):
+            console_feed.start(everything=True)
             console.subscribe(seen[name].append)
         await asyncio.sleep(0.5)  # PostgreSQL: the listening connections are up (a process opens it at start)
         asked = asyncio.ensure_future(worker.ask(pending("r1.1")))
@@ -64,8 +66,8 @@ async def test_consoles_see_what_others_raise_and_decide_and_the_first_answer_wi
         (resolved,) = [e for e in seen["bob"] if e.kind == RESOLVED]
         assert resolved.elsewhere and resolved.decision.decided_by == "alice@a via console"
     finally:
-        for broker in (worker, alice, bob):
-            broker.stop_watching()
+        for feed in feeds:
+            feed.stop()
         for db in dbs:
             db.close()
 
@@ -74,11 +76,12 @@ async def test_a_decision_made_elsewhere_reaches_the_waiting_run_without_a_poll(
     from engine.durable.decisions import decision_from_json
     from engine.kernel.model import escalation_digest
 
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
     worker_db, shell_db = Database(url), Database(url)
     worker = EscalationBroker(RealClock(), store=DecisionStore(worker_db))
+    feed = Feed(worker, worker.store)
     try:
-        worker.watch()
+        feed.start()
         await asyncio.sleep(0.5)  # PostgreSQL: the listening connection is up (a process opens it at start)
         raised = pending("r2.1")
         asked = asyncio.ensure_future(worker.ask(raised))
@@ -89,7 +92,7 @@ async def test_a_decision_made_elsewhere_reaches_the_waiting_run_without_a_poll(
         decision = await asyncio.wait_for(asked, 10)
         assert decision == decision_from_json("r2.1", answer)
     finally:
-        worker.stop_watching()
+        feed.stop()
         worker_db.close()
         shell_db.close()
 
@@ -99,14 +102,15 @@ async def test_a_batch_decided_in_one_console_reaches_the_waiting_runs_and_the_o
     each is news, as a single answer is."""
     from engine.kernel.model import Decision, ResolvedBy
 
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
     dbs = [Database(url) for _ in range(3)]
     worker, alice, bob = (EscalationBroker(RealClock(), store=DecisionStore(db), identity=name)
                           for db, name in zip(dbs, ("worker", "alice@a via console", "bob@b via console")))
+    feeds = [Feed(broker, broker.store) for broker in (worker, alice, bob)]
     try:
-        worker.watch()
-        for console in (alice, bob):
-            console.watch(everything=True)
+        feeds[0].start()
+        for console_feed in feeds[1:]:
+            console_feed.start(everything=True)
         await asyncio.sleep(0.5)  # PostgreSQL: the listening connections are up
         ids = [f"r{n}.1" for n in range(5)]
         asked = [asyncio.ensure_future(worker.ask(pending(esc_id))) for esc_id in ids]
@@ -118,7 +122,7 @@ async def test_a_batch_decided_in_one_console_reaches_the_waiting_runs_and_the_o
         assert [d.escalation_id for d in decisions] == ids and {d.decided_by for d in decisions} == {"alice@a via console"}
         await until(lambda: all(bob.get(i) is None for i in ids))  # gone from the other console too
     finally:
-        for broker in (worker, alice, bob):
-            broker.stop_watching()
+        for feed in feeds:
+            feed.stop()
         for db in dbs:
             db.close()

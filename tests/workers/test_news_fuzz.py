@@ -13,7 +13,7 @@ import logging
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import engine.escalation.broker as broker_module
+import engine.durable.feed as feed_module
 from tests.workers.test_forged_news import World, approval, forged_approval, forged_raise, sqlite_forger
 from tests.workers.test_news import until
 
@@ -41,8 +41,8 @@ MESSAGES = st.lists(st.one_of(st.binary(max_size=300), structured(), FORGED, TRU
 
 def test_no_news_decides_changes_what_is_shown_or_breaks_a_reader(tmp_path, monkeypatch, caplog) -> None:
     """One worker and one console for every example (hypothesis drives a loop of their own)."""
-    monkeypatch.setattr(broker_module, "POLL_SECONDS", 3600.0)
-    caplog.set_level(logging.DEBUG, logger=broker_module.log.name)
+    monkeypatch.setattr(feed_module, "POLL_SECONDS", 3600.0)
+    caplog.set_level(logging.DEBUG, logger=feed_module.log.name)
     url = f"sqlite:///{tmp_path / 'escalate.db'}"
     loop = asyncio.new_event_loop()
     world = World(url)

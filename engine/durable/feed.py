@@ -1,0 +1,171 @@
+"""The database's feed: what other processes do reaches a broker's futures.
+
+Decisions and escalations of other processes arrive as news (engine/durable/signals.py); a slow
+poll catches what a lost message would miss. News names escalations and nothing more (anyone who
+can send it can send anything): the ids heard are read from the database, and the broker is
+driven only by what the rows hold, through its public calls: `adopt` (a console lists what is
+raised elsewhere), `settle` (a decision or a withdrawal read from a row), `refresh` (a listed
+request whose row holds another).
+
+All methods must be called on the thread running the broker's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+from engine.durable.database import ESCALATION_ID_MAX, NEWS_IDS
+from engine.durable.decisions import DecisionStore
+from engine.escalation.broker import RAISED, BrokerEvent, EscalationBroker
+from engine.kernel.model import Decision, PendingEscalation
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0
+NEWS_KINDS = ("raised", "decided", "withdrawn")
+# More ids than this heard at once: everything is read again, once.
+READ_AT_MOST = 500
+
+
+def _plausible(esc_id: str) -> bool:
+    """An id worth a query: not empty, not too long, storable text."""
+    if not 0 < len(esc_id) <= ESCALATION_ID_MAX:
+        return False
+    try:
+        esc_id.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no row has it
+        return False
+    return True
+
+
+class Feed:
+    """Keeps `broker` in step with the database behind `store`. `everything` (a console): every
+    escalation pending in the database is listed on the broker too, and removed when decided."""
+
+    def __init__(self, broker: EscalationBroker, store: DecisionStore) -> None:
+        self.broker = broker
+        self.store = store
+        self._everything = False
+        self._stop_listening: Callable[[], None] | None = None
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._news: list[str] = []
+        self._news_ready: asyncio.Event | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._poller: asyncio.Task[None] | None = None
+
+    def start(self, *, everything: bool = False) -> None:
+        """Hear the news and poll (call on the broker's loop): decisions reach the escalations
+        waiting on the broker at once; with `everything`, escalations raised anywhere are listed."""
+        loop = asyncio.get_running_loop()
+        if everything and not self._everything:
+            self._everything = True
+            self._hear("*")
+        if self._stop_listening is None:
+            def heard(message: str) -> None:  # on the listening thread
+                try:
+                    loop.call_soon_threadsafe(self._hear, message)
+                except RuntimeError:  # the loop closed: this process is stopping
+                    pass
+
+            self._stop_listening = self.store.listen(heard)
+            self._unsubscribe = [self.broker.subscribe(self._on_event),
+                                 self.broker.on_changed(lambda esc_id: self._hear(f"decided {esc_id}"))]
+        self._keep_polling()
+
+    def stop(self) -> None:
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+        for task in (self._poller, self._reader):
+            if task is not None:
+                task.cancel()
+
+    def _on_event(self, event: BrokerEvent) -> None:
+        if event.kind == RAISED:  # something waits: the poll runs while anything does
+            self._keep_polling()
+
+    def _keep_polling(self) -> None:
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
+
+    def _hear(self, message: str) -> None:
+        self._news.append(message)
+        if self._news_ready is None:
+            self._news_ready = asyncio.Event()
+        self._news_ready.set()
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(self._read_news(), name="escalate news")
+
+    async def _read_news(self) -> None:
+        """Messages in order, in batches: one query for everything heard meanwhile."""
+        assert self._news_ready is not None
+        while True:
+            await self._news_ready.wait()
+            self._news_ready.clear()
+            batch, self._news = self._news, []
+            try:
+                await self._look(batch)
+            except Exception:  # a busy database: the poll catches up
+                log.debug("reading news failed", exc_info=True)
+
+    async def _look(self, messages: list[str]) -> None:
+        """Read the rows of the escalations the news names (only those that concern this
+        process): a run goes on only on a decision read there, and a console lists what the
+        database holds. What a message says beyond the ids is never used."""
+        ids: dict[str, None] = {}
+        for message in messages:
+            kind, _, named = message.partition("\n")[0].partition(" ")
+            if kind == "*":
+                await self._sync()
+                return
+            if kind not in NEWS_KINDS or (kind == "raised" and not self._everything):
+                continue  # a process that lists nothing has nothing to read on a raise
+            for esc_id in named.split(" ")[:NEWS_IDS]:
+                if _plausible(esc_id) and (self.broker.get(esc_id) is not None
+                                           or (self._everything and not self.broker.known(esc_id))):
+                    ids[esc_id] = None
+        if len(ids) > READ_AT_MOST:  # a flood of names: read everything once instead
+            await self._sync()
+        elif ids:
+            pending, settled = await asyncio.to_thread(self.store.read, list(ids))
+            self._list(pending)
+            self._settle(settled)
+
+    def _list(self, rows: list[PendingEscalation]) -> None:
+        """Escalations pending in the database: listed (a console), or listed again as held."""
+        for pending in rows:
+            if self.broker.get(pending.escalation.id) is None:
+                if self._everything:
+                    self.broker.adopt(pending)
+            else:
+                self.broker.refresh(pending)
+
+    async def _sync(self) -> None:
+        """Everything again: decisions made elsewhere, and (a console) escalations raised elsewhere."""
+        if self._everything:
+            fresh = await asyncio.to_thread(self.store.pending_ids)
+            new = [esc_id for esc_id in fresh if not self.broker.known(esc_id)]
+            if new:
+                for pending in await asyncio.to_thread(self.store.still_pending, new):
+                    self.broker.adopt(pending)
+        ids = self.broker.waiting_ids()
+        if ids:
+            self._settle(await asyncio.to_thread(self.store.settled, ids))
+
+    async def _poll(self) -> None:
+        """What a lost message would miss (a full socket queue, a dropped connection)."""
+        while self.broker.waiting_ids() or self._everything:
+            await asyncio.sleep(POLL_SECONDS)
+            try:
+                await self._sync()
+            except Exception:  # a busy database: the next poll tries again
+                log.debug("decision poll failed", exc_info=True)
+
+    def _settle(self, settled: list[tuple[str, Decision | None]]) -> None:
+        for esc_id, decision in settled:
+            self.broker.settle(esc_id, decision)
