@@ -31,6 +31,7 @@ from engine.escalation.model import (
     ResponseType,
     TimeoutPolicy,
 )
+from engine.escalation.protocol import decider
 from rules.model import Action, Rule, Rules
 
 Emit = Callable[[str, str, dict[str, Any]], None]  # (run_id, event type, fields)
@@ -148,7 +149,7 @@ class EscalationDesk:
         if verdict == ALLOW:
             result = ToolVerdict(ALLOWED)
         elif verdict == DENY:
-            result = ToolVerdict(DENIED, f"The tool call {tool} was refused by {_rule_name(rule)}. Do not retry it.")
+            result = ToolVerdict(DENIED, denial(tool, _rule_name(rule)))
         elif verdict == STOP:
             result = ToolVerdict(STOP, f"The tool call {tool} stopped the task ({_rule_name(rule)}).")
         else:
@@ -174,8 +175,7 @@ class EscalationDesk:
         rule = self._count(self.rules.match_tool(task, tool, result.args))
         verdict = self._verdict_of(task, rule)
         if verdict == DENY:
-            return ToolVerdict(DENIED, f"The edited call {tool} was refused by {_rule_name(rule)}. Do not retry it.",
-                               result.decision, result.args)
+            return ToolVerdict(DENIED, denial(tool, f"{_rule_name(rule)}, on the edited arguments"), result.decision, result.args)
         if verdict == STOP:
             return ToolVerdict(STOP, f"The edited call {tool} stopped the task ({_rule_name(rule)}).", result.decision, result.args)
         return result
@@ -275,6 +275,13 @@ def _rule_decision(escalation: Escalation, rule: Rule, now: float) -> Decision:
                     Audit(rule=_rule_name(rule)))
 
 
+def denial(tool: str, by: str) -> str:
+    """What the agent is told of a denied tool call, whoever denied it (a rule, a person, the
+    answers file, the timeout default): one wording, so that a script's `when: "denied"` and an
+    agent's reading of it never depend on who it was. `by` names who, after "denied by"."""
+    return f"The tool call {tool} was denied by {by}. Do not retry it."
+
+
 def _rule_name(rule: Rule | None) -> str:
     return rule.describe() if rule else "the rules"
 
@@ -310,6 +317,7 @@ def _tool_result(tool: str, decision: Decision) -> ToolVerdict:
                                decision, dict(r.edited_args))
         return ToolVerdict(CONFIRMED, f"Approved by {decision.resolved_by.value}.{extra}", decision)
     why = f" The answer was: {r.text_response}" if r.response_type is ResponseType.TEXT else ""
-    if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT:
-        why = f" {decision.note}."
-    return ToolVerdict(DENIED, f"The tool call {tool} was denied ({decision.resolved_by.value}).{why}{extra}", decision)
+    if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT and decision.note:
+        why = f" {decision.note[:1].upper()}{decision.note[1:]}."
+    by = decision.audit.rule if decision.resolved_by is ResolvedBy.RULE and decision.audit.rule else decider(decision.resolved_by)
+    return ToolVerdict(DENIED, f"{denial(tool, by)}{why}{extra}", decision)

@@ -128,7 +128,7 @@ agents:
     - tool: delete_file
       args: {path: old.txt}
     - text: "could not delete"
-      when: "refused"
+      when: "denied"
 """
     handle = await harness.run(OneAgent, script, rules=rules)
     assert handle.result == "could not delete", handle.error
