@@ -71,6 +71,7 @@ class ConsoleServer:
         app.router.add_get("/", self._page)
         app.router.add_get("/ws", self._session)
         app.router.add_static("/static", STATIC)
+        app.router.add_get("/focus.js", lambda _: web.FileResponse(Path(__file__).parent / "focus.js"))  # keys to the terminal
         app.on_shutdown.append(self._close_sessions)
         # No access log: the first request's URL holds the token.
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=STOP_GRACE)
