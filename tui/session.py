@@ -20,6 +20,7 @@ from engine.kernel.model import Audit, Decision, EscalationRecord, PendingEscala
 if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules and YAML (~40 ms before the first frame)
     from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
     from engine.escalation.store import StoredRun
+    from engine.lang.header import About
 
 ENGINE_MODULE = "engine.runtime.engine"
 EAGER_CHECK_BYTES = 256 * 1024  # a --store file up to this size is checked before the first frame (~10 ms)
@@ -51,6 +52,7 @@ class WorkflowEntry:
     script: Path | None = None
     compiled: Any = None  # the engine's CompiledWorkflow once loaded
     error: str | None = None  # first diagnostic line when it does not compile
+    about: About | None = None  # its description and sample input, once loaded
 
     @property
     def name(self) -> str:
@@ -125,6 +127,8 @@ class ConsoleSession:
 
     def open_engine(self) -> None:
         """Create the engine on the broker and compile every workflow (errors kept per entry)."""
+        from engine.lang.header import read_about
+
         module = importlib.import_module(ENGINE_MODULE)
         if self.rules is None or isinstance(self.rules, Path):  # shipped rules: parsed after the first frame
             from rules import load_rules  # load_rules(None) gives the shipped defaults
@@ -145,6 +149,7 @@ class ConsoleSession:
         for entry in self.workflows:
             try:
                 entry.compiled = self.engine.load(entry.path)
+                entry.about = read_about(entry.path)
             except Exception as exc:  # CompileFailed and unreadable files: shown, not fatal
                 entry.error = _first_line(exc)
 

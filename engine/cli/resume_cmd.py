@@ -90,11 +90,16 @@ def _status(value: str) -> Any:
 
 
 def _rewrite_events(path: Path, earlier: list[dict[str, Any]]) -> None:
-    """The events file gets the run's whole log: what was recorded before, then what follows."""
+    """The events file gets the run's whole log: what was recorded before, then what follows.
+    Checked as `run` checks it, before the run continues: it must take a write (/dev/full does
+    not), and a FIFO nobody reads is refused instead of waited on."""
     import json
 
+    from engine.runtime.events import open_for_append, prepare_events_file
+
     try:
-        with path.open("w", encoding="utf-8") as out:
+        prepare_events_file(path)  # empties a regular file: this run's whole log follows
+        with open_for_append(path) as out:
             for event in earlier:
                 out.write(json.dumps(event, ensure_ascii=False) + "\n")
     except OSError as exc:

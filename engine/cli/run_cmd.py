@@ -185,23 +185,23 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
     """Run (or continue) one run headless to its end and give the contract's exit code;
     `models` (which model answers) is said right after the run's id; `db_arg` (the `--db`
     given) is repeated in the commands printed for a run left waiting."""
-    from engine.cli.hints import answer_command, resume_command
+    from engine.cli.hints import answer_lines
     from engine.escalation.headless import HeadlessResponder, waiting_message
 
-    stuck: list[str] = []
+    stuck: list[list[str]] = []  # per escalation left waiting: its message, then the commands to paste
     stopped = asyncio.Event()  # nobody can answer: the run is left waiting in the database
     handle: Any = None
 
     def on_waiting(pending: Any) -> None:
         esc = pending.escalation
-        answer = answer_command(esc.id, [o.id for o in esc.options], db_arg)
         if wait:  # --wait: a console or `escalate answer` will decide; the run waits for it
             _err(waiting_message(pending))
-            _err(f"  answer it: {answer}")
+            for line in answer_lines(esc.id, esc.options, db_arg):
+                _err(f"  {line}")
             return
         # Headless and nobody can answer: the run stops here (exit 4) and stays in the database,
         # waiting; `escalate answer` then `escalate resume` continue it.
-        stuck.extend([waiting_message(pending), f"  answer it: {answer}", f"  then:      {resume_command(esc.run_id, db_arg)}"])
+        stuck.append([waiting_message(pending), *(f"  {line}" for line in answer_lines(esc.id, esc.options, db_arg, esc.run_id))])
         engine.detach()
         stopped.set()
 
@@ -238,8 +238,9 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
         _err(f"{label}: stopped by {signal.Signals(terminated[0]).name}")
         return 128 + terminated[0]
     if stuck:
-        _err(f"{label}: {stuck[0]}")
-        for line in stuck[1:3]:  # the first escalation's commands, to copy
+        message, *commands = stuck[0]  # the first escalation's
+        _err(f"{label}: {message}")
+        for line in commands:
             _err(line)
         return EXIT_WAITING
     return outcome_code(handle, status, label)

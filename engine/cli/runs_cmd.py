@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
     else:
-        sys.stdout.write(_text(listed))
+        sys.stdout.write(_text(listed, args.db))
     return 0
 
 
@@ -42,21 +42,24 @@ def describe_runs(db: Any, *, include_finished: bool = False, now: float | None 
                   db_arg: str | None = None) -> list[dict[str, Any]]:
     """The contract's `[{run_id, task, workflow, status, started, pending: [...]}]`, plus
     `tokens`: the model tokens each run has used, each pending escalation's `options` (their
-    ids) and `answer` (the command that decides it), and `resume` for a run that no process
-    runs. `db_arg`: the `--db` given, repeated in those commands."""
-    from engine.cli.hints import answer_command, resume_command
+    ids), `labels` (theirs, in the same order), `recommended` (an id or null) and `answer` (the
+    commands that decide it: one per option, in the same order), and `resume` for a run that no
+    process runs. `db_arg`: the `--db` given, repeated in those commands."""
+    from engine.cli.hints import answer_commands, resume_command
     from engine.durable.database import ACTIVE, STALE_AFTER
+    from engine.durable.decisions import pending_from_json
 
     now = now if now is not None else time.time()
     rows = db.list_runs(include_finished=include_finished)
     pending: dict[str, list[dict[str, Any]]] = {}
     for esc in db.pending_escalations([r["run_id"] for r in rows]):
-        asked = esc["payload"]["escalation"]
-        options = [o["id"] for o in asked.get("options", [])]
+        asked = pending_from_json(esc["payload"]).escalation
         pending.setdefault(esc["run_id"], []).append({
-            "id": esc["id"], "reason": asked["reason"], "question": asked["question"],
+            "id": esc["id"], "reason": asked.reason.value, "question": asked.question,
             "deadline": _iso(esc["deadline"]) if esc["deadline"] is not None else None,
-            "options": options, "answer": answer_command(esc["id"], options, db_arg),
+            "options": [o.id for o in asked.options], "labels": [o.label for o in asked.options],
+            "recommended": asked.recommended.id if asked.recommended else None,
+            "answer": answer_commands(esc["id"], asked.options, db_arg),
         })
     tokens = db.tokens_of(r["run_id"] for r in rows)
     decided = _decided(db, {r["run_id"] for r in rows})
@@ -91,7 +94,12 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _text(listed: list[dict[str, Any]]) -> str:
+def _text(listed: list[dict[str, Any]], db_arg: str | None) -> str:
+    """Each run on a line, its waiting escalations under it, each followed by the commands that
+    answer it and then the one that continues the run, every command a whole line to paste."""
+    from engine.cli.hints import answer_lines, pasteable, resume_command
+    from engine.escalation.model import Option
+
     if not listed:
         return "no runs\n"
     lines = []
@@ -101,8 +109,10 @@ def _text(listed: list[dict[str, Any]]) -> str:
         for esc in run["pending"]:
             deadline = f"until {esc['deadline']}" if esc["deadline"] else "waits for a human"
             lines.append(f"    {esc['id']}  {esc['reason']}  {deadline}: {esc['question']}")
-            lines.append(f"      answer: {esc['answer']}")
-        if "resume" in run:  # after the answers, when there are any
-            lines.append(f"      {'then:  ' if run['pending'] else 'resume:'} {run['resume']}")
+            options = [Option(o, label, recommended=o == esc["recommended"]) for o, label in zip(esc["options"], esc["labels"])]
+            resume = run["run_id"] if "resume" in run and esc is run["pending"][-1] else None
+            lines.extend(f"      {line}" for line in answer_lines(esc["id"], options, db_arg, resume))
+        if "resume" in run and not run["pending"]:
+            lines.extend(f"      {line}" for line in pasteable([(resume_command(run["run_id"], db_arg), "continue the run")]))
     # Task names and questions are other people's text: no control character reaches the terminal.
     return "\n".join(visible(line) for line in lines) + "\n"

@@ -36,6 +36,7 @@ from engine.kernel.model import (
     ResponseType,
     TimeoutPolicy,
 )
+from engine.escalation.protocol import decider
 from engine.kernel.responses import kind_of
 from rules.model import Action, Rule, Rules
 
@@ -186,7 +187,7 @@ class EscalationDesk:
         if verdict.gate is Gate.ALLOW:
             result = ToolCallOutcome(ALLOWED)
         elif verdict.gate is Gate.DENY:
-            result = ToolCallOutcome(DENIED, f"The tool call {tool} was refused by {verdict.by}. Do not retry it.")
+            result = ToolCallOutcome(DENIED, denial(tool, verdict.by))
         elif verdict.gate is Gate.STOP:
             result = ToolCallOutcome(DENIED, f"The tool call {tool} stopped the task ({verdict.by}).", stops=True)
         else:
@@ -216,8 +217,7 @@ class EscalationDesk:
         rule = self._count(self.rules.match_tool(task, tool, edited))
         gate = self._gate_of(task, rule)
         if gate is Gate.DENY:
-            return replace(result, verdict=DENIED,
-                           message=f"The edited call {tool} was refused by {_rule_name(rule)}. Do not retry it.")
+            return replace(result, verdict=DENIED, message=denial(tool, f"{_rule_name(rule)}, on the edited arguments"))
         if gate is Gate.STOP:
             return replace(result, verdict=DENIED, message=f"The edited call {tool} stopped the task ({_rule_name(rule)}).",
                            stops=True)
@@ -318,6 +318,13 @@ def _rule_decision(escalation: Escalation, rule: Rule, now: float) -> Decision:
                     Audit(rule=_rule_name(rule)))
 
 
+def denial(tool: str, by: str) -> str:
+    """What the agent is told of a denied tool call, whoever denied it (a rule, a person, the
+    answers file, the timeout default): one wording, so that a script's `when: "denied"` and an
+    agent's reading of it never depend on who it was. `by` names who, after "denied by"."""
+    return f"The tool call {tool} was denied by {by}. Do not retry it."
+
+
 def _rule_name(rule: Rule | None) -> str:
     return rule.describe() if rule else "the rules"
 
@@ -354,6 +361,7 @@ def _tool_result(tool: str, decision: Decision) -> ToolCallOutcome:
                                    decision, dict(r.edited_args))
         return ToolCallOutcome(CONFIRMED, f"Approved by {decision.resolved_by.value}.{extra}", decision)
     why = f" The answer was: {r.text_response}" if kind.field == "text_response" else ""
-    if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT:
-        why = f" {decision.note}."
-    return ToolCallOutcome(DENIED, f"The tool call {tool} was denied ({decision.resolved_by.value}).{why}{extra}", decision)
+    if decision.resolved_by is ResolvedBy.TIMEOUT_DEFAULT and decision.note:
+        why = f" {decision.note[:1].upper()}{decision.note[1:]}."
+    by = decision.audit.rule if decision.resolved_by is ResolvedBy.RULE and decision.audit.rule else decider(decision.resolved_by)
+    return ToolCallOutcome(DENIED, f"{denial(tool, by)}{why}{extra}", decision)

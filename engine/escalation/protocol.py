@@ -122,6 +122,11 @@ _DECIDERS = {
 }
 
 
+def decider(resolved_by: ResolvedBy) -> str:
+    """Who decided, in words: "a human", "the timeout default", ..."""
+    return _DECIDERS[resolved_by]
+
+
 def decision_message(escalation: Escalation, decision: Decision) -> str:
     """The text the asking agent receives as its next input."""
     r = decision.response

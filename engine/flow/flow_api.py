@@ -27,7 +27,7 @@ class CallResult:
 
 class FlowContext(Protocol):
     """One per run. Variables are flat per run (`vars`: the run's table as the current flow or
-    handler sees it, behind its own `$input`, parameters or message)."""
+    handler sees it, behind its own `$input` or message)."""
 
     @property
     def vars(self) -> MutableMapping[str, Any]: ...
@@ -39,7 +39,7 @@ class FlowContext(Protocol):
         """`run agent A [with e] [history $h]` and the seed form `run agent A e1 e2` (args joined)."""
 
     async def run_flow(self, flow: str, args: list[Any], *, line: int) -> CallResult:
-        """`run FLOW [with e]`: the flow runs with its own `$input` and parameters."""
+        """`run FLOW [with e]`: the flow runs with its own `$input`."""
 
     async def call_llm(self, prompt: str, args: list[Any], *, model: str | None, line: int) -> CallResult:
         """`call llm P [with e] [using model "m"]`."""

@@ -122,7 +122,8 @@ class AgentSpec:
 class WorkflowBase:
     """Base of every generated workflow class. Class attributes are filled by the generator.
 
-    Flows are async methods `async def <method>(self, ctx, args: list) -> Any`; FLOWS maps each
+    Flows are async methods `async def <method>(self, ctx) -> Any` (a flow's
+    `$input` is set in `ctx` by whoever runs it); FLOWS maps each
     `.sr` flow name to its method name (names may contain characters Python forbids).
     """
 
@@ -137,7 +138,6 @@ class WorkflowBase:
     PROMPTS: ClassVar[dict[str, PromptSpec]] = {}
     AGENTS: ClassVar[dict[str, AgentSpec]] = {}  # unnamed agent: key "" (empty string)
     FLOWS: ClassVar[dict[str, str]] = {}  # flow name -> method name
-    FLOW_PARAMS: ClassVar[dict[str, tuple[str, ...]]] = {}  # flow name -> parameter variables
     HANDLERS: ClassVar[tuple[HandlerSpec, ...]] = ()  # top-level handlers
 
     def entry(self, flow: str | None = None) -> tuple[str, str]:

@@ -384,17 +384,12 @@ class Analyzer:
     # ---------------------------------------------------------------- flows and handlers
     def flow(self, f: ast.Flow) -> None:
         file = self.info.file(f)
-        seen: set[str] = set()
-        for p in f.params:
-            if p in seen:
-                self.err(file, f, "E0003", f"parameter '${p}' appears twice in flow '{f.name}'")
-            seen.add(p)
         self.block(f.body, Ctx(file, check_vars=self.track_vars),
-                   Defined(itertools.chain(BUILTIN_VARS, f.params, self.set_before.get(f.name, ()))))
+                   Defined(itertools.chain(BUILTIN_VARS, self.set_before.get(f.name, ()))))
 
     def handler(self, file: str, h: ast.Handler) -> None:
         """Checked like a flow body. A handler runs while a run is under way, and variables are
-        flat per run: what `on start` handlers, flows (their parameters) and agents' `produces`
+        flat per run: what `on start` handlers, flows and agents' `produces`
         set may be there; what only handlers set must be set before its use in this one."""
         if h.event == "start":
             initial: Iterable[str] = itertools.chain(BUILTIN_VARS, HANDLER_VARS)
@@ -408,13 +403,12 @@ class Analyzer:
                              "use it in 'on failure' blocks or in input/output/tool-call/tool-result handlers")
 
     def run_vars(self) -> set[str]:
-        """Variables a flow, a flow parameter, an agent's `produces` or an `on start` handler may set."""
+        """Variables a flow, an agent's `produces` or an `on start` handler may set."""
         if self._run_vars is None:
             info = self.info
             names: set[str] = set()
             for f in info.flows.values():
                 names |= assigned_names(walk_statements(f.body))
-                names.update(f.params)
             for h in info.handlers:
                 if h.event == "start":
                     names |= assigned_names(walk_statements(h.body))

@@ -411,7 +411,6 @@ class Agent(Definition):
 @_node
 class Flow(Definition):
     name: str
-    params: list[str]
     body: list[Stmt]
 
 

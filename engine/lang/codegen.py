@@ -265,11 +265,9 @@ class CodeGen:
         body += self.spec_tables()
         flows = list(info.flows.values())
         body.append(f"FLOWS = {{{', '.join(f'{f.name!r}: {self.flow_method(i)!r}' for i, f in enumerate(flows))}}}")
-        body.append(f"FLOW_PARAMS = {{{', '.join(f'{f.name!r}: {tuple(f.params)!r}' for f in flows)}}}")
         for i, f in enumerate(flows):
-            body += ["", f"async def {self.flow_method(i)}(self, ctx, args):"]
-            binding = [f"if len(args) > {k}:" + f" ctx.vars[{p!r}] = args[{k}]" for k, p in enumerate(f.params)]
-            body += _indent(binding + self.callable_body(f.body, f.line, f"flow {f.name}", is_flow=True))
+            body += ["", f"async def {self.flow_method(i)}(self, ctx):"]
+            body += _indent(self.callable_body(f.body, f.line, f"flow {f.name}", is_flow=True))
         out += _indent(body)
         return "\n".join(out) + "\n"
 

@@ -125,7 +125,6 @@ def gather(units: list[Unit], main_file: str) -> ProgramInfo:
             _mark_nodes(info, h.body, info.file(a))
     for f in info.flows.values():
         _mark_nodes(info, f.body, info.file(f))
-        info.assigned.update(f.params)
     for h in info.handlers:
         _mark_nodes(info, h.body, info.file(h))
     for a in info.agents.values():
@@ -225,7 +224,7 @@ TRACKING_BUDGET = 20_000_000
 def flow_variables(info: ProgramInfo) -> tuple[dict[str, set[str]], dict[str, set[str]]] | None:
     """Variables are flat per run. Per flow: (what it may find set when it starts: what `on start`
     handlers and every flow that runs it, directly or not, assign; what it and the flows it
-    runs may leave set). Assigned counts every assignment, parameter, `for` variable and the
+    runs may leave set). Assigned counts every assignment, `for` variable and the
     `produces` of agents run. None past TRACKING_BUDGET."""
     start = set().union(*(assigned_names(walk_statements(h.body)) for h in info.handlers if h.event == "start"))
     callers: dict[str, set[str]] = {name: set() for name in info.flows}
@@ -241,7 +240,7 @@ def flow_variables(info: ProgramInfo) -> tuple[dict[str, set[str]], dict[str, se
         body = walk_statements(flow.body)
         if callees[name]:  # each `run` of a flow adds what that flow may set
             statements += len(body)
-        own[name] = assigned_names(body) | set(flow.params) | {p for p in produced if isinstance(p, str)}
+        own[name] = assigned_names(body) | {p for p in produced if isinstance(p, str)}
     flows, calls = len(own), sum(len(c) for c in callees.values())
     if (flows + statements) * (flows + calls + sum(len(o) for o in own.values())) > TRACKING_BUDGET:
         return None

@@ -361,13 +361,12 @@ class Builder:
 
     def d_flow_def(self, t: Tree) -> ast.Flow:
         names = [str(c) for c in t.children if isinstance(c, Token) and c.type == "NAME"]
-        params = [str(c)[1:] for c in t.children if isinstance(c, Token) and c.type == "VAR"]
         first = next((c for c in t.children if isinstance(c, Token) and c.type == "VAR"), None)
         if first is not None:  # the origin's grammar has none (a syntax error there too)
             self.err(first, "E0007", f"a flow takes no parameters: '{first}'",
                      "flows read the run's variables: assign them before `run FLOW`")
         body = [c for c in t.children if isinstance(c, Tree)]
-        return ast.Flow(*_pos(t), name="_".join(names), params=params, body=self.block(body))
+        return ast.Flow(*_pos(t), name="_".join(names), body=self.block(body))
 
     # ---------------------------------------------------------------- statements
     def block(self, items: list[Any]) -> list[ast.Stmt]:

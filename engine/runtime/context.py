@@ -1,7 +1,7 @@
 """RunContext: the FlowContext generated flow code runs against (engine/flow/flow_api.py).
 
 Variables are flat per run (engine/runtime/variables.py): each `run FLOW` and each handler sees
-the run's one table, in front of which it keeps its own `$input`, parameters or message;
+the run's one table, in front of which it keeps its own `$input` or message;
 parallel branches share their flow's. The current view lives in a context variable, so
 concurrent branches that call flows each see their own.
 """
@@ -99,13 +99,11 @@ class RunContext:
         if method is None:
             raise FlowError(f"no flow named {flow!r}", line)
         own = self._own(args[0] if len(args) == 1 else (as_text_list(args) if args else self.input))
-        for name, value in zip(self.run.workflow.FLOW_PARAMS.get(flow, ()), args):
-            own[name] = value
         frame = Variables(own, self.vars)
         call = CallFrame(f"flow {flow}", current())
         frame_token, call_token = _FRAME.set(frame), CURRENT.set(call)
         try:
-            value = await getattr(self.run.workflow, method)(self, list(args))
+            value = await getattr(self.run.workflow, method)(self)
         except RetryStep as exc:
             raise FlowError("`retry step` outside an `on failure` block", exc.line) from None
         finally:

@@ -19,7 +19,7 @@ agents:
     - tool: write_file
       args: {path: "RELEASED.txt", content: "v1.4.2"}
     - text: "refused"
-      when: "refused"
+      when: "on the edited arguments"
     - text: "denied"
       when: "denied"
     - "written"

@@ -17,7 +17,7 @@ agents:
     - tool: write_file
       args: {path: "RELEASED.txt", content: "v1.4.2"}
     - text: "refused"
-      when: "refused"
+      when: "on the edited arguments"
     - text: "denied"
       when: "denied"
     - "written"
@@ -67,7 +67,7 @@ async def test_an_edited_call_a_rule_denies_does_not_run(tmp_path) -> None:
     edited = {"path": "secret.txt", "content": "x"}
     h.broker.answer(pending.escalation.id, Response(ResponseType.OPTION, "approve", edited_args=edited))
     assert await h.finish(handle) is RunStatus.DONE
-    assert handle.result == "refused"  # "The edited call write_file was refused by rule ..."
+    assert handle.result == "refused"  # "... was denied by rule 'secret' (...), on the edited arguments"
     assert not (h.workspace / "secret.txt").exists() and not (h.workspace / "RELEASED.txt").exists()
     [call] = h.events(handle, "tool_call")
     assert call["verdict"] == "denied" and call["editedArgs"] == edited

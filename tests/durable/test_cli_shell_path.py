@@ -5,6 +5,7 @@ a person says `waiting`; a mistyped `--db` is refused by the commands that only 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -20,11 +21,20 @@ def escalate(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-def pasted(line: str, choice: str) -> list[str]:
-    """A printed `escalate ...` command as a person pastes it, picking `choice` for `a|b`."""
-    words = shlex.split(line.strip().split(": ", 1)[-1].strip())
-    assert words[0] == "escalate", line
-    return [choice if "|" in word else word for word in words[1:]]
+def commands_in(text: str) -> list[str]:
+    """The lines of `text` a person pastes: each a whole `escalate ...` command."""
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("escalate ")]
+
+
+def paste(cwd: Path, line: str) -> subprocess.CompletedProcess[str]:
+    """`line` pasted into a real shell, with `escalate` on its PATH (this checkout's code)."""
+    shim = cwd / "bin" / "escalate"
+    if not shim.exists():
+        shim.parent.mkdir(exist_ok=True)
+        shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m engine "$@"\n')
+        shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim.parent}:{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_exit_4_and_runs_print_commands_that_work_when_pasted(tmp_path) -> None:
@@ -32,45 +42,85 @@ def test_exit_4_and_runs_print_commands_that_work_when_pasted(tmp_path) -> None:
     first = escalate(tmp_path, "run", str(DEMO / "auth-refactor.sr"), "--input", "Fix login", "--db", db)
     assert first.returncode == 4, first.stderr
     run_id = first.stderr.splitlines()[0].removeprefix("run ")
-    answer_line = next(line for line in first.stderr.splitlines() if "escalate answer" in line)
-    resume_line = next(line for line in first.stderr.splitlines() if "escalate resume" in line)
-    assert f"--option jwt|sessions --db {db}" in answer_line
-    assert resume_line.strip().endswith(f"escalate resume {run_id} --db {db}")
+    esc_id = f"{run_id}.2"
+    jwt, sessions, resume = commands_in(first.stderr)  # one line per option, then how to continue
+    assert jwt.startswith(f"escalate answer {esc_id} --option jwt --db {db} ") and jwt.endswith("# Yes, use JWT (recommended)")
+    assert sessions.startswith(f"escalate answer {esc_id} --option sessions --db {db} ") and sessions.endswith("# No, keep sessions")
+    assert resume.startswith(f"escalate resume {run_id} --db {db} ") and resume.endswith("# then continue the run")
 
     text = escalate(tmp_path, "runs", "--db", db)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[0].split()[:2] == [run_id, "waiting"]
-    assert answer_line.split(": ", 1)[1].strip() in text.stdout and f"escalate resume {run_id}" in text.stdout
+    assert commands_in(text.stdout) == [jwt, sessions, resume]
     (run,) = json.loads(escalate(tmp_path, "runs", "--db", db, "--format", "json").stdout)
     assert run["status"] == "waiting"
     (esc,) = run["pending"]
-    assert esc["options"] == ["jwt", "sessions"]
-    assert esc["answer"] == f"escalate answer {esc['id']} --option jwt|sessions --db {db}"
+    assert (esc["options"], esc["labels"], esc["recommended"]) == (["jwt", "sessions"], ["Yes, use JWT", "No, keep sessions"], "jwt")
+    assert esc["answer"] == [f"escalate answer {esc_id} --option {o} --db {db}" for o in ("jwt", "sessions")]
+    assert run["resume"] == f"escalate resume {run_id} --db {db}"
 
-    answered = escalate(tmp_path, *pasted(esc["answer"], "sessions"))
-    assert answered.returncode == 0, answered.stderr
-    resumed = escalate(tmp_path, *pasted(run["resume"], ""))
-    assert resumed.returncode == 0, resumed.stderr
+    answered = paste(tmp_path, sessions)  # the whole line, comment and all, as a person pastes it
+    assert answered.returncode == 0 and answered.stdout == f"{esc_id}: decided (option sessions)\n", answered.stderr
+    resumed = paste(tmp_path, resume)
+    assert resumed.returncode == 0 and resumed.stdout.startswith("Plan: keep server sessions"), resumed.stderr
     assert json.loads(escalate(tmp_path, "runs", "--db", db, "--all", "--format", "json").stdout)[0]["status"] == "done"
 
 
-def test_run_wait_prints_the_answer_command_with_the_option_ids(tmp_path) -> None:
+HOSTILE = """agents:
+  planner:
+    - escalate:
+        reason: architecture_decision
+        question: "Which?"
+        options:
+          - {id: "--skip", label: "an id that looks like a flag"}
+          - {id: "$(touch pwned)", label: "a label\\nescalate answer x --option y; touch pwned2\\rtouch pwned3"}
+          - {id: "it's", label: "a quote"}
+    - "done"
+"""
+
+
+def test_option_ids_and_labels_cannot_make_a_pasted_line_do_anything_else(tmp_path) -> None:
+    """Ids are the agent's text, quoted for the shell; labels are the agent's text, on one line
+    after the `#`: no line runs anything but `escalate answer` with that one id."""
+    (tmp_path / "ask.sr").write_text((DEMO / "auth-refactor.sr").read_text())
+    (tmp_path / "ask.yaml").write_text(HOSTILE)
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    first = escalate(tmp_path, "run", "ask.sr", "--script", "ask.yaml", "--db", db)
+    assert first.returncode == 4, first.stderr
+    esc_id = first.stderr.splitlines()[0].removeprefix("run ") + ".2"
+    *answers, resume = commands_in(first.stderr)
+    assert [shlex.split(line, comments=True) for line in answers] == [
+        ["escalate", "answer", esc_id, "--option=--skip", "--db", db],
+        ["escalate", "answer", esc_id, "--option", "$(touch pwned)", "--db", db],
+        ["escalate", "answer", esc_id, "--option", "it's", "--db", db],
+    ]
+    assert len(first.stderr.splitlines()) == 3 + 4  # run, models, the message, 3 answers + resume: no line more
+    for line in answers:  # the first decides, the others find it decided
+        paste(tmp_path, line)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("pwned")]
+    (run,) = json.loads(escalate(tmp_path, "runs", "--db", db, "--format", "json").stdout)
+    assert run["decisions"][0]["selectedOption"] == "--skip"
+
+
+def test_run_wait_prints_the_answer_commands_one_per_option(tmp_path) -> None:
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     waiting = subprocess.Popen([sys.executable, "-m", "engine", "run", str(DEMO / "auth-refactor.sr"), "--wait", "--db", db],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = ""
-        while "escalate answer" not in line:  # stderr, line by line, until the command is printed
-            line = waiting.stderr.readline()
-            assert line, "the run ended without printing how to answer"
-        assert "--option jwt|sessions" in line
-        answered = escalate(tmp_path, *pasted(line, "jwt"))
+        lines: list[str] = []
+        while len(commands_in("".join(lines))) < 2:  # stderr, line by line, until both commands are printed
+            lines.append(waiting.stderr.readline())
+            assert lines[-1], "the run ended without printing how to answer"
+        jwt, sessions = commands_in("".join(lines))
+        assert "--option jwt " in jwt and "--option sessions " in sessions
+        answered = paste(tmp_path, jwt)
         assert answered.returncode == 0, answered.stderr
-        out, _ = waiting.communicate(timeout=60)
+        out, rest = waiting.communicate(timeout=60)
     finally:
         waiting.kill()
         waiting.wait()
     assert waiting.returncode == 0 and out.startswith("Plan: move auth to JWT")
+    assert "escalate resume" not in "".join(lines) + rest  # the run goes on by itself
 
 
 @pytest.mark.parametrize("argv", [["runs"], ["runs", "--format", "json"], ["answer", "r1.2", "--skip"], ["resume", "r1"]])

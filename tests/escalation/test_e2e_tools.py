@@ -1,8 +1,10 @@
 """Issue 4 end to end: tool gating by the rules, enforced in code (approve, deny, stop)."""
 
+from pathlib import Path
+
 import pytest
 
-from engine.kernel.model import Response, ResponseType
+from engine.kernel.model import Audit, ResolvedBy, Response, ResponseType
 from engine.runtime.engine import RunStatus
 from e2e_support import TOOL_AGENT, Harness
 
@@ -11,10 +13,10 @@ agents:
   helper:
     - tool: write_file
       args: {path: "RELEASED.txt", content: "v1.4.2"}
+    - text: "refused by rule"
+      when: "denied by rule"
     - text: "refused, nothing written"
       when: "denied"
-    - text: "refused by rule"
-      when: "refused"
     - "written"
 """
 
@@ -117,8 +119,6 @@ agents:
     - tool: run_command
       args: {{command: {command!r}}}
     - text: "not run"
-      when: "refused"
-    - text: "not run"
       when: "denied"
     - "ran"
 """
@@ -133,3 +133,65 @@ agents:
     assert await h.finish(handle) is RunStatus.DONE
     assert handle.result == "not run"
     assert (h.workspace / "victim" / "f.txt").read_text() == "keep"
+
+
+DENIALS = {  # how the call was denied -> who the agent is told denied it
+    "by a rule": ("locked", None, "rule 'write file' (deny, rules.yaml:9)"),
+    "by a human": ("task", Response(ResponseType.OPTION, "deny"), "a human"),
+    "by a human's text answer": ("task", Response(ResponseType.TEXT, text_response="not today"), "a human"),
+    "by the answers file": ("task", (Response(ResponseType.OPTION, "deny"), ResolvedBy.ANSWERS_FILE), "the answers file"),
+    "by a rule, on the edited arguments": (
+        "checked", Response(ResponseType.OPTION, "approve", edited_args={"path": "secret.txt", "content": "x"}),
+        "rule 'secret' (deny, rules.yaml:16), on the edited arguments"),
+    "by the timeout default": ("task", "timeout", "the timeout default"),
+}
+
+
+@pytest.mark.parametrize("how", DENIALS)
+async def test_every_denial_reads_the_same(tmp_path, how: str) -> None:
+    """docs/runtime.md: a reply scripted `when: "denied"` follows every denied tool call,
+    whoever denied it; the agent is told who."""
+    task, answer, who = DENIALS[how]
+    script = f"""\
+agents:
+  helper:
+    - tool: write_file
+      args: {{path: "RELEASED.txt", content: "v1.4.2"}}
+    - text: "told who"
+      when: {f"The tool call write_file was denied by {who}"!r}
+    - text: "told in other words"
+      when: "denied"
+    - "written"
+"""
+    rules = RULES + "    checked:\n      requireConfirmation: true\n      rules:\n        - {pattern: secret, action: deny}\n"
+    h = Harness(tmp_path, TOOL_AGENT, script, rules)
+    handle = h.start(task=task)
+    if answer == "timeout":
+        await h.pending()
+        h.clock.advance(30)
+    elif answer is not None:
+        pending = await h.pending()
+        response, by = answer if isinstance(answer, tuple) else (answer, ResolvedBy.HUMAN)
+        h.broker.answer(pending.escalation.id, response, by, Audit(via="test"))
+    assert await h.finish(handle) is RunStatus.DONE
+    assert handle.result == "told who"
+    assert not (h.workspace / "RELEASED.txt").exists() and not (h.workspace / "secret.txt").exists()
+    assert h.events(handle, "tool_call")[0]["verdict"] == "denied"
+
+
+DEMO = Path(__file__).parents[2] / "engine" / "demo"
+
+
+@pytest.mark.parametrize("rules", [
+    "escalationRules:\n  global:\n    - {pattern: write_file, action: deny}\n",  # a rule's denial
+    None,  # the demo's own: the task override asks a person, who denies it
+], ids=["a rule", "a person"])
+async def test_the_deploy_demo_tells_a_denied_release_as_stopped(tmp_path, rules: str | None) -> None:
+    """Its script follows a denial with "Release stopped": a rule's denial too, not only a person's."""
+    h = Harness(tmp_path, (DEMO / "deploy-production.sr").read_text(), (DEMO / "deploy-production.yaml").read_text(),
+                rules or (DEMO / "rules.yaml").read_text())
+    handle = h.start(task="deploy-production", input="ship v1.4.2")
+    if rules is None:
+        h.broker.answer((await h.pending()).escalation.id, Response(ResponseType.OPTION, "deny"))
+    assert await h.finish(handle) is RunStatus.DONE
+    assert handle.result.startswith("Release stopped") and not (h.workspace / "RELEASED.txt").exists()

@@ -95,9 +95,9 @@ class FakeCtx:
         self.logs.append(("retry_with", value, condition))
 
 
-async def run_flow(text: str, ctx: FakeCtx, flow: str | None = None, args: list[Any] | None = None) -> Any:
+async def run_flow(text: str, ctx: FakeCtx, flow: str | None = None) -> Any:
     cls = load(text)
     wf = cls()
     kind, name = wf.entry(flow)
     assert kind == "flow"
-    return await getattr(wf, cls.FLOWS[name])(ctx, args or [])
+    return await getattr(wf, cls.FLOWS[name])(ctx)

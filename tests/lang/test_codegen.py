@@ -137,7 +137,7 @@ async def test_run_flow_call_llm_escalate_human_log():
     ctx = FakeCtx({"helper": lambda args: ("H", False), "p": lambda args: ("C", False)})
     assert await run_flow(src, ctx) == ["H", "C", "human says ok to ok?"]
     cls = load(src)
-    assert await getattr(cls(), cls.FLOWS["helper"])(FakeCtx(input="x"), []) == "x"
+    assert await getattr(cls(), cls.FLOWS["helper"])(FakeCtx(input="x")) == "x"
 
 
 async def test_unset_variable_is_a_flow_error_with_line():
@@ -203,7 +203,7 @@ async def test_handlers_run_guardrails():
 def test_generated_code_is_readable_with_line_comments():
     r = compile_text(HEAD + "flow default:\n    $x = run agent a $input_prompt, on escalate return $input_prompt\n    return $x\n")
     assert "# line 9\n" in r.python and "run agent a" not in r.python  # the .sr line, no user text in comments
-    assert "async def flow_0(self, ctx, args):" in r.python
+    assert "async def flow_0(self, ctx):" in r.python
     compile(r.python, "x", "exec")
 
 

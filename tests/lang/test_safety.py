@@ -50,7 +50,7 @@ async def test_hostile_strings_stay_literals(tmp_path: Path):
         assert cls.AGENTS["a"].description == h
         assert cls.PROMPTS["p"].escalation.value == h
         try:
-            await getattr(cls(), cls.FLOWS["main"])(ctx, [])
+            await getattr(cls(), cls.FLOWS["main"])(ctx)
         except Exception as exc:  # `fail` ends the flow: its message is the hostile text, verbatim
             assert str(exc) == h
         assert ctx.logs == [h]
@@ -79,7 +79,7 @@ for out in sys.argv[1:]:
     try:
         wf = runpy.run_path(out)["Workflow"]
         for method in wf.FLOWS.values():
-            asyncio.run(getattr(wf(), method)(FakeCtx(), []))
+            asyncio.run(getattr(wf(), method)(FakeCtx()))
         print("RAN", out)
     except Exception as exc:
         print("FAILED", out, repr(exc))

@@ -116,3 +116,49 @@ def test_a_regular_file_gets_this_runs_events_only(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     assert lines[-1]["type"] == "flow_result" and all("type" in line for line in lines)
+
+
+DEMO = ROOT / "engine" / "demo" / "auth-refactor.sr"
+
+
+def escalate(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine.cli.main", *argv], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=cwd, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("events", "why", "recorded"),
+    [
+        ("/dev/full", "No space left on device", True),
+        # A run killed before its first event was kept: nothing to copy, the check is made all the same.
+        ("/dev/full", "No space left on device", False),
+        ("/proc/self/mem", "Invalid argument", False),
+        ("FIFO", "a FIFO that no process is reading", True),  # waited on for ever before
+    ],
+)
+def test_resume_checks_the_events_file_before_the_run_continues(tmp_path: Path, events: str, why: str,
+                                                                recorded: bool) -> None:
+    db_file = tmp_path / "runs.db"
+    db = f"sqlite:///{db_file}"
+    first = escalate(tmp_path, "run", str(DEMO), "--input", "Fix login", "--db", db)
+    assert first.returncode == 4, first.stderr
+    run_id = first.stderr.splitlines()[0].removeprefix("run ")
+    (waiting,) = json.loads(escalate(tmp_path, "runs", "--db", db, "--format", "json").stdout)[0]["pending"]
+    assert escalate(tmp_path, "answer", waiting["id"], "--option", "jwt", "--db", db).returncode == 0
+    if not recorded:
+        import sqlite3
+
+        with sqlite3.connect(db_file) as c:
+            c.execute("DELETE FROM escalate_events WHERE run_id = ?", (run_id,))
+    if events == "FIFO":
+        events = str(tmp_path / "fifo")
+        os.mkfifo(events)
+
+    refused = escalate(tmp_path, "resume", run_id, "--events", events, "--db", db)
+    assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
+    assert refused.stderr == f"--events {events}: cannot write: {why}\n"
+    (run,) = json.loads(escalate(tmp_path, "runs", "--all", "--db", db, "--format", "json").stdout)
+    assert run["status"] == "interrupted"  # answered, not continued: the plan was never written
+
+    continued = escalate(tmp_path, "resume", run_id, "--events", str(tmp_path / "e.jsonl"), "--db", db)
+    assert continued.returncode == 0 and continued.stdout.startswith("Plan: move auth to JWT"), continued.stderr

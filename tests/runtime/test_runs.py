@@ -35,7 +35,7 @@ class OneAgent(WorkflowBase):
     AGENTS = {"worker": AgentSpec("worker", instruction="p", tools=("fs",))}
     FLOWS = {"main": "flow_main"}
 
-    async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+    async def flow_main(self, ctx: Any) -> Any:
         result = await ctx.run_agent("worker", [ctx.get("input", 1)], line=2)
         return result.value
 
@@ -128,7 +128,7 @@ agents:
     - tool: delete_file
       args: {path: old.txt}
     - text: "could not delete"
-      when: "refused"
+      when: "denied"
 """
     handle = await harness.run(OneAgent, script, rules=rules)
     assert handle.result == "could not delete", handle.error
@@ -221,7 +221,7 @@ class Resolver(WorkflowBase):
     AGENTS = {"peer1": AgentSpec("peer1", instruction="enhancer"), "peer2": AgentSpec("peer2", instruction="enhancer")}
     FLOWS = {"default": "flow_default"}
 
-    async def flow_default(self, ctx: Any, args: list[Any]) -> Any:
+    async def flow_default(self, ctx: Any) -> Any:
         ctx.vars["current"] = ctx.get("input_prompt", 1)
         for _ in range(3):
             await ctx.tick(3)
@@ -258,7 +258,7 @@ async def test_expression_condition_error_means_no_escalation(harness) -> None:
     class Broken(OneAgent):
         PROMPTS = {"p": prompt("p", "x", escalation=EscalationSpec("expr", check=broken, source="$output.x"))}
 
-        async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+        async def flow_main(self, ctx: Any) -> Any:
             r = await ctx.run_agent("worker", ["go"], line=1)
             return {"escalated": r.escalated}
 
@@ -277,7 +277,7 @@ class Hierarchy(WorkflowBase):
     }
     FLOWS = {"main": "flow_main"}
 
-    async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+    async def flow_main(self, ctx: Any) -> Any:
         r = await ctx.run_agent("coordinator", ["task"], line=1)
         return {"value": r.value, "escalated": r.escalated}
 
@@ -339,7 +339,7 @@ class Parallel(WorkflowBase):
     AGENTS = {"a": AgentSpec("a", tools=("cli",)), "b": AgentSpec("b", tools=("cli",))}
     FLOWS = {"main": "flow_main"}
 
-    async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+    async def flow_main(self, ctx: Any) -> Any:
         async def branch_a() -> None:
             ctx.vars["ra"] = (await ctx.run_agent("a", ["input a"], line=2)).value
 
@@ -405,7 +405,7 @@ class Guarded(WorkflowBase):
 
     HANDLERS = (HandlerSpec("on", "input", _mask, 10), HandlerSpec("on", "output", _block, 11))
 
-    async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+    async def flow_main(self, ctx: Any) -> Any:
         return (await ctx.run_agent("worker", [ctx.get("input", 1)], line=1)).value
 
 
@@ -434,7 +434,7 @@ class Structured(WorkflowBase):
     AGENTS = {"reviewer": AgentSpec("reviewer", instruction="review")}
     FLOWS = {"main": "flow_main"}
 
-    async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+    async def flow_main(self, ctx: Any) -> Any:
         return (await ctx.run_agent("reviewer", ["code"], line=1)).value
 
 
@@ -463,7 +463,7 @@ class Policies(WorkflowBase):
     AGENTS = {"slow": AgentSpec("slow", tools=("cli",), retry="twice", timeout="short")}
     FLOWS = {"main": "flow_main"}
 
-    async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+    async def flow_main(self, ctx: Any) -> Any:
         return (await ctx.run_agent("slow", ["go"], line=1)).value
 
 
@@ -502,7 +502,7 @@ class Agents(WorkflowBase):
     AGENTS = {n: AgentSpec(n) for n in ("locator", "analyzer", "pattern_finder")}
     FLOWS = {"main": "flow_main"}
 
-    async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+    async def flow_main(self, ctx: Any) -> Any:
         return (await ctx.run_agent("locator", ["find the auth code"], line=1)).value
 
 
@@ -553,7 +553,7 @@ agents:
 
 async def test_history_is_put_in_the_session(harness) -> None:
     class WithHistory(OneAgent):
-        async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+        async def flow_main(self, ctx: Any) -> Any:
             h = [{"role": "user", "content": "my name is Ada"}, {"role": "assistant", "content": "hello Ada"}]
             return (await ctx.run_agent("worker", ["and now?"], history=h, line=1)).value
 
@@ -579,7 +579,7 @@ async def test_flow_escalate_to_human_returns_the_answer_text(harness) -> None:
     class Asks(WorkflowBase):
         FLOWS = {"main": "flow_main"}
 
-        async def flow_main(self, ctx: Any, args: list[Any]) -> Any:
+        async def flow_main(self, ctx: Any) -> Any:
             return await ctx.escalate_to_human("Ship it?", line=1)
 
     handle = await harness.run(Asks, None, answers="- {responseType: text, textResponse: 'ship behind a flag'}\n")

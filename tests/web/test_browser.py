@@ -275,3 +275,39 @@ def test_a_cookie_sent_to_another_port_opens_nothing_and_a_second_session_is_ann
         thief.shutdown()
         code, err = served.stop()
     assert code == 0, err
+
+
+BESIDE = """() => {  // a point of the page outside the terminal (its grid leaves a margin), or null
+  for (const [x, y] of [[innerWidth - 1, innerHeight - 1], [innerWidth - 1, 0], [0, innerHeight - 1]]) {
+    const hit = document.elementFromPoint(x, y);
+    if (hit && !hit.closest(".xterm")) return [x, y];
+  }
+  return null;
+}"""
+
+
+def test_the_keys_work_without_a_click_and_after_a_click_beside_the_terminal(tmp_path, context) -> None:
+    """Issue 27, item 6: keys did nothing until the pane was clicked, and a click beside it took
+    them away. Nothing here focuses the terminal: the keys go where a person's would."""
+    url = database(tmp_path)
+    waiting = subprocess.Popen([sys.executable, "-m", "engine", "run", *auth_refactor("--input", "Fix login", "--wait",
+                                                                                      "--db", url)],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    served = None
+    try:
+        wait_until(lambda: pending(url), "the run raised its escalation")
+        served = serve(tmp_path, *auth_refactor("--db", url))
+        page = context.new_page()
+        terminal = Terminal(page)
+        page.goto(served.link)
+        terminal.wait_for(*PANE, "Inbox (1)")
+        beside = page.evaluate(BESIDE)
+        assert beside is not None, "the terminal covers the whole page"
+        page.mouse.click(*beside)  # the terminal never had a click: its keys came with the page
+        page.keyboard.press("2")  # No, keep sessions
+        out, err = waiting.communicate(timeout=60)
+        assert waiting.returncode == 0 and out.startswith("Plan: keep server sessions"), err
+    finally:
+        waiting.kill()
+        if served is not None:
+            served.stop()

@@ -8,7 +8,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, Select
+from textual.widgets.input import Selection
+from textual.widgets import Input, Label, Select, Static
 
 from tui.format import one_line
 from tui.session import RunRequest, WorkflowEntry
@@ -29,11 +30,16 @@ class StartRunScreen(ModalScreen[RunRequest | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="start-dialog") as dialog:
             dialog.border_title = Text(f"Start {one_line(self.entry.name, 80)}")  # not markup: a file's name
+            about = self.entry.about
+            if about is not None and about.description:  # the file's own words: not markup
+                yield Static(Text(one_line(about.description, 200), style="italic"), id="start-about")
             yield Label("Flow")
             options = [(DEFAULT_ENTRY, "")] + [(Text(one_line(f, 80)), f) for f in self.entry.flows]
             yield Select(options, value="", allow_blank=False, id="start-flow")
             yield Label("Input (Enter starts, Escape cancels)")
-            yield Input(placeholder="what the run starts with", id="start-input")
+            # The workflow's sample input, selected: Enter starts with it, typing replaces it.
+            sample = one_line(about.sample_input, 2000) if about is not None else ""
+            yield Input(sample, placeholder="what the run starts with", id="start-input", select_on_focus=False)
 
     def on_key(self, event: events.Key) -> None:
         # `s` then typing in one burst: the keys after `s` reach this screen before its input
@@ -44,6 +50,8 @@ class StartRunScreen(ModalScreen[RunRequest | None]):
             self._early.append(event)
 
     def on_mount(self) -> None:
+        field = self.query_one("#start-input", Input)
+        field.selection = Selection(0, len(field.value))
         self.call_after_refresh(self._type_early_keys)
 
     def _type_early_keys(self) -> None:
@@ -57,7 +65,7 @@ class StartRunScreen(ModalScreen[RunRequest | None]):
             if key.key == "backspace":
                 field.action_delete_left()
             elif key.is_printable and key.character:
-                field.insert_text_at_cursor(key.character)
+                field.replace(key.character, *sorted(field.selection))  # the selected sample, else nothing
 
     @on(Input.Submitted, "#start-input")
     def _submit(self, event: Input.Submitted) -> None:

@@ -78,6 +78,7 @@ class ConsoleServer:
         app.router.add_get("/escalate.js", self._script)
         app.router.add_get("/ws/{page}", self._session)
         app.router.add_static("/static", STATIC)
+        app.router.add_get("/focus.js", lambda _: web.FileResponse(Path(__file__).parent / "focus.js"))  # keys to the terminal
         app.on_shutdown.append(self._close_sessions)
         # No access log: the first request's URL holds the token.
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=STOP_GRACE)

@@ -12,9 +12,12 @@ from tui.session import WorkflowEntry
 
 
 def workflow_prompt(entry: WorkflowEntry) -> Text:
+    """Its name, then what it does (its description, else its flows), or why it cannot run."""
     line = Text(one_line(entry.name, 200), style="bold")
     if entry.error:  # the first diagnostic line: it quotes the file's name
         line.append(f"\n  {visible(entry.error)}", style="red")
+    elif entry.about is not None and entry.about.description:
+        line.append(f"\n  {one_line(entry.about.description, 200)}", style="dim")
     elif entry.flows:
         line.append(f"\n  {one_line(', '.join(entry.flows), 200)}", style="dim")
     else:
