@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import Sequence
 
-from engine.escalation.model import Option
+from engine.kernel.model import Option
 
 TEXT_PLACEHOLDER = "..."
 

@@ -98,7 +98,7 @@ def _text(listed: list[dict[str, Any]], db_arg: str | None) -> str:
     """Each run on a line, its waiting escalations under it, each followed by the commands that
     answer it and then the one that continues the run, every command a whole line to paste."""
     from engine.cli.hints import answer_lines, pasteable, resume_command
-    from engine.escalation.model import Option
+    from engine.kernel.model import Option
 
     if not listed:
         return "no runs\n"
