@@ -135,7 +135,7 @@ async def test_approve_tool_allowed_denied_stop() -> None:
     allowed = await _settle(h.desk, "read_file", {"path": "a"})
     assert allowed.verdict == "allowed" and allowed.runs
     denied = await _settle(h.desk, "run_command", {"command": "git push"})
-    assert denied.verdict == "denied" and not denied.runs and "refused" in denied.message
+    assert denied.verdict == "denied" and not denied.runs and "denied by rule" in denied.message
     stop = await _settle(h.desk, "run_command", {"command": "rm -rf x"})
     assert stop.stops and not stop.runs
     assert [(t, f["verdict"]) for _, t, f in h.events] == [

@@ -144,7 +144,7 @@ def test_a_new_kind_is_one_row_and_its_response_type(tmp_path: Path) -> None:
 
     esc = Escalation("esc-1", "t", "run-1", "a", Reason.OTHER, "Ship?", options=(Option("y", "Yes"),))
     db = Database(url)  # the row does not depend on the new kind: today's code writes it
-    DecisionStore(db).raised(PendingEscalation(esc, TimeoutPolicy(None)))
+    DecisionStore(db).raise_once(PendingEscalation(esc, TimeoutPolicy(None)))
     db.close()
     assert "--defer           ask again tomorrow" in run("-m", "engine", "answer", "--help").stdout
     # The real `escalate answer`, in the new kind: validated, decided in the database.
