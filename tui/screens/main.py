@@ -126,9 +126,12 @@ class MainScreen(Screen):
             runs.note_event(run_id, event.type, event.fields)
 
     def run_changed(self, handle: Any) -> None:
+        """A run ended: its row, and its log's last events if the Events panel shows that run
+        (another run's events there would read as the shown run's)."""
         self.query_one(RunList).refresh_run(handle.id)
-        if handle.finished_at is not None:
-            self.query_one(EventLog).catch_up(list(handle.events))
+        log = self.query_one(EventLog)
+        if handle.finished_at is not None and log.run_id == handle.id:
+            log.catch_up(list(handle.events))
             self._note_ending(handle)
 
     @on(RowTable.Highlighted, "#runs")
