@@ -103,7 +103,7 @@ def countdown(pending: PendingEscalation, now: float) -> str:
 def decision_summary(decision: Decision, escalation: Escalation | None = None) -> str:
     """`opt1 "Yes, use JWT" by human (+ instructions)`: a decision in one line of words."""
     fields = decision.to_event_fields(escalation)
-    return f"{decision_words(fields)} by {decision.resolved_by.value}{_instructions(fields)}{_stops(fields)}"
+    return f"{decision_words(fields)}{_edited(fields)} by {decision.resolved_by.value}{_instructions(fields)}{_stops(fields)}"
 
 
 def decision_words(fields: dict[str, Any]) -> str:
@@ -115,6 +115,21 @@ def decision_words(fields: dict[str, Any]) -> str:
         return f'text "{one_line(fields["textResponse"], 60)}"'
     kind = fields.get("responseType") or ""
     return {"skip": "skip", "agent_decide": "let agent decide"}.get(kind, kind)
+
+
+def _edited(fields: dict[str, Any]) -> str:
+    return " with edited arguments" if isinstance(fields.get("editedArgs"), dict) else ""
+
+
+def tool_call_words(fields: dict[str, Any]) -> str:
+    """A `tool_call` event: the call that ran (the edited one, when the person edited it before
+    approving, then the one the agent asked for), and the verdict."""
+    agent, tool, verdict = _name(fields.get("agent")), _name(fields.get("tool")), _name(fields.get("verdict"))
+    edited = fields.get("editedArgs")
+    if isinstance(edited, dict):
+        return (f"{agent} {tool}({one_line(edited, 60)}) {verdict}, arguments edited "
+                f"(asked: {tool}({one_line(fields.get('args', {}), 60)}))")
+    return f"{agent} {tool}({one_line(fields.get('args', {}), 60)}) {verdict}"
 
 
 def _instructions(fields: dict[str, Any]) -> str:
@@ -148,9 +163,10 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     if event_type == "human_escalation":
         return _line("?", f"{_name(f.get('agent'))} asks [{_name(f.get('reason'))}]: {one_line(f.get('question', ''), 90)}", "bold yellow")
     if event_type == "decision":
-        return _line("✓", f"decided {decision_words(f)}{_instructions(f)} by {_name(f.get('resolvedBy'))}{_stops(f)}", "bold green")
+        return _line("✓", f"decided {decision_words(f)}{_edited(f)}{_instructions(f)} by {_name(f.get('resolvedBy'))}{_stops(f)}",
+                     "bold green")
     if event_type == "tool_call":
-        return _line("⚙", f"{_name(f.get('agent'))} {_name(f.get('tool'))}({one_line(f.get('args', {}), 60)}) {_name(f.get('verdict'))}", "blue")
+        return _line("⚙", tool_call_words(f), "blue")
     if event_type == "agent_escalation":
         if f.get("approved"):  # its reason only repeats the path
             return _line("⇢", f"{_name(f.get('source'))} → {_name(f.get('target'))} approved", "magenta")

@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from engine.escalation.model import EscalationRecord
 from engine.text_safety import visible
-from tui.format import decision_summary, duration
+from tui.format import decision_summary, duration, one_line
 from tui.metrics import ago
 
 
@@ -47,6 +47,10 @@ def record_text(record: EscalationRecord, now: float) -> Text:
     field("Outcome", decision_summary(decision, esc), "green")
     field("Decided by", decision.resolved_by.value + (f" ({decision.note})" if decision.note else ""))
     field("After", duration(max(0.0, decision.resolved_at - esc.created_at)))
+    edited = decision.response.edited_args
+    if edited is not None:  # what ran is not what the agent asked for (the context above)
+        tool = record.pending.extra.get("tool")
+        field("Ran, edited", f"{tool if isinstance(tool, str) else 'the tool'}({one_line(edited, 2000)})")
     if decision.response.text_response:
         field("Answer", decision.response.text_response)
     if decision.response.additional_instructions:
