@@ -29,7 +29,7 @@ from engine.runtime.priority_loop import PriorityLoop
 from engine.text_safety import visible
 from tui.bridge import Batcher
 from tui.decide_actions import DecideActions
-from tui.format import decision_summary, duration, one_line, terminal_title
+from tui.format import decision_summary, duration, has_default, one_line, terminal_title
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.session import ConsoleSession, RunRequest
@@ -220,8 +220,8 @@ class EscalateApp(DecideActions, App[int]):
             if event.kind != RAISED:
                 pane.forget(event.pending.escalation.id)
                 self._say_if_decided_elsewhere(event, pane)
-        self.main.sync_decisions()
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
+        self.main.sync_decisions([esc.id for esc in raised])
         if raised:
             self.bell()  # attention: a human is needed
             self._desktop_notify(raised[-1])
@@ -274,12 +274,18 @@ class EscalateApp(DecideActions, App[int]):
         self._set_terminal_title(self.title)
 
     def decision_status(self) -> str:
-        """The status line's right side: how long the oldest waiting decision has waited."""
+        """The status line's right side: how long the oldest waiting decision has waited, and,
+        while the pane is set aside, when the first default falls (nothing runs out unseen)."""
         waiting = self.session.pending()
         if not waiting:
             return ""
-        oldest = min(p.escalation.created_at for p in waiting)
-        return f"oldest {duration(self.session.clock.now() - oldest)}"
+        now = self.session.clock.now()
+        status = f"oldest {duration(now - min(p.escalation.created_at for p in waiting))}"
+        if self.main.ready and self.main.query_one(DecisionPane).aside:
+            deadlines = [p.policy.deadline for p in waiting if p.policy.deadline is not None and has_default(p)]
+            if deadlines:
+                status += f" · default in {duration(min(deadlines) - now)}"
+        return status
 
     def _desktop_notify(self, esc: Any) -> None:
         """A desktop notification through the terminal (OSC 9 / 777, tui/desktop_notify.py).

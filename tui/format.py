@@ -100,6 +100,15 @@ def countdown(pending: PendingEscalation, now: float) -> str:
     return f"No answer in {duration(max(0.0, pending.policy.deadline - now))} → {one_line(outcome, 120)}"  # it may name an option id
 
 
+def has_default(pending: PendingEscalation) -> bool:
+    """Something happens by itself at the deadline (not a `wait`)."""
+    try:
+        timeout_decision(pending, pending.policy.deadline or 0.0)
+    except NoTimeoutDefault:
+        return False
+    return pending.policy.deadline is not None
+
+
 def decision_summary(decision: Decision, escalation: Escalation | None = None) -> str:
     """`opt1 "Yes, use JWT" by human (+ instructions)`: a decision in one line of words."""
     fields = decision.to_event_fields(escalation)

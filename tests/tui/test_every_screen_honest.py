@@ -7,14 +7,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from textual.widgets import Input, OptionList
+
+from engine.escalation.broker import RAISED
+from engine.escalation.model import OnTimeout, Origin, Reason, ResponseType
 from tests.decide.console_support import start, tool_console, waiting
-from tests.tui.helpers import demo_console, entry, settle, wait_until
+from tests.tui.helpers import SIZE, ask, decided, demo_console, entry, make_app, make_session, pending, settle, wait_until
+from tests.tui.test_pane import burst
 from tui.screens.edit_args import EditArgsScreen
 from tui.screens.history import HistoryScreen
 from tui.screens.record_detail import RecordDetail
 from tui.session import RunRequest
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
+from tui.widgets.header import ConsoleHeader
 
 
 def log_lines(app) -> list[str]:
@@ -73,3 +80,79 @@ async def test_an_edited_approval_shows_what_ran_in_the_log_and_the_history(tmp_
         detail = " ".join(str(app.screen.query_one("#record-text").render()).split())
         assert "with edited arguments by human" in detail, detail
         assert 'Ran, edited: write_file({"path": "STAGED.txt", "content": "staging"})' in detail, detail
+
+
+def _flow_question(clock, run_id: str = "r9"):
+    return pending(clock, task="release", run_id=run_id, question="Which tag do we release?", context="", options=(),
+                   allow_agent_decision=False, reason=Reason.OTHER, origin=Origin.FLOW, timeout=None)
+
+
+def _type_when_raised(session, app, text: str) -> None:
+    """The person starts typing the moment the question is raised: the keys are queued right
+    behind the broker's news, before any frame shows the pane."""
+    def typed(event) -> None:
+        if event.kind == RAISED and event.pending.escalation.origin is Origin.FLOW:
+            burst(app, *text, "enter")
+    session.broker.subscribe(typed)  # after the console's own subscription: its news comes first
+
+
+@pytest.mark.parametrize("after_another", [False, True])
+async def test_keys_typed_as_a_flows_question_opens_all_land_in_its_answer(after_another: bool) -> None:
+    session = make_session()
+    app = make_app(session)
+    frames: list[tuple[bool, object]] = []
+    original = app._display
+
+    def display(screen, renderable) -> None:
+        if renderable is not None and screen is app.main:
+            pane = app.main.query_one(DecisionPane)
+            frames.append((pane.visible, app.focused))
+        original(screen, renderable)
+
+    app._display = display  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = ask(session, pending(session.clock)) if after_another else None
+        if first is not None:
+            await settle(pilot)
+        if first is None:
+            _type_when_raised(session, app, "v1.4.2 now, send it")
+        question = ask(session, _flow_question(session.clock))
+        if first is not None:
+            await settle(pilot)
+            await pilot.press("1")  # the first answered: the flow's question follows in the pane
+            assert (await decided(first)).response.selected_option == "opt1"
+            burst(app, *"v1.4.2 now, send it", "enter")  # typed at once (a `1` there would skip the task)
+        response = (await decided(question)).response
+        assert (response.response_type, response.text_response, response.additional_instructions) == \
+            (ResponseType.TEXT, "v1.4.2 now, send it", None)
+        assert app.screen is app.main  # no `s` slipped through to start a run
+        custom = app.main.query_one("#pane-custom", Input)
+        assert all(focused is not app.main.query_one("#workflows") for visible, focused in frames if visible), frames
+        if not after_another:
+            assert custom in [focused for visible, focused in frames if visible] or not frames[-1][0]
+
+
+async def test_a_decision_raised_while_the_pane_is_aside_brings_it_back() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        first = ask(session, pending(session.clock, timeout=60, on_timeout=OnTimeout.AGENT_DECIDE))
+        await settle(pilot)
+        pane, header = app.main.query_one(DecisionPane), app.main.query_one(ConsoleHeader)
+        assert "default in" not in header.status  # on screen, the pane counts down
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not pane.visible
+        header.tick()  # what its 1 s timer does
+        assert header.status == "oldest 0s · default in 1:00"  # set aside, its countdown still shows
+        second = pending(session.clock, run_id="r2", question="Relax the expiry check?", timeout=90,
+                         on_timeout=OnTimeout.AGENT_DECIDE)
+        task = ask(session, second)
+        await settle(pilot)
+        assert pane.visible and pane.pending.escalation.id == second.escalation.id
+        assert app.focused is app.main.query_one("#pane-choices", OptionList)
+        await pilot.press("2")
+        assert (await decided(task)).response.selected_option == "opt2"
+        await settle(pilot)
+        assert pane.visible and pane.pending.escalation.id != second.escalation.id and not first.done()

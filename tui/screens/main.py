@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from rich.text import Text
 from textual import on
@@ -148,42 +148,42 @@ class MainScreen(Screen):
 
     # ---- the decision queue ------------------------------------------------------------------
 
-    def sync_decisions(self) -> None:
-        """Bring the pane and the inbox in line with the broker's pending escalations.
+    def sync_decisions(self, raised: Sequence[str] = ()) -> None:
+        """Bring the pane and the inbox in line with the broker's pending escalations (`raised`:
+        the ids raised since the last sync).
 
         The pane keeps showing the escalation it shows while that one is pending: a new arrival
-        never swaps the question under the user's fingers.
+        never swaps the question under the user's fingers. A pane set aside comes back with the
+        newest decision raised (it rang: a countdown is never running out of sight).
         """
         if not self.ready:
             return
         pending = self.session.pending()
         ids = [p.escalation.id for p in pending]
         pane = self.query_one(DecisionPane)
-        was_hidden = self.current_id is None
+        was_hidden = self.current_id is None or pane.aside
+        shown_before = self.current_id
+        arrived = [i for i in raised if i in ids]
+        if pane.aside and arrived:
+            pane.aside = False
+            self.current_id = arrived[-1]
         if self.current_id not in ids:
             self.current_id = ids[min(self._position, len(ids) - 1)] if ids else None
         self._show(pending, ids)
-        if self.current_id is None and pane.has_focus_within:
-            self._give_focus_back()
-        if was_hidden and self.current_id is not None and not pane.aside:
+        if self.current_id is None:
+            if pane.has_focus_within:
+                self._give_focus_back()
+            return
+        if pane.aside or (not was_hidden and self.current_id == shown_before):
+            return
+        if was_hidden:
             self._focus_before = self.focused
-            if not isinstance(self.focused, Input):  # unasked: the decision takes the keyboard, unless you type
-                self._take_keyboard_after_frame()
-
-    def _take_keyboard_after_frame(self) -> None:
-        """Focus the choices right after the frame that shows the pane (making it visible lays
-        the screen out, and Textual signals each layout once drawn). Moved before that frame,
-        the focus change's restyles and repaints (the list it leaves, the key bar) delay it."""
-        pane = self.query_one(DecisionPane)
-        signal = self.screen_layout_refresh_signal
-
-        def take(_: Screen) -> None:
-            signal.unsubscribe(pane)
-            if self.current_id is not None and not isinstance(self.focused, Input):
-                pane.focus_answer()
-
-        signal.unsubscribe(pane)  # one pending move at most
-        signal.subscribe(pane, take)
+        elif not pane.has_focus_within:
+            return  # the user moved the keyboard away from the pane: it stays where they put it
+        if not isinstance(self.focused, Input):  # unasked: the decision takes the keyboard, unless you type
+            # At once, in the frame that shows the pane: keys typed ahead (already queued) reach
+            # its answer field or its choices, never the widget that had the keyboard before.
+            pane.focus_answer()
 
     def park_keyboard(self) -> None:
         """After a decision the user was typing into ended without them: the runs list, where
