@@ -75,6 +75,14 @@ def status_text(status: str) -> Text:
     return Text(label, style=style)
 
 
+def short_paths(text: str) -> str:
+    """`text` (a rule's FILE:LINE, say) with the current folder's paths made relative, one line,
+    control characters shown as signs."""
+    import os
+
+    return one_line(text.replace(os.getcwd() + os.sep, ""), 10_000)
+
+
 def one_line(value: Any, limit: int = 80) -> str:
     """A value squeezed onto one line for lists and logs."""
     if isinstance(value, str):

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from engine.escalation.broker import APPROVE, DENY, EscalationBroker
 from engine.escalation.clock import Clock
 from engine.escalation.model import (
+    ASKED_BY,
     Audit,
     Decision,
     Escalation,
@@ -31,7 +32,7 @@ from engine.escalation.model import (
     ResponseType,
     TimeoutPolicy,
 )
-from rules.model import Action, Rule, Rules
+from rules.model import Action, AskedBy, Rule, Rules, switch_key
 
 Emit = Callable[[str, str, dict[str, Any]], None]  # (run_id, event type, fields)
 
@@ -111,7 +112,7 @@ class EscalationDesk:
         if action is Action.ALLOW and override is not None and override.always_ask:
             action = Action.ASK_USER
         if action is Action.ASK_USER:
-            return await self._wait_for_human(escalation, rule)
+            return await self._wait_for_human(escalation, rule, self.rules.asked_by(escalation.task_id, rule, tool=False))
         assert rule is not None  # only a matched rule can allow, deny or stop
         escalation = await minted(escalation, self.clock)
         self._emit_raised(escalation, TimeoutPolicy(None))
@@ -155,7 +156,8 @@ class EscalationDesk:
             escalation = _tool_escalation(run_id, task, agent, tool, args)
             if rule is not None and rule.why:  # a shell command rules cannot check: say why a human is asked
                 escalation = replace(escalation, context=f"{escalation.context}\n{rule.why}")
-            decision = await self._wait_for_human(escalation, rule, {"tool": tool, "args": args})
+            asked_by = self.rules.asked_by(task, rule, tool=True)
+            decision = await self._wait_for_human(escalation, rule, asked_by, {"tool": tool, "args": args})
             result = self._edited_call_checked(task, tool, _tool_result(tool, decision))
         stopped = result == STOP
         fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": DENIED if stopped else str(result)}
@@ -227,10 +229,17 @@ class EscalationDesk:
 
     # -- the one human wait -------------------------------------------------------------------------
 
-    async def _wait_for_human(self, escalation: Escalation, rule: Rule | None, extra: dict[str, Any] | None = None) -> Decision:
+    async def _wait_for_human(self, escalation: Escalation, rule: Rule | None, asked_by: AskedBy,
+                              extra: dict[str, Any] | None = None) -> Decision:
+        """`asked_by` travels with the escalation (`extra["askedBy"]`): the consoles say why a
+        person is asked; the override switches in it count as matches."""
+        for task, switch in asked_by.switches:
+            self.hits[switch_key(task, switch)] += 1
+
         def pending_of(esc: Escalation) -> PendingEscalation:
             # From the raise time, not now: asked again after a restart, it keeps its deadline.
-            return PendingEscalation(esc, self.rules.timeout_policy(esc, esc.created_at, rule), dict(extra or {}))
+            return PendingEscalation(esc, self.rules.timeout_policy(esc, esc.created_at, rule),
+                                     {**(extra or {}), **({ASKED_BY: asked_by.text} if asked_by.text else {})})
 
         escalation = await minted(escalation, self.clock, lambda esc: self.broker.record_raised(pending_of(esc)))
         pending = pending_of(escalation)

@@ -18,6 +18,7 @@ from tests.tui.test_pane import burst
 from tui.screens.edit_args import EditArgsScreen
 from tui.screens.history import HistoryScreen
 from tui.screens.record_detail import RecordDetail
+from tui.screens.rules import RulesScreen
 from tui.session import RunRequest
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
@@ -80,6 +81,7 @@ async def test_an_edited_approval_shows_what_ran_in_the_log_and_the_history(tmp_
         detail = " ".join(str(app.screen.query_one("#record-text").render()).split())
         assert "with edited arguments by human" in detail, detail
         assert 'Ran, edited: write_file({"path": "STAGED.txt", "content": "staging"})' in detail, detail
+        assert "Asked by: taskOverrides.deploy: requireConfirmation (" in detail and "rules.yaml:5)" in detail, detail
 
 
 def _flow_question(clock, run_id: str = "r9"):
@@ -156,3 +158,27 @@ async def test_a_decision_raised_while_the_pane_is_aside_brings_it_back() -> Non
         assert (await decided(task)).response.selected_option == "opt2"
         await settle(pilot)
         assert pane.visible and pane.pending.escalation.id != second.escalation.id and not first.done()
+
+
+async def test_the_pane_and_the_rules_screen_name_the_override_that_asks(tmp_path: Path) -> None:
+    async with demo_console(tmp_path) as (session, app, pilot):
+        run = app.start(entry(session, "deploy-production"), RunRequest(None, "release"))
+        await wait_until(pilot, lambda: session.pending(), what="the write_file approval")
+        await settle(pilot)
+        text = " ".join(str(app.main.query_one("#pane-text").render()).split())
+        assert "Asked by: taskOverrides.deploy-production: requireConfirmation (" in text, text
+        assert "engine/demo/rules.yaml:7)" in text and "no timeout: taskOverrides.deploy-production: alwaysAsk (" in text, text
+        assert "engine/demo/rules.yaml:6)" in text, text
+        await pilot.press("1")  # approve
+        await wait_until(pilot, lambda: run.finished_at is not None, 30, "the run")
+        app.main.query_one("#runs").focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, RulesScreen), 5, "the rules screen")
+        table = app.screen.query_one("#rules-table")
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        switches = {r[2]: r for r in rows if r[1] == "task deploy-production"}
+        assert set(switches) == {"alwaysAsk", "requireConfirmation"}, rows
+        assert switches["requireConfirmation"][0].endswith("rules.yaml:7") and switches["requireConfirmation"][3] == "1"
+        assert switches["alwaysAsk"][0].endswith("rules.yaml:6") and switches["alwaysAsk"][3] == "1"
+        assert "2 task override switches" in str(app.screen.query_one("#rules-note").render())
+        await app.action_quit()

@@ -12,9 +12,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from engine.escalation.model import EscalationRecord
+from engine.escalation.model import ASKED_BY, EscalationRecord
 from engine.text_safety import visible
-from tui.format import decision_summary, duration, one_line
+from tui.format import decision_summary, duration, one_line, short_paths
 from tui.metrics import ago
 
 
@@ -33,6 +33,9 @@ def record_text(record: EscalationRecord, now: float) -> Text:
     field("Reason", esc.reason.value)
     asked = datetime.fromtimestamp(esc.created_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     field("Asked", f"{asked} ({ago(now - esc.created_at)})")
+    asked_by = record.pending.extra.get(ASKED_BY)
+    if asked_by:
+        field("Asked by", short_paths(str(asked_by)))
     field("Question", esc.question)
     if esc.context:
         field("Context", esc.context, "italic")

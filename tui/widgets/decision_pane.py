@@ -23,9 +23,9 @@ from textual.widgets.option_list import Option
 
 from engine.escalation.broker import DENY
 from engine.escalation.clock import Clock
-from engine.escalation.model import Escalation, Origin, PendingEscalation, Response, ResponseType
+from engine.escalation.model import ASKED_BY, Escalation, Origin, PendingEscalation, Response, ResponseType
 from engine.text_safety import visible
-from tui.format import countdown, one_line
+from tui.format import countdown, one_line, short_paths
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,15 @@ def _asks_for_text(escalation: Escalation) -> bool:
     return not escalation.options and escalation.origin is not Origin.TOOL_APPROVAL
 
 
-def pane_text(escalation: Escalation) -> Text:
-    """Reason, question and context, as plain text (agent text is never markup)."""
+def pane_text(escalation: Escalation, asked_by: str = "") -> Text:
+    """Reason, why a person is asked (the rule or the override's switch), question and
+    context, as plain text (agent text is never markup)."""
     text = Text("Reason: ", style="bold")
     text.append(escalation.reason.value)
     text.append(f"    agent {one_line(escalation.agent, 60)} · run {escalation.run_id}\n", style="dim")
+    if asked_by:
+        text.append("Asked by: ", style="bold")
+        text.append(f"{short_paths(asked_by)}\n")
     text.append(visible(escalation.question))
     if escalation.context:
         text.append("\n")
@@ -205,7 +209,7 @@ class DecisionPane(Vertical):
         title = Text("⚠  DECISION REQUIRED ", style="bold")
         title.append(f"[{one_line(esc.task_id, 80)}]", style="bold yellow")
         self.query_one("#pane-title", Static).update(title, layout=False)
-        _update_in_place(self.query_one("#pane-text", Static), pane_text(esc))
+        _update_in_place(self.query_one("#pane-text", Static), pane_text(esc, str(pending.extra.get(ASKED_BY) or "")))
         self._choices = choices_for(esc)
         descriptions = {o.id: o.description for o in esc.options}
         _set_prompts(self.query_one("#pane-choices", OptionList), [
