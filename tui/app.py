@@ -24,7 +24,8 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
-from engine.escalation.model import ResolvedBy, Response
+from engine.escalation.batch import alike
+from engine.escalation.model import Origin, ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
 from engine.text_safety import visible
 from tui.bridge import Batcher
@@ -39,6 +40,7 @@ from tui.widgets.decision_pane import DecisionPane
 log = logging.getLogger("escalate.console")
 APP_TITLE = "escalate"
 MAIN_SCREEN_ACTIONS = frozenset({"start_run", "cancel_run", "previous_decision", "next_decision"})
+PANE_ACTIONS = frozenset({"teach", "edit_args", "batch"})
 RUN_EVENT_BATCH = 0.05  # seconds: run events are drawn at most 20 times a second
 QUIT_GRACE = 2.0  # seconds cancelled runs get to unwind when the user quits
 RESUMING_AT_ONCE = 50  # interrupted runs handed to DBOS together when the console opens
@@ -222,6 +224,7 @@ class EscalateApp(DecideActions, App[int]):
                 self._say_if_decided_elsewhere(event, pane)
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
         self.main.sync_decisions([esc.id for esc in raised])
+        self.refresh_bindings()  # the pane's keys that apply (a batch of alike ones) may have changed
         if raised:
             self.bell()  # attention: a human is needed
             self._desktop_notify(raised[-1])
@@ -313,7 +316,21 @@ class EscalateApp(DecideActions, App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The run and queue keys act on the main screen: elsewhere they are off (and not shown).
+        if action in PANE_ACTIONS:
+            return self._applies_to_decision(action)
         return action not in MAIN_SCREEN_ACTIONS or self._on_main
+
+    def _applies_to_decision(self, action: str) -> bool:
+        """The pane's `a` `n` `e` `b` are shown (and act) when they apply to the decision on
+        screen: editing, to a tool call's arguments; a batch, to two alike decisions or more."""
+        pending = self.main.query_one(DecisionPane).pending if self.main.ready else None
+        if pending is None:
+            return False
+        if action == "edit_args":
+            return pending.escalation.origin is Origin.TOOL_APPROVAL and isinstance(pending.extra.get("args"), dict)
+        if action == "batch":
+            return len(alike(self.session.pending(), pending)) > 1
+        return True
 
     def action_start_run(self) -> None:
         self._skip_in_text_fields()

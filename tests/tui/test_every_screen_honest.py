@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input, OptionList
 
 from engine.escalation.broker import RAISED
-from engine.escalation.model import OnTimeout, Origin, Reason, ResponseType
+from engine.escalation.model import OnTimeout, Option, Origin, Reason, ResponseType
 from tests.decide.console_support import start, tool_console, waiting
 from tests.tui.helpers import SIZE, ask, decided, demo_console, entry, make_app, make_session, pending, settle, wait_until
 from tests.tui.test_pane import burst
@@ -23,6 +23,7 @@ from tui.session import RunRequest
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
 from tui.widgets.header import ConsoleHeader
+from tui.widgets.key_bar import KeyBar
 
 
 def log_lines(app) -> list[str]:
@@ -182,3 +183,33 @@ async def test_the_pane_and_the_rules_screen_name_the_override_that_asks(tmp_pat
         assert switches["alwaysAsk"][0].endswith("rules.yaml:6") and switches["alwaysAsk"][3] == "1"
         assert "2 task override switches" in str(app.screen.query_one("#rules-note").render())
         await app.action_quit()
+
+
+def _approval(clock, run_id: str):
+    p = pending(clock, task="deploy", run_id=run_id, origin=Origin.TOOL_APPROVAL, allow_agent_decision=False,
+                reason=Reason.SECURITY_CONCERN, options=(Option("approve", "Approve: run write_file"), Option("deny", "Deny")))
+    p.extra.update({"tool": "write_file", "args": {"path": f"{run_id}.txt"}})
+    return p
+
+
+async def test_the_pane_key_bar_shows_the_keys_that_apply_to_the_decision_on_screen() -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        ask(session, pending(session.clock))  # an agent's question: a rule can be taught, nothing to edit or batch
+        await settle(pilot)
+        bar = app.main.query_one(KeyBar)
+        keys = {item.key for item in bar.items}
+        assert {"a", "n"} <= keys and not {"e", "b"} & keys, keys
+        assert "a Allow" in bar.render().plain and "n Deny" in bar.render().plain
+        await pilot.press("1")
+        ask(session, _approval(session.clock, "r2"))
+        await settle(pilot)
+        keys = {item.key for item in bar.items}
+        assert {"a", "n", "e"} <= keys and "b" not in keys, keys  # one approval: no batch yet
+        ask(session, _approval(session.clock, "r3"))
+        await settle(pilot)
+        assert {"a", "n", "e", "b"} <= {item.key for item in bar.items}  # two alike: b applies
+        line = bar.render().plain
+        for label in ("e Edit", "b Batch", "? Help", "q Quit"):
+            assert label in line, line

@@ -214,6 +214,7 @@ class MainScreen(Screen):
             if not pane.aside:
                 self._follow_run(shown.escalation.run_id)
         self.query_one(Inbox).show(pending, self.current_id)
+        self.query_one(ConsoleHeader).tick()  # its status depends on the pane being set aside
 
     def _follow_run(self, run_id: str) -> None:
         """The Events panel shows the run of the decision on screen (and the run list's cursor
@@ -234,6 +235,7 @@ class MainScreen(Screen):
             return
         pane.aside = True
         pane.visible = False
+        self.query_one(ConsoleHeader).tick()  # set aside: the header says when the first default falls
         self._give_focus_back()
 
     def bring_back(self) -> None:
@@ -241,6 +243,7 @@ class MainScreen(Screen):
         if pane.aside:
             pane.aside = False
             pane.visible = pane.pending is not None
+            self.query_one(ConsoleHeader).tick()
             if pane.pending is not None:
                 self._follow_run(pane.pending.escalation.run_id)
 

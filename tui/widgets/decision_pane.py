@@ -126,12 +126,12 @@ class DecisionPane(Vertical):
         Binding("i", "focus_instructions", "Instructions", priority=True),
         # Escape: from a field back to the choices; on the choices, the pane steps aside (`d`).
         Binding("escape", "escape", "Hide", priority=True),
-        # Beyond one answer (tui/decide_actions.py); they too step aside in text fields. Listed
-        # in the help, not the key bar (which would lose its labels at 120 columns).
-        Binding("a", "app.teach('allow')", "Always allow", show=False, priority=True),
-        Binding("n", "app.teach('deny')", "Always deny", show=False, priority=True),
-        Binding("e", "app.edit_args", "Edit, approve", show=False, priority=True),
-        Binding("b", "app.batch", "Batch", show=False, priority=True),
+        # Beyond one answer (tui/decide_actions.py); they too step aside in text fields. In the
+        # key bar when they apply to the decision on screen (EscalateApp.check_action).
+        Binding("a", "app.teach('allow')", "Allow always", priority=True),
+        Binding("n", "app.teach('deny')", "Deny always", priority=True),
+        Binding("e", "app.edit_args", "Edit, approve", priority=True),
+        Binding("b", "app.batch", "Batch", priority=True),
     ]
 
     def __init__(self, clock: Clock, *, on_answer: Callable[[str, Response], None], id: str | None = None) -> None:
