@@ -14,11 +14,12 @@ from engine.escalation.broker import RAISED
 from engine.escalation.model import OnTimeout, Option, Origin, Reason, ResponseType
 from tests.decide.console_support import start, tool_console, waiting
 from tests.tui.helpers import SIZE, ask, decided, demo_console, entry, make_app, make_session, pending, settle, wait_until
-from tests.tui.test_pane import burst
+from tests.tui.test_pane import burst, screen_lines
 from tui.screens.edit_args import EditArgsScreen
 from tui.screens.history import HistoryScreen
 from tui.screens.record_detail import RecordDetail
 from tui.screens.rules import RulesScreen
+from tui.screens.teach_rule import TeachRuleScreen
 from tui.session import RunRequest
 from tui.widgets.decision_pane import DecisionPane
 from tui.widgets.event_log import EventLog
@@ -213,3 +214,21 @@ async def test_the_pane_key_bar_shows_the_keys_that_apply_to_the_decision_on_scr
         line = bar.render().plain
         for label in ("e Edit", "b Batch", "? Help", "q Quit"):
             assert label in line, line
+
+
+async def test_the_teach_field_shows_a_long_patterns_beginning(tmp_path: Path) -> None:
+    async with demo_console(tmp_path) as (session, app, pilot):
+        app.start(entry(session, "deploy-production"), RunRequest(None, "release"))
+        await wait_until(pilot, lambda: session.pending(), what="the write_file approval")
+        await settle(pilot)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, TeachRuleScreen), 5, "the teach dialog")
+        await settle(pilot)
+        field = app.screen.query_one("#teach-pattern", Input)
+        assert len(field.value) > field.content_size.width  # longer than the field: something is cut
+        lines = [line for line in screen_lines(app) if "write_file path" in line and "Always" not in line]
+        assert lines and "re:(?-i)^write_file path: RELEASED" in lines[0], lines
+        await pilot.press("x")  # typing replaces the whole pattern, as before
+        assert field.value == "x"
+        await pilot.press("escape")
+        await app.action_quit()

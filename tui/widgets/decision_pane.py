@@ -130,7 +130,7 @@ class DecisionPane(Vertical):
         # key bar when they apply to the decision on screen (EscalateApp.check_action).
         Binding("a", "app.teach('allow')", "Allow always", priority=True),
         Binding("n", "app.teach('deny')", "Deny always", priority=True),
-        Binding("e", "app.edit_args", "Edit, approve", priority=True),
+        Binding("e", "app.edit_args", "Edit and approve", priority=True),
         Binding("b", "app.batch", "Batch", priority=True),
     ]
 
