@@ -244,7 +244,9 @@ class EscalateApp(DecideActions, App[int]):
         if shown is None or shown.escalation.id != event.pending.escalation.id:
             return
         decision = event.decision
-        if decision is not None and decision.resolved_by is ResolvedBy.HUMAN and not event.elsewhere:
+        # Here, a person's answer or a rule they just taught (only teaching settles a waiting
+        # request by rule): theirs, and told so by "Rule saved".
+        if decision is not None and decision.resolved_by in (ResolvedBy.HUMAN, ResolvedBy.RULE) and not event.elsewhere:
             return
         esc = event.pending.escalation
         what = decision_summary(decision, esc) if decision is not None else "withdrawn (its run ended)"

@@ -232,3 +232,23 @@ async def test_the_teach_field_shows_a_long_patterns_beginning(tmp_path: Path) -
         assert field.value == "x"
         await pilot.press("escape")
         await app.action_quit()
+
+
+async def test_a_rule_taught_from_the_decision_on_screen_is_not_ended_without_you(tmp_path: Path) -> None:
+    async with tool_console(tmp_path) as (session, app, pilot):
+        toasts: list[str] = []
+        notify = app.notify
+
+        def recorded(message: str, **kw) -> None:
+            toasts.append(f"{kw.get('title', '')}: {message}")
+            notify(message, **kw)
+
+        app.notify = recorded  # type: ignore[method-assign]
+        runs = start(app, session, 2)
+        await waiting(pilot, session, 2)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, TeachRuleScreen), 5, "the teach dialog")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: all(r.finished_at for r in runs), 30, "both runs")
+        assert any(t.startswith("Rule saved") for t in toasts), toasts
+        assert not any("ended without you" in t for t in toasts), toasts
