@@ -191,8 +191,17 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     if event_type == "flow_result":
         return _line("■", f"result: {one_line(f.get('result', ''), RESULT_LIMIT)}", "bold green")
     if event_type == "log":
+        if isinstance(f.get("output"), dict):  # a command's output (run_command): read whole, to a limit
+            return _line("⚙", f"{one_line(f.get('message', ''), 110)}: {command_output(f['output'])}", "blue")
         return _line("·", one_line(f.get("message", ""), 110), "")
     return _line("·", f"{event_type} {one_line(f, 100)}", "dim")
+
+
+def command_output(result: dict[str, Any]) -> str:
+    """A command's result (`stdout`, `stderr`, or `error`) as the log shows it."""
+    parts = [f"{key}: {one_line(result[key], RESULT_LIMIT)}" for key in ("stdout", "stderr", "error")
+             if isinstance(result.get(key), str) and result[key].strip()]
+    return " · ".join(parts) or "no output"
 
 
 def _name(value: Any) -> str:

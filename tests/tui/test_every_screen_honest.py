@@ -252,3 +252,47 @@ async def test_a_rule_taught_from_the_decision_on_screen_is_not_ended_without_yo
         await wait_until(pilot, lambda: all(r.finished_at for r in runs), 30, "both runs")
         assert any(t.startswith("Rule saved") for t in toasts), toasts
         assert not any("ended without you" in t for t in toasts), toasts
+
+
+SHELL_AGENT = """\
+streetrace v1
+
+model main = anthropic/claude-sonnet-4
+
+tool sh = builtin streetrace.cli
+
+prompt runner_instructions: \"\"\"You run commands.\"\"\"
+
+agent runner:
+    tools sh
+    instruction runner_instructions
+
+flow main:
+    $out = run agent runner $input
+    return $out
+"""
+
+SHELL_SCRIPT = """\
+agents:
+  runner:
+    - tool: run_command
+      args: {command: "echo hello-from-the-shell; echo oops >&2"}
+    - "ran it"
+"""
+
+
+async def test_a_commands_output_is_in_its_runs_log(tmp_path: Path) -> None:
+    sr = tmp_path / "shell.sr"
+    sr.write_text(SHELL_AGENT)
+    sr.with_suffix(".yaml").write_text(SHELL_SCRIPT)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    session = make_session([sr], workspace=ws)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        run = app.start(session.workflows[0], RunRequest(None, "go"))
+        await wait_until(pilot, lambda: run.finished_at is not None, 30, "the run")
+        await wait_until(pilot, lambda: any("result: ran it" in line for line in log_lines(app)), what="the result")
+        text = " ".join(" ".join(log_lines(app)).split())
+        assert "run_command: exit 0: stdout: hello-from-the-shell · stderr: oops" in text, text
