@@ -5,12 +5,15 @@ person's from the frame a decision appears."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from textual.widgets import Input, OptionList
 
 from engine.escalation.broker import RAISED
+from engine.escalation.clock import RealClock
 from engine.escalation.model import OnTimeout, Option, Origin, Reason, ResponseType
 from tests.decide.console_support import start, tool_console, waiting
 from tests.tui.helpers import SIZE, ask, decided, demo_console, entry, make_app, make_session, pending, settle, wait_until
@@ -296,3 +299,36 @@ async def test_a_commands_output_is_in_its_runs_log(tmp_path: Path) -> None:
         await wait_until(pilot, lambda: any("result: ran it" in line for line in log_lines(app)), what="the result")
         text = " ".join(" ".join(log_lines(app)).split())
         assert "run_command: exit 0: stdout: hello-from-the-shell · stderr: oops" in text, text
+
+
+DEMO = Path(__file__).parents[2] / "engine" / "demo"
+
+
+async def test_a_run_of_another_process_shows_its_recorded_events(tmp_path: Path) -> None:
+    """`escalate run --wait` keeps its run (its owner is alive): the console opened on its
+    database shows the decision, and the Events panel that run's events, read from there."""
+    db_url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    other = subprocess.Popen(
+        [sys.executable, "-m", "engine", "run", str(DEMO / "auth-refactor.sr"), "--script", str(DEMO / "auth-refactor.yaml"),
+         "--input", "Fix login", "--db", db_url, "--wait"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        session = make_session([DEMO / "auth-refactor.sr"], clock=RealClock(), db_url=db_url, workspace=tmp_path)
+        app = make_app(session, open_engine=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: len(session.pending()) == 1, 60, "the other process's decision")
+            (waiting_one,) = session.pending()
+            run_id = waiting_one.escalation.run_id
+            await wait_until(pilot, lambda: app.main.query_one(EventLog).run_id == run_id, 10, "the Events panel on its run")
+            assert session.run(run_id) is None  # not this console's run
+            text = " ".join(" ".join(log_lines(app)).split())
+            assert "→ planner: Fix login" in text and "? planner asks [architecture_decision]" in text, text
+            await pilot.press("1")
+            out, err = other.communicate(timeout=60)
+            assert other.returncode == 0, err
+            await app.action_quit()
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()
