@@ -16,8 +16,8 @@ from yaml.nodes import Node
 from engine.kernel.model import OnTimeout, Reason
 from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
 from rules.model import (
-    DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_NOTIFY_SECONDS,
-    MAX_SECONDS, Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride,
+    ALWAYS_ASK, DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_NOTIFY_SECONDS,
+    MAX_SECONDS, REQUIRE_CONFIRMATION, Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride,
 )
 from rules.workspace import workspace_rules_path
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
@@ -87,9 +87,10 @@ def layer_rules(base: Rules, top: Rules) -> Rules:
         if under is not None:
             name = next(n for n, o in base.task_overrides.items() if o is under)
             tasks.pop(name, None)
+            switched = dict(under.switched_at) | dict(override.switched_at)  # the top file's line when both set it
             override = TaskOverride(override.always_ask or under.always_ask,
                                     override.require_confirmation or under.require_confirmation,
-                                    override.rules + under.rules)
+                                    override.rules + under.rules, task, tuple(switched.items()))
         tasks[task] = override
     return replace(
         base, global_rules=top.global_rules + base.global_rules, task_overrides=tasks,
@@ -201,14 +202,15 @@ class _RulesParser:
         for task, (_, value) in r.mapping(node, "taskOverrides").items():
             what = f"taskOverrides.{task}"
             entries = {} if r.is_null(value) else r.mapping(value, what, _OVERRIDE)
+            switches = {switch: r.boolean(entries[switch][1], f"{what}.{switch}") if switch in entries else False
+                        for switch in (ALWAYS_ASK, REQUIRE_CONFIRMATION)}
             result[task] = TaskOverride(
-                always_ask=r.boolean(entries["alwaysAsk"][1], f"{what}.alwaysAsk") if "alwaysAsk" in entries else False,
-                require_confirmation=(
-                    r.boolean(entries["requireConfirmation"][1], f"{what}.requireConfirmation")
-                    if "requireConfirmation" in entries
-                    else False
-                ),
+                always_ask=switches[ALWAYS_ASK],
+                require_confirmation=switches[REQUIRE_CONFIRMATION],
                 rules=self.rule_list(entries["rules"][1], f"{what}.rules") if "rules" in entries else (),
+                name=task,
+                switched_at=tuple((switch, f"{r.file}:{entries[switch][0].start_mark.line + 1}")
+                                  for switch, on in switches.items() if on),
             )
         return result
 

@@ -52,11 +52,35 @@ class Rule:
         return f"{kind} {self.pattern.source!r} ({self.action.value}, {self.where})"
 
 
+ALWAYS_ASK, REQUIRE_CONFIRMATION = "alwaysAsk", "requireConfirmation"  # a task override's switches
+
+
 @dataclass(frozen=True)
 class TaskOverride:
     always_ask: bool = False
     require_confirmation: bool = False
     rules: tuple[Rule, ...] = ()
+    name: str = ""  # the task as the file writes it
+    switched_at: tuple[tuple[str, str], ...] = ()  # (switch, FILE:LINE) of each switch set to true
+
+    def switch(self, switch: str) -> str:
+        """`taskOverrides.deploy: requireConfirmation (rules.yaml:7)`: a switch and where it is set."""
+        where = dict(self.switched_at).get(switch, "")
+        return f"taskOverrides.{self.name}: {switch}" + (f" ({where})" if where else "")
+
+
+def switch_key(task: str, switch: str) -> tuple[str, str, str]:
+    """A task override's switch, counted beside the rules (desk.hits) when it makes a person be asked."""
+    return ("taskOverrides", task, switch)
+
+
+@dataclass(frozen=True)
+class AskedBy:
+    """Why a person is asked: in words (the rule with its FILE:LINE, or the override's
+    switches), and the switches that did it (counted as their matches)."""
+
+    text: str  # "" when no rule and no switch is involved: the agent asked by itself
+    switches: tuple[tuple[str, str], ...] = ()  # (task as written, switch)
 
 
 @dataclass(frozen=True)
@@ -173,6 +197,31 @@ class Rules:
         if parsed.unresolved and _severity(strictest) < _SEVERITY[Action.ASK_USER]:
             return Rule(_UNCHECKED, Action.ASK_USER, why=f"{parsed.unresolved}: a human decides")
         return strictest
+
+    def asked_by(self, task: str, rule: Rule | None, *, tool: bool) -> AskedBy:
+        """Why a person is asked about an escalation (`tool`: a tool call) of `task` that the
+        rules matched to `rule`: that rule when it says ask_user, else the override's switch
+        that turned the rules' answer into asking (`alwaysAsk` also takes the deadline away)."""
+        override = self.override(task)
+        used: list[str] = []
+        if rule is not None and rule.action is Action.ASK_USER:
+            text = rule.describe()
+        elif rule is not None and rule.action is Action.ALLOW and override is not None and override.always_ask:
+            text, used = f"{rule.describe()}, asked anyway by {override.switch(ALWAYS_ASK)}", [ALWAYS_ASK]
+        elif tool and override is not None and override.require_confirmation:
+            text, used = override.switch(REQUIRE_CONFIRMATION), [REQUIRE_CONFIRMATION]
+        else:
+            text = ""  # no rule: the agent asked by itself
+        if override is not None and override.always_ask and ALWAYS_ASK not in used:
+            used.append(ALWAYS_ASK)  # no deadline: it waits for you
+            text = "; ".join(filter(None, [text, f"no timeout: {override.switch(ALWAYS_ASK)}"]))
+        name = override.name if override is not None else task
+        return AskedBy(text, tuple((name, switch) for switch in used))
+
+    def switches(self) -> list[tuple[TaskOverride, str]]:
+        """Every task override switch set to true, with its override, in the file's order."""
+        return [(o, switch) for o in self.task_overrides.values()
+                for switch, on in ((ALWAYS_ASK, o.always_ask), (REQUIRE_CONFIRMATION, o.require_confirmation)) if on]
 
     def timeout_policy(self, escalation: Escalation, now: float, rule: Rule | None = None) -> TimeoutPolicy:
         """When this escalation expires and what then happens.

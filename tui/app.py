@@ -24,14 +24,15 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
+from engine.escalation.batch import alike
 from engine.escalation.notify import Attention, notifiers
-from engine.kernel.model import ResolvedBy, Response
+from engine.kernel.model import Origin, ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
 from engine.text_safety import visible
 from tui.bridge import Batcher
 from tui.decide_actions import DecideActions
 from tui.desktop_notify import register_console
-from tui.format import decision_summary, duration, one_line, terminal_title
+from tui.format import decision_summary, duration, has_default, one_line, terminal_title
 from tui.messages import EngineFailed, EngineReady, RunFinished
 from tui.screens.main import MainScreen
 from tui.session import ConsoleSession, RunRequest
@@ -41,6 +42,7 @@ from tui.widgets.decision_pane import DecisionPane
 log = logging.getLogger("escalate.console")
 APP_TITLE = "escalate"
 MAIN_SCREEN_ACTIONS = frozenset({"start_run", "cancel_run", "previous_decision", "next_decision"})
+PANE_ACTIONS = frozenset({"teach", "edit_args", "batch"})
 RUN_EVENT_BATCH = 0.05  # seconds: run events are drawn at most 20 times a second
 QUIT_GRACE = 2.0  # seconds cancelled runs get to unwind when the user quits
 RESUMING_AT_ONCE = 50  # interrupted runs handed to DBOS together when the console opens
@@ -240,8 +242,9 @@ class EscalateApp(DecideActions, App[int]):
             if event.kind != RAISED:
                 pane.forget(event.pending.escalation.id)
                 self._say_if_decided_elsewhere(event, pane)
-        self.main.sync_decisions()
         raised = [e.pending.escalation for e in events if e.kind == RAISED]
+        self.main.sync_decisions([esc.id for esc in raised])
+        self.refresh_bindings()  # the pane's keys that apply (a batch of alike ones) may have changed
         if raised and not self._on_main:
             esc = raised[-1]
             self.notify(f"{esc.reason.value}: {one_line(esc.question, 200)} (d: answer)",
@@ -258,7 +261,9 @@ class EscalateApp(DecideActions, App[int]):
         if shown is None or shown.escalation.id != event.pending.escalation.id:
             return
         decision = event.decision
-        if decision is not None and decision.resolved_by is ResolvedBy.HUMAN and not event.elsewhere:
+        # Here, a person's answer or a rule they just taught (only teaching settles a waiting
+        # request by rule): theirs, and told so by "Rule saved".
+        if decision is not None and decision.resolved_by in (ResolvedBy.HUMAN, ResolvedBy.RULE) and not event.elsewhere:
             return
         esc = event.pending.escalation
         what = decision_summary(decision, esc) if decision is not None else "withdrawn (its run ended)"
@@ -290,12 +295,18 @@ class EscalateApp(DecideActions, App[int]):
         self._write_terminal(terminal_title(self.title))  # as validated: visible text
 
     def decision_status(self) -> str:
-        """The status line's right side: how long the oldest waiting decision has waited."""
+        """The status line's right side: how long the oldest waiting decision has waited, and,
+        while the pane is set aside, when the first default falls (nothing runs out unseen)."""
         waiting = self.session.pending()
         if not waiting:
             return ""
-        oldest = min(p.escalation.created_at for p in waiting)
-        return f"oldest {duration(self.session.clock.now() - oldest)}"
+        now = self.session.clock.now()
+        status = f"oldest {duration(now - min(p.escalation.created_at for p in waiting))}"
+        if self.main.ready and self.main.query_one(DecisionPane).aside:
+            deadlines = [p.policy.deadline for p in waiting if p.policy.deadline is not None and has_default(p)]
+            if deadlines:
+                status += f" · default in {duration(min(deadlines) - now)}"
+        return status
 
     def _write_terminal(self, sequence: str) -> None:
         # Textual has no public way to write an escape sequence (the terminal's title, OSC 2;
@@ -314,7 +325,21 @@ class EscalateApp(DecideActions, App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The run and queue keys act on the main screen: elsewhere they are off (and not shown).
+        if action in PANE_ACTIONS:
+            return self._applies_to_decision(action)
         return action not in MAIN_SCREEN_ACTIONS or self._on_main
+
+    def _applies_to_decision(self, action: str) -> bool:
+        """The pane's `a` `n` `e` `b` are shown (and act) when they apply to the decision on
+        screen: editing, to a tool call's arguments; a batch, to two alike decisions or more."""
+        pending = self.main.query_one(DecisionPane).pending if self.main.ready else None
+        if pending is None:
+            return False
+        if action == "edit_args":
+            return pending.escalation.origin is Origin.TOOL_APPROVAL and isinstance(pending.extra.get("args"), dict)
+        if action == "batch":
+            return len(alike(self.session.pending(), pending)) > 1
+        return True
 
     def action_start_run(self) -> None:
         self._skip_in_text_fields()

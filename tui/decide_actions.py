@@ -13,7 +13,7 @@ from textual.actions import SkipAction
 from textual.widgets import Input
 
 from engine.escalation.broker import APPROVE, EscalationError
-from engine.kernel.model import Audit, Decision, Origin, PendingEscalation, ResolvedBy, Response, ResponseType
+from engine.kernel.model import ASKED_BY, Audit, Decision, Origin, PendingEscalation, ResolvedBy, Response, ResponseType
 from tui.format import countdown
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def shown_text(pending: PendingEscalation, now: float) -> str:
     """What the decision pane showed for `pending`, as plain text (kept in the audit)."""
     from tui.widgets.decision_pane import choices_for, pane_text
 
-    lines = [pane_text(pending.escalation).plain]
+    lines = [pane_text(pending.escalation, str(pending.extra.get(ASKED_BY) or "")).plain]
     lines += [f"[{n}] {c.label}{' (recommended)' if c.recommended else ''}" for n, c in enumerate(choices_for(pending.escalation), 1)]
     line = countdown(pending, now)
     if line:

@@ -76,6 +76,14 @@ def status_text(status: str) -> Text:
     return Text(label, style=style)
 
 
+def short_paths(text: str) -> str:
+    """`text` (a rule's FILE:LINE, say) with the current folder's paths made relative, one line,
+    control characters shown as signs."""
+    import os
+
+    return one_line(text.replace(os.getcwd() + os.sep, ""), 10_000)
+
+
 def one_line(value: Any, limit: int = 80) -> str:
     """A value squeezed onto one line for lists and logs."""
     if isinstance(value, str):
@@ -101,10 +109,19 @@ def countdown(pending: PendingEscalation, now: float) -> str:
     return f"No answer in {duration(max(0.0, pending.policy.deadline - now))} → {one_line(outcome, 120)}"  # it may name an option id
 
 
+def has_default(pending: PendingEscalation) -> bool:
+    """Something happens by itself at the deadline (not a `wait`)."""
+    try:
+        timeout_decision(pending, pending.policy.deadline or 0.0)
+    except NoTimeoutDefault:
+        return False
+    return pending.policy.deadline is not None
+
+
 def decision_summary(decision: Decision, escalation: Escalation | None = None) -> str:
     """`opt1 "Yes, use JWT" by human (+ instructions)`: a decision in one line of words."""
     fields = decision.to_event_fields(escalation)
-    return f"{decision_words(fields)} by {decision.resolved_by.value}{_instructions(fields)}{_stops(fields)}"
+    return f"{decision_words(fields)}{_edited(fields)} by {decision.resolved_by.value}{_instructions(fields)}{_stops(fields)}"
 
 
 def decision_words(fields: dict[str, Any]) -> str:
@@ -116,6 +133,21 @@ def decision_words(fields: dict[str, Any]) -> str:
         return f'text "{one_line(fields["textResponse"], 60)}"'
     kind = fields.get("responseType") or ""
     return next((k.logged for k in wire_kinds() if k.response_type.value == kind), kind)
+
+
+def _edited(fields: dict[str, Any]) -> str:
+    return " with edited arguments" if isinstance(fields.get("editedArgs"), dict) else ""
+
+
+def tool_call_words(fields: dict[str, Any]) -> str:
+    """A `tool_call` event: the call that ran (the edited one, when the person edited it before
+    approving, then the one the agent asked for), and the verdict."""
+    agent, tool, verdict = _name(fields.get("agent")), _name(fields.get("tool")), _name(fields.get("verdict"))
+    edited = fields.get("editedArgs")
+    if isinstance(edited, dict):
+        return (f"{agent} {tool}({one_line(edited, 60)}) {verdict}, arguments edited "
+                f"(asked: {tool}({one_line(fields.get('args', {}), 60)}))")
+    return f"{agent} {tool}({one_line(fields.get('args', {}), 60)}) {verdict}"
 
 
 def _instructions(fields: dict[str, Any]) -> str:
@@ -149,9 +181,10 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     if event_type == "human_escalation":
         return _line("?", f"{_name(f.get('agent'))} asks [{_name(f.get('reason'))}]: {one_line(f.get('question', ''), 90)}", "bold yellow")
     if event_type == "decision":
-        return _line("✓", f"decided {decision_words(f)}{_instructions(f)} by {_name(f.get('resolvedBy'))}{_stops(f)}", "bold green")
+        return _line("✓", f"decided {decision_words(f)}{_edited(f)}{_instructions(f)} by {_name(f.get('resolvedBy'))}{_stops(f)}",
+                     "bold green")
     if event_type == "tool_call":
-        return _line("⚙", f"{_name(f.get('agent'))} {_name(f.get('tool'))}({one_line(f.get('args', {}), 60)}) {_name(f.get('verdict'))}", "blue")
+        return _line("⚙", tool_call_words(f), "blue")
     if event_type == "agent_escalation":
         if f.get("approved"):  # its reason only repeats the path
             return _line("⇢", f"{_name(f.get('source'))} → {_name(f.get('target'))} approved", "magenta")
@@ -159,8 +192,17 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
     if event_type == "flow_result":
         return _line("■", f"result: {one_line(f.get('result', ''), RESULT_LIMIT)}", "bold green")
     if event_type == "log":
+        if isinstance(f.get("output"), dict):  # a command's output (run_command): read whole, to a limit
+            return _line("⚙", f"{one_line(f.get('message', ''), 110)}: {command_output(f['output'])}", "blue")
         return _line("·", one_line(f.get("message", ""), 110), "")
     return _line("·", f"{event_type} {one_line(f, 100)}", "dim")
+
+
+def command_output(result: dict[str, Any]) -> str:
+    """A command's result (`stdout`, `stderr`, or `error`) as the log shows it."""
+    parts = [f"{key}: {one_line(result[key], RESULT_LIMIT)}" for key in ("stdout", "stderr", "error")
+             if isinstance(result.get(key), str) and result[key].strip()]
+    return " · ".join(parts) or "no output"
 
 
 def _name(value: Any) -> str:

@@ -291,7 +291,8 @@ class EscalationBroker:
                 self._withdraw(entry)
                 entry.future.cancel()
                 continue
-            self._resolve(entry, holding, recorded=True)
+            # Recorded by this process's own transaction: elsewhere only when another won it.
+            self._resolve(entry, holding, recorded=True, elsewhere=holding is not decision)
             if holding is decision:
                 applied.append(decision)
         return applied
@@ -384,9 +385,11 @@ class EscalationBroker:
             entry.timer.cancel()
             entry.timer = None
 
-    def _resolve(self, entry: _Entry, decision: Decision, *, recorded: bool = False) -> Decision | None:
+    def _resolve(self, entry: _Entry, decision: Decision, *, recorded: bool = False,
+                 elsewhere: bool | None = None) -> Decision | None:
         """Resolve with `decision`, or with the one the database already holds; returns the
-        decision applied (None: the escalation was withdrawn elsewhere)."""
+        decision applied (None: the escalation was withdrawn elsewhere). `elsewhere`: whether
+        another process decided (by default: a decision recorded already, or not this one)."""
         held: Decision | None = decision
         if self.store is not None and not recorded:
             if not decision.digest:
@@ -404,7 +407,9 @@ class EscalationBroker:
         self._finish(entry, held)
         if not entry.future.done():
             entry.future.set_result(held)
-        self._notify(BrokerEvent(RESOLVED, entry.pending, held, elsewhere=recorded or held is not decision))
+        if elsewhere is None:
+            elsewhere = recorded or held is not decision
+        self._notify(BrokerEvent(RESOLVED, entry.pending, held, elsewhere=elsewhere))
         return held
 
     # -- what the database holds (engine/durable/feed.py) ---------------------------------------

@@ -23,6 +23,7 @@ from engine.escalation.broker import APPROVE, DENY, EscalationBroker
 from engine.kernel.clock import Clock
 from engine.escalation.edits import EditCheck, object_edit
 from engine.kernel.model import (
+    ASKED_BY,
     Audit,
     Decision,
     Escalation,
@@ -38,7 +39,7 @@ from engine.kernel.model import (
 )
 from engine.escalation.protocol import decider
 from engine.kernel.responses import kind_of
-from rules.model import Action, Rule, Rules
+from rules.model import Action, AskedBy, Rule, Rules, switch_key
 
 Emit = Callable[[str, str, dict[str, Any]], None]  # (run_id, event type, fields)
 # `record(name, fn)`: `fn(key)` run once as a recorded step (replayed from its record after a
@@ -147,7 +148,7 @@ class EscalationDesk:
         if action is Action.ALLOW and override is not None and override.always_ask:
             action = Action.ASK_USER
         if action is Action.ASK_USER:
-            return await self._ask_person(escalation, rule)
+            return await self._ask_person(escalation, rule, self.rules.asked_by(escalation.task_id, rule, tool=False))
         assert rule is not None  # only a matched rule can allow, deny or stop
         escalation = await minted(escalation, self.clock, self.record)
         self._emit_raised(escalation, TimeoutPolicy(None))
@@ -194,7 +195,8 @@ class EscalationDesk:
             escalation = _tool_escalation(run_id, task, agent, tool, args)
             if rule is not None and rule.why:  # a shell command rules cannot check: say why a human is asked
                 escalation = replace(escalation, context=f"{escalation.context}\n{rule.why}")
-            decision = await self._ask_person(escalation, rule, {"tool": tool, "args": args})
+            asked_by = self.rules.asked_by(task, rule, tool=True)
+            decision = await self._ask_person(escalation, rule, asked_by, {"tool": tool, "args": args})
             result = self._edited_call_checked(task, tool, _tool_result(tool, decision))
         fields: dict[str, Any] = {"agent": agent, "tool": tool, "args": args, "verdict": result.verdict}
         if result.args is not None:
@@ -270,10 +272,17 @@ class EscalationDesk:
 
     # -- asking a person ----------------------------------------------------------------------------
 
-    async def _ask_person(self, escalation: Escalation, rule: Rule | None, extra: dict[str, Any] | None = None) -> Decision:
+    async def _ask_person(self, escalation: Escalation, rule: Rule | None, asked_by: AskedBy,
+                          extra: dict[str, Any] | None = None) -> Decision:
+        """`asked_by` travels with the escalation (`extra["askedBy"]`): the consoles say why a
+        person is asked; the override switches in it count as matches."""
+        for task, switch in asked_by.switches:
+            self.hits[switch_key(task, switch)] += 1
+
         def pending_of(esc: Escalation) -> PendingEscalation:
             # From the raise time, not now: asked again after a restart, it keeps its deadline.
-            return PendingEscalation(esc, self.rules.timeout_policy(esc, esc.created_at, rule), dict(extra or {}))
+            return PendingEscalation(esc, self.rules.timeout_policy(esc, esc.created_at, rule),
+                                     {**(extra or {}), **({ASKED_BY: asked_by.text} if asked_by.text else {})})
 
         escalation = await minted(escalation, self.clock, self.record, lambda esc: self.broker.record_raised(pending_of(esc)))
         pending = pending_of(escalation)

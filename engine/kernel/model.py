@@ -182,6 +182,9 @@ class TimeoutPolicy:
         return self.on_timeout.value.replace("_", " ")
 
 
+ASKED_BY = "askedBy"  # PendingEscalation.extra: why a person is asked (the rule, or the task override's switch)
+
+
 @dataclass
 class PendingEscalation:
     """One escalation as the broker holds it: the request and its timeout policy."""

@@ -14,6 +14,7 @@ from google.adk.tools.agent_tool import AgentTool
 from engine.escalation.desk import Gate
 from engine.flow.spec import AgentSpec
 from engine.runtime.human import hold_verdict, settle_tool
+from rules.shell import SHELL_TOOL
 
 if TYPE_CHECKING:
     from engine.runtime.run_state import RunState
@@ -135,6 +136,9 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
     async def after_tool(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> Any:
         if tool.name in UNGATED:
             return None
+        if tool.name == SHELL_TOOL and isinstance(tool_response, dict):  # what a command printed, in the run's log
+            run.emit("log", message=f"{tool.name}: exit {tool_response.get('exit_code')}", tool=tool.name,
+                     output=tool_response)
         outcome = await run_handlers(
             run, spec, "tool-result", {"tool": tool.name, "args": dict(args), "result": tool_response}, subject=tool_response
         )

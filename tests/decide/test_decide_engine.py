@@ -47,6 +47,8 @@ async def test_an_edited_approval_runs_the_tool_with_the_edited_arguments(tmp_pa
     h = Harness(tmp_path, TOOL_AGENT, SCRIPT, RULES)
     handle = h.start(task="deploy")
     [pending] = await _pending(h, 1)
+    asked_by = pending.extra.pop("askedBy")  # why a person is asked: the override's switch, where it is set
+    assert asked_by.startswith("taskOverrides.deploy: requireConfirmation (") and asked_by.endswith("rules.yaml:6)")
     assert pending.extra == {"tool": "write_file", "args": {"path": "RELEASED.txt", "content": "v1.4.2"}}
     edited = {"path": "STAGED.txt", "content": "v1.4.2 (staging)"}
     h.broker.answer(pending.escalation.id, Response(ResponseType.OPTION, "approve", edited_args=edited), audit=Audit(via="test"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from rich.text import Text
 from textual import on
@@ -126,9 +126,12 @@ class MainScreen(Screen):
             runs.note_event(run_id, event.type, event.fields)
 
     def run_changed(self, handle: Any) -> None:
+        """A run ended: its row, and its log's last events if the Events panel shows that run
+        (another run's events there would read as the shown run's)."""
         self.query_one(RunList).refresh_run(handle.id)
-        if handle.finished_at is not None:
-            self.query_one(EventLog).catch_up(list(handle.events))
+        log = self.query_one(EventLog)
+        if handle.finished_at is not None and log.run_id == handle.id:
+            log.catch_up(list(handle.events))
             self._note_ending(handle)
 
     @on(RowTable.Highlighted, "#runs")
@@ -145,42 +148,42 @@ class MainScreen(Screen):
 
     # ---- the decision queue ------------------------------------------------------------------
 
-    def sync_decisions(self) -> None:
-        """Bring the pane and the inbox in line with the broker's pending escalations.
+    def sync_decisions(self, raised: Sequence[str] = ()) -> None:
+        """Bring the pane and the inbox in line with the broker's pending escalations (`raised`:
+        the ids raised since the last sync).
 
         The pane keeps showing the escalation it shows while that one is pending: a new arrival
-        never swaps the question under the user's fingers.
+        never swaps the question under the user's fingers. A pane set aside comes back with the
+        newest decision raised (it rang: a countdown is never running out of sight).
         """
         if not self.ready:
             return
         pending = self.session.pending()
         ids = [p.escalation.id for p in pending]
         pane = self.query_one(DecisionPane)
-        was_hidden = self.current_id is None
+        was_hidden = self.current_id is None or pane.aside
+        shown_before = self.current_id
+        arrived = [i for i in raised if i in ids]
+        if pane.aside and arrived:
+            pane.aside = False
+            self.current_id = arrived[-1]
         if self.current_id not in ids:
             self.current_id = ids[min(self._position, len(ids) - 1)] if ids else None
         self._show(pending, ids)
-        if self.current_id is None and pane.has_focus_within:
-            self._give_focus_back()
-        if was_hidden and self.current_id is not None and not pane.aside:
+        if self.current_id is None:
+            if pane.has_focus_within:
+                self._give_focus_back()
+            return
+        if pane.aside or (not was_hidden and self.current_id == shown_before):
+            return
+        if was_hidden:
             self._focus_before = self.focused
-            if not isinstance(self.focused, Input):  # unasked: the decision takes the keyboard, unless you type
-                self._take_keyboard_after_frame()
-
-    def _take_keyboard_after_frame(self) -> None:
-        """Focus the choices right after the frame that shows the pane (making it visible lays
-        the screen out, and Textual signals each layout once drawn). Moved before that frame,
-        the focus change's restyles and repaints (the list it leaves, the key bar) delay it."""
-        pane = self.query_one(DecisionPane)
-        signal = self.screen_layout_refresh_signal
-
-        def take(_: Screen) -> None:
-            signal.unsubscribe(pane)
-            if self.current_id is not None and not isinstance(self.focused, Input):
-                pane.focus_answer()
-
-        signal.unsubscribe(pane)  # one pending move at most
-        signal.subscribe(pane, take)
+        elif not pane.has_focus_within:
+            return  # the user moved the keyboard away from the pane: it stays where they put it
+        if not isinstance(self.focused, Input):  # unasked: the decision takes the keyboard, unless you type
+            # At once, in the frame that shows the pane: keys typed ahead (already queued) reach
+            # its answer field or its choices, never the widget that had the keyboard before.
+            pane.focus_answer()
 
     def park_keyboard(self) -> None:
         """After a decision the user was typing into ended without them: the runs list, where
@@ -211,12 +214,17 @@ class MainScreen(Screen):
             if not pane.aside:
                 self._follow_run(shown.escalation.run_id)
         self.query_one(Inbox).show(pending, self.current_id)
+        self.query_one(ConsoleHeader).tick()  # its status depends on the pane being set aside
 
     def _follow_run(self, run_id: str) -> None:
         """The Events panel shows the run of the decision on screen (and the run list's cursor
         is on it), so the question comes with what led to it."""
         handle = self.session.run(run_id)
-        if handle is None or self.query_one(EventLog).run_id == run_id:
+        if self.query_one(EventLog).run_id == run_id:
+            return
+        if handle is None:  # a run of another process (a worker, `escalate run --wait`): its events as recorded
+            if self.session.db is not None:
+                self.query_one(EventLog).show_run(run_id, recorded_events(self.session.db, run_id))
             return
         runs = self.query_one(RunList)
         if run_id in runs:
@@ -231,6 +239,7 @@ class MainScreen(Screen):
             return
         pane.aside = True
         pane.visible = False
+        self.query_one(ConsoleHeader).tick()  # set aside: the header says when the first default falls
         self._give_focus_back()
 
     def bring_back(self) -> None:
@@ -238,6 +247,7 @@ class MainScreen(Screen):
         if pane.aside:
             pane.aside = False
             pane.visible = pane.pending is not None
+            self.query_one(ConsoleHeader).tick()
             if pane.pending is not None:
                 self._follow_run(pane.pending.escalation.run_id)
 
@@ -272,3 +282,14 @@ class MainScreen(Screen):
     def _inbox_chosen(self, event: RowTable.Selected) -> None:
         event.stop()
         self.select_decision(event.key)
+
+
+def recorded_events(db: Any, run_id: str) -> list[Any]:
+    """A run's events as the database holds them (every process writes its runs' events there)."""
+    from engine.runtime.events import RunEvent  # ~20 ms of imports: not before the first frame
+
+    try:
+        rows = db.events_of(run_id)
+    except Exception as exc:  # a database gone or not readable: said in the log, not a traceback
+        return [RunEvent(run_id, "log", "", {"message": f"the run's events could not be read: {exc}"})]
+    return [RunEvent(run_id, str(row.pop("type", "")), str(row.pop("time", "")), row) for row in rows if isinstance(row, dict)]

@@ -12,9 +12,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from engine.kernel.model import EscalationRecord
+from engine.kernel.model import ASKED_BY, EscalationRecord
 from engine.text_safety import visible
-from tui.format import decision_summary, duration
+from tui.format import decision_summary, duration, one_line, short_paths
 from tui.metrics import ago
 
 
@@ -33,6 +33,9 @@ def record_text(record: EscalationRecord, now: float) -> Text:
     field("Reason", esc.reason.value)
     asked = datetime.fromtimestamp(esc.created_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     field("Asked", f"{asked} ({ago(now - esc.created_at)})")
+    asked_by = record.pending.extra.get(ASKED_BY)
+    if asked_by:
+        field("Asked by", short_paths(str(asked_by)))
     field("Question", esc.question)
     if esc.context:
         field("Context", esc.context, "italic")
@@ -47,6 +50,10 @@ def record_text(record: EscalationRecord, now: float) -> Text:
     field("Outcome", decision_summary(decision, esc), "green")
     field("Decided by", decision.resolved_by.value + (f" ({decision.note})" if decision.note else ""))
     field("After", duration(max(0.0, decision.resolved_at - esc.created_at)))
+    edited = decision.response.edited_args
+    if edited is not None:  # what ran is not what the agent asked for (the context above)
+        tool = record.pending.extra.get("tool")
+        field("Ran, edited", f"{tool if isinstance(tool, str) else 'the tool'}({one_line(edited, 2000)})")
     if decision.response.text_response:
         field("Answer", decision.response.text_response)
     if decision.response.additional_instructions:

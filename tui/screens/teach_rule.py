@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
+from textual.widgets.input import Selection
 
 from engine.escalation.teaching import Proposal, TeachError, check
 from engine.text_safety import visible
@@ -64,11 +65,14 @@ class TeachRuleScreen(ModalScreen[Proposal | None]):
                 what.append("\n" + _meaning(self.proposal), style="dim")
             yield Static(what, id="teach-what")
             yield Static("Pattern (exact match; edit it to widen or narrow):", id="teach-label")
-            yield Input(self.proposal.pattern, id="teach-pattern", compact=True)
+            # Selected from its end back to its start: typing replaces it, and the field shows its
+            # beginning (`re:(?-i)^...`), not a cut that reads `i)^...`.
+            yield Input(self.proposal.pattern, id="teach-pattern", compact=True, select_on_focus=False)
             yield Static("", id="teach-check", markup=False)
             yield Static("Enter: save   Escape: cancel", id="teach-keys", markup=False)
 
     def on_mount(self) -> None:
+        self.query_one("#teach-pattern", Input).selection = Selection(len(self.proposal.pattern), 0)
         self._check(self.proposal.pattern)
 
     @on(Input.Changed, "#teach-pattern")

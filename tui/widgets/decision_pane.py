@@ -22,10 +22,10 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.kernel.clock import Clock
-from engine.kernel.model import Escalation, Origin, PendingEscalation, Response
+from engine.kernel.model import ASKED_BY, Escalation, Origin, PendingEscalation, Response
 from engine.kernel.responses import DENY, by_pane_key, kind, pane_extras
 from engine.text_safety import visible
-from tui.format import countdown, one_line
+from tui.format import countdown, one_line, short_paths
 
 
 @dataclass(frozen=True)
@@ -50,11 +50,15 @@ def _asks_for_text(escalation: Escalation) -> bool:
     return not escalation.options and escalation.origin is not Origin.TOOL_APPROVAL
 
 
-def pane_text(escalation: Escalation) -> Text:
-    """Reason, question and context, as plain text (agent text is never markup)."""
+def pane_text(escalation: Escalation, asked_by: str = "") -> Text:
+    """Reason, why a person is asked (the rule or the override's switch), question and
+    context, as plain text (agent text is never markup)."""
     text = Text("Reason: ", style="bold")
     text.append(escalation.reason.value)
     text.append(f"    agent {one_line(escalation.agent, 60)} · run {escalation.run_id}\n", style="dim")
+    if asked_by:
+        text.append("Asked by: ", style="bold")
+        text.append(f"{short_paths(asked_by)}\n")
     text.append(visible(escalation.question))
     if escalation.context:
         text.append("\n")
@@ -116,12 +120,12 @@ class DecisionPane(Vertical):
         Binding("i", "focus_instructions", "Instructions", priority=True),
         # Escape: from a field back to the choices; on the choices, the pane steps aside (`d`).
         Binding("escape", "escape", "Hide", priority=True),
-        # Beyond one answer (tui/decide_actions.py); they too step aside in text fields. Listed
-        # in the help, not the key bar (which would lose its labels at 120 columns).
-        Binding("a", "app.teach('allow')", "Always allow", show=False, priority=True),
-        Binding("n", "app.teach('deny')", "Always deny", show=False, priority=True),
-        Binding("e", "app.edit_args", "Edit, approve", show=False, priority=True),
-        Binding("b", "app.batch", "Batch", show=False, priority=True),
+        # Beyond one answer (tui/decide_actions.py); they too step aside in text fields. In the
+        # key bar when they apply to the decision on screen (EscalateApp.check_action).
+        Binding("a", "app.teach('allow')", "Allow always", priority=True),
+        Binding("n", "app.teach('deny')", "Deny always", priority=True),
+        Binding("e", "app.edit_args", "Edit and approve", priority=True),
+        Binding("b", "app.batch", "Batch", priority=True),
     ]
 
     def __init__(self, clock: Clock, *, on_answer: Callable[[str, Response], None], id: str | None = None) -> None:
@@ -199,7 +203,7 @@ class DecisionPane(Vertical):
         title = Text("⚠  DECISION REQUIRED ", style="bold")
         title.append(f"[{one_line(esc.task_id, 80)}]", style="bold yellow")
         self.query_one("#pane-title", Static).update(title, layout=False)
-        _update_in_place(self.query_one("#pane-text", Static), pane_text(esc))
+        _update_in_place(self.query_one("#pane-text", Static), pane_text(esc, str(pending.extra.get(ASKED_BY) or "")))
         self._choices = choices_for(esc)
         descriptions = {o.id: o.description for o in esc.options}
         _set_prompts(self.query_one("#pane-choices", OptionList), [
