@@ -31,12 +31,6 @@ LAYERS: list[set[str]] = [
      "engine.demo", "engine.examples"},  # the leaves (demo and examples hold data files)
 ]
 
-# Upward imports that other parts of issue 23 remove: the worker moves to engine/services/, and
-# `desk.minted` takes a step-recording function instead of importing durable.steps. Emptied when
-# those land (an entry whose import is gone fails `test_pending_edges_still_exist`).
-PENDING_ELSEWHERE: set[tuple[str, str]] = {
-    ("engine.durable.worker", "engine.runtime.engine"),
-}
 
 
 @dataclass
@@ -176,29 +170,29 @@ def module_cycles(graph: Graph) -> list[list[str]]:
     return cycles({m: set(targets) for m, targets in graph.edges.items()})
 
 
-def package_edges(graph: Graph, pending: set[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+def package_edges(graph: Graph) -> dict[tuple[str, str], list[str]]:
     """(importing package, imported package) -> the module imports that make it."""
     found: dict[tuple[str, str], list[str]] = {}
     for a, targets in graph.edges.items():
         for b in targets:
-            if (a, b) not in pending and package_of(a) != package_of(b):
+            if package_of(a) != package_of(b):
                 found.setdefault((package_of(a), package_of(b)), []).append(graph.where(a, b))
     return found
 
 
-def package_cycles(graph: Graph, pending: set[tuple[str, str]]) -> list[list[str]]:
+def package_cycles(graph: Graph) -> list[list[str]]:
     edges: dict[str, set[str]] = {}
-    for a, b in package_edges(graph, pending):
+    for a, b in package_edges(graph):
         edges.setdefault(a, set()).add(b)
     return cycles(edges)
 
 
-def upward_imports(graph: Graph, pending: set[tuple[str, str]]) -> list[str]:
+def upward_imports(graph: Graph) -> list[str]:
     layer = {package: i for i, members in enumerate(LAYERS) for package in members}
     return [f"{graph.where(a, b)} ({package_of(a)}, layer {layer[package_of(a)]}, imports {package_of(b)}, "
             f"layer {layer[package_of(b)]})"
             for a, targets in sorted(graph.edges.items()) for b in sorted(targets)
-            if (a, b) not in pending and layer[package_of(b)] < layer[package_of(a)]]
+            if layer[package_of(b)] < layer[package_of(a)]]
 
 
 @pytest.fixture(scope="module")
@@ -214,8 +208,8 @@ def test_no_module_cycle(graph: Graph) -> None:
 
 
 def test_no_package_cycle(graph: Graph) -> None:
-    found = package_cycles(graph, PENDING_ELSEWHERE)
-    edges = package_edges(graph, PENDING_ELSEWHERE)
+    found = package_cycles(graph)
+    edges = package_edges(graph)
     assert not found, "package import cycles:\n" + "\n".join(
         " <-> ".join(c) + "\n  " + "\n  ".join(w for a in c for b in c for w in edges.get((a, b), []))
         for c in found)
@@ -227,18 +221,13 @@ def test_every_package_has_a_layer(graph: Graph) -> None:
 
 
 def test_imports_go_down_the_layers(graph: Graph) -> None:
-    found = upward_imports(graph, PENDING_ELSEWHERE)
+    found = upward_imports(graph)
     assert not found, "imports up the layers:\n" + "\n".join(found)
 
 
 def test_engine_and_rules_never_import_textual(graph: Graph) -> None:
     found = [where for where in graph.textual if where.split(".")[0] in ("engine", "rules")]
     assert not found, f"engine and rules never import Textual: {found}"
-
-
-def test_pending_edges_still_exist(graph: Graph) -> None:
-    gone = [edge for edge in PENDING_ELSEWHERE if edge[1] not in graph.edges.get(edge[0], {})]
-    assert not gone, f"remove from PENDING_ELSEWHERE (the import is gone): {gone}"
 
 
 # -- the graph itself: what counts as an import ----------------------------------------------------
@@ -276,7 +265,7 @@ def test_type_checking_imports_do_not_count_but_their_else_does(tmp_path: Path) 
     })
     assert graph.edges["engine.kernel.low"] == {}
     assert graph.edges["engine.runtime.high"] == {"engine.kernel.low": 5}
-    assert module_cycles(graph) == [] and upward_imports(graph, set()) == []
+    assert module_cycles(graph) == [] and upward_imports(graph) == []
 
 
 def test_a_package_cycle_an_upward_import_and_textual_are_found(tmp_path: Path) -> None:
@@ -290,8 +279,8 @@ def test_a_package_cycle_an_upward_import_and_textual_are_found(tmp_path: Path) 
         "engine/cli/__init__.py": "import importlib\nNAMES = {'run': 'engine.runtime.y'}\nimportlib.import_module(NAMES['run'])\n",
     })
     assert module_cycles(graph) == [["engine.kernel.x", "engine.runtime.y"]]
-    assert package_cycles(graph, set()) == [["engine.kernel", "engine.runtime"]]
-    assert upward_imports(graph, set()) == [
+    assert package_cycles(graph) == [["engine.kernel", "engine.runtime"]]
+    assert upward_imports(graph) == [
         "engine/kernel/x.py:2 imports engine.runtime.y (engine.kernel, layer 7, imports engine.runtime, layer 2)"]
     assert graph.textual == ["rules:1"]
     assert graph.edges["engine.cli"] == {"engine.runtime.y": 2}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from engine.escalation.broker import CANCELLED, RAISED, BrokerEvent, EscalationBroker
 from engine.kernel.clock import Clock, RealClock
 from engine.kernel.model import Audit, Decision, EscalationRecord, PendingEscalation, Response
+from engine.services.wiring import Services
 
 if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules and YAML (~40 ms before the first frame)
     from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
@@ -85,13 +86,11 @@ class ConsoleSession:
     def __post_init__(self) -> None:
         self.broker = EscalationBroker(self.clock)
         self.broker.subscribe(self._record)
+        self.services = Services(self.broker, self.clock)  # in memory until open_database()
         self._earlier_agents: list[HistoryEntry] | None = None  # until seeded into the engine
         self._store_lock = threading.Lock()
         self._stored_history: EscalationHistory | None = None  # agent_history before the engine
         self._scripts: dict[Path, tuple[tuple[int, int], Any]] = {}  # script file -> (its version, Script)
-        self.db: Any = None  # engine.durable.database.Database once opened
-        self.feed: Any = None  # engine.durable.feed.Feed once the database opens
-        self.host: Any = None  # engine.durable.host.DurableHost once opened
         self.imported: tuple[int, int] | None = None  # a --store file imported into the database
         if self.store is not None:
             if self.db_url is None:
@@ -129,15 +128,11 @@ class ConsoleSession:
         """Create the engine on the broker and compile every workflow (errors kept per entry)."""
         from engine.lang.header import read_about
 
-        module = importlib.import_module(ENGINE_MODULE)
         if self.rules is None or isinstance(self.rules, Path):  # shipped rules: parsed after the first frame
             from rules import load_rules  # load_rules(None) gives the shipped defaults
 
             self.rules = load_rules(self.rules)
-        self.engine = module.Engine(
-            rules=self.rules, broker=self.broker, clock=self.clock, workspace=self.workspace,
-            db=self.db, host=self.host,
-        )
+        self.engine = self.services.engine(self.rules, workspace=self.workspace)
         if self.db is not None:
             from engine.durable.history import AgentHistoryRecorder
 
@@ -154,22 +149,26 @@ class ConsoleSession:
                 entry.error = _first_line(exc)
 
     async def open_database(self) -> None:
-        """Durable runs (after the first frame): the database, DBOS, the broker's store."""
+        """Durable runs (after the first frame): the database, DBOS, the broker's store, the
+        broker hearing escalations raised and decided by other processes, as they happen."""
         import asyncio
 
-        from engine.durable.database import Database
-        from engine.durable.decisions import DecisionStore, who
-        from engine.durable.feed import Feed
-        from engine.durable.host import DurableHost
+        from engine.services import open_database, open_services
 
         assert self.db_url is not None
-        self.db = await asyncio.to_thread(Database, self.db_url)
-        self.host = await DurableHost.open(self.db)
-        self.broker.store = store = DecisionStore(self.db)
-        self.broker.identity = who("console")
-        self.feed = Feed(self.broker, store)
-        self.feed.start(everything=True)  # escalations raised and decided by other processes, as they happen
+        db = await asyncio.to_thread(open_database, self.db_url)
+        self.services = await open_services(db, identity="console", broker=self.broker, hear_everything=True)
         await asyncio.to_thread(self._load_history)
+
+    @property
+    def db(self) -> Any:
+        """engine.durable.database.Database once opened, else None."""
+        return self.services.db
+
+    @property
+    def host(self) -> Any:
+        """engine.durable.host.DurableHost once opened, else None."""
+        return self.services.host
 
     def _load_history(self) -> None:
         """The history is the database's: a --store file is imported into it once, then every
@@ -225,11 +224,7 @@ class ConsoleSession:
     def close(self) -> None:
         """The console is quitting: durable runs stay as they are in the database (running,
         waiting) and continue next time."""
-        self.leave()
-        if self.feed is not None:
-            self.feed.stop()
-        if self.host is not None:
-            self.host.close()
+        self.services.close()
 
     def subscribe_runs(self, callback: Callable[[Any], None]) -> Callable[[], None]:
         return self.engine.subscribe(callback)

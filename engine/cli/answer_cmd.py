@@ -21,13 +21,13 @@ from engine.kernel.responses import kind_of, kinds
 
 
 def main(args: argparse.Namespace) -> int:
-    from engine.cli.existing_db import open_existing
     from engine.durable.database import DatabaseError
     from engine.durable.decisions import DecisionStore, decision_to_json, pending_from_json, who
     from engine.durable.urls import shown
+    from engine.services import open_database
 
     try:
-        db = open_existing(args.db)  # a mistyped --db is refused, never created empty
+        db = open_database(args.db, existing=True)  # a mistyped --db is refused, never created empty
     except DatabaseError as exc:
         return _fail(f"--db {exc}", 2)
     try:

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from engine.cli.run_cmd import EXIT_USAGE, UsageError, _err, close_engine, drive, open_engine, outcome_code
+from engine.cli.run_cmd import EXIT_USAGE, UsageError, _err, drive, outcome_code
 
 
 def main(args: argparse.Namespace) -> int:
@@ -22,12 +22,12 @@ async def _resume(args: argparse.Namespace) -> int:
     from engine.escalation.answers import AnswersError, load_answers
     from rules.loader import RulesError, load_layered
 
-    from engine.cli.existing_db import open_existing
     from engine.durable.database import DatabaseError
+    from engine.services import open_database, open_services
 
     try:
         answers = load_answers(args.answers) if args.answers else []
-        db = open_existing(args.db)  # a run to continue is in a database that exists
+        db = open_database(args.db, existing=True)  # a run to continue is in a database that exists
     except DatabaseError as exc:
         _err(f"--db {exc}")
         return EXIT_USAGE
@@ -52,15 +52,16 @@ async def _resume(args: argparse.Namespace) -> int:
         rules = load_layered(None, row["rules"])  # the run's rules, with the workspace's taught rules over them
         if events is not None:
             _rewrite_events(events, db.events_of(args.run_id))
-        engine = await open_engine(args, rules=rules, workspace=Path(row["workspace"]), events=events, db=db)
-    except (RulesError, UsageError) as exc:
-        _err(str(exc))
+        services = await open_services(db, identity="escalate resume")
+    except (RulesError, UsageError, DatabaseError) as exc:
+        _err(f"--db {exc}" if isinstance(exc, DatabaseError) else str(exc))
         db.close()
         return EXIT_USAGE
-    refusal = await asyncio.to_thread(engine.host.refusal, args.run_id)
+    engine = services.engine(rules, workspace=Path(row["workspace"]), events=events)
+    refusal = await asyncio.to_thread(services.host.refusal, args.run_id)
     if refusal is not None:  # not this user's database, or rows that are not JSON: never read
         _err(refusal)
-        close_engine(engine)
+        services.close()
         return EXIT_USAGE
     try:
         async def start() -> Any:
@@ -71,7 +72,7 @@ async def _resume(args: argparse.Namespace) -> int:
 
         return await drive(engine, start, answers=answers, wait=args.wait, label=label, db_arg=args.db)
     finally:
-        close_engine(engine)
+        services.close()
 
 
 class _Finished:

@@ -13,7 +13,6 @@ import asyncio
 import json
 import signal
 import sys
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,6 @@ from engine.files import UnreadableFile, check_regular
 from engine.text_safety import utf8_text
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STOPPED, EXIT_WAITING = 0, 1, 2, 3, 4
-# Each open engine's database feed, stopped by close_engine (until one place opens the services).
-_FEEDS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 class UsageError(Exception):
@@ -84,13 +81,16 @@ def _load_inputs(args: argparse.Namespace) -> dict[str, Any]:
 async def _run(
     args: argparse.Namespace, *, source: Path, rules: Any, script: Any, answers: list[Any], workspace: Path, events: Path | None
 ) -> int:
+    from engine.durable.urls import DatabaseError
     from engine.runtime.engine import CompileFailed
+    from engine.services import open_services
 
-    try:
-        engine = await open_engine(args, rules=rules, script=script, workspace=workspace, events=events)
-    except UsageError as exc:
-        _err(str(exc))
+    try:  # durable: its runs are recorded, its escalations wait in the database
+        services = await open_services(args.db, identity="escalate run")
+    except DatabaseError as exc:
+        _err(f"--db {exc}")
         return EXIT_USAGE
+    engine = services.engine(rules, workspace=workspace, script=script, events=events)
     try:
         try:
             workflow = engine.load(source)
@@ -118,7 +118,7 @@ async def _run(
         return await drive(engine, start, answers=answers, wait=args.wait, label=str(source),
                            models=models_line(workflow.cls, script), db_arg=args.db)
     finally:
-        close_engine(engine)
+        services.close()
 
 
 def models_line(workflow_cls: Any, script: Any) -> str:
@@ -132,52 +132,6 @@ def models_line(workflow_cls: Any, script: Any) -> str:
 
     real = [f"{name} = {spec.provider}/{spec.model_id}" for name, spec in workflow_cls.MODELS.items() if is_real(spec)]
     return f"models: {', '.join(real)}" if real else "models: none configured (no --script, no <stem>.yaml beside the file)"
-
-
-def open_database(args: argparse.Namespace) -> Any:
-    from engine.durable.database import Database, DatabaseError, resolve_url
-
-    try:
-        return Database(resolve_url(getattr(args, "db", None)))
-    except DatabaseError as exc:
-        raise UsageError(f"--db {exc}") from None
-
-
-async def open_engine(args: argparse.Namespace, *, rules: Any, script: Any = None, workspace: Path | None = None,
-                      events: Path | None = None, db: Any = None) -> Any:
-    """A durable engine on `--db` (or $ESCALATE_DB, or .escalate/escalate.db): its runs are
-    recorded, its escalations wait in the database. Raises UsageError for a bad database."""
-    from engine.durable.database import DatabaseError
-    from engine.durable.decisions import DecisionStore, who
-    from engine.durable.feed import Feed
-    from engine.durable.host import DurableHost
-    from engine.escalation.broker import EscalationBroker
-    from engine.kernel.clock import RealClock
-    from engine.runtime.engine import Engine
-
-    db = db if db is not None else open_database(args)
-    try:
-        host = await DurableHost.open(db)
-    except DatabaseError as exc:
-        raise UsageError(f"--db {exc}") from None
-    clock = RealClock()
-    store = DecisionStore(db)
-    broker = EscalationBroker(clock, store=store, identity=who(f"escalate {getattr(args, 'command', None) or 'run'}"))
-    feed = Feed(broker, store)
-    feed.start()  # decisions made by other processes reach this one's runs at once
-    engine = Engine(rules=rules, broker=broker, clock=clock, script=script, workspace=workspace,
-                    events_file=events, db=db, host=host)
-    _FEEDS[engine] = feed
-    return engine
-
-
-def close_engine(engine: Any) -> None:
-    engine.detach()
-    feed = _FEEDS.pop(engine, None)
-    if feed is not None:
-        feed.stop()
-    if engine.host is not None:
-        engine.host.close()
 
 
 async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, label: str, models: str = "",

@@ -15,12 +15,12 @@ from engine.text_safety import visible
 
 
 def main(args: argparse.Namespace) -> int:
-    from engine.cli.existing_db import open_existing
     from engine.durable.database import DatabaseError
     from engine.durable.urls import shown
+    from engine.services import open_database
 
     try:
-        db = open_existing(args.db)
+        db = open_database(args.db, existing=True)
     except DatabaseError as exc:
         write_line(f"--db {exc}")
         return 2

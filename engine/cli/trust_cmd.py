@@ -11,14 +11,15 @@ from engine.cli.output import EXIT_OK, EXIT_USAGE, write_line
 
 
 def main(args: argparse.Namespace) -> int:
-    from engine.cli.run_cmd import UsageError, open_database
+    from engine.durable.database import DatabaseError
     from engine.durable.trust import shown, trust_database
+    from engine.services import open_database
     from engine.trusted import TrustError, config_path
 
     try:
-        db = open_database(args)
-    except UsageError as exc:
-        write_line(str(exc))
+        db = open_database(args.db)
+    except DatabaseError as exc:
+        write_line(f"--db {exc}")
         return EXIT_USAGE
     try:
         trust_database(db.engine, db.url)

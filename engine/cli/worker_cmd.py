@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from engine.cli.run_cmd import EXIT_USAGE, UsageError, _err, open_database
+from engine.cli.run_cmd import EXIT_USAGE, _err
 from engine.runtime.priority_loop import PriorityLoop
 
 
@@ -24,12 +24,13 @@ def main(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     from engine.durable.database import DatabaseError
-    from engine.durable.worker import Worker
+    from engine.services import open_database
+    from engine.services.worker import Worker
 
     try:
-        db = open_database(args)
-    except UsageError as exc:
-        _err(str(exc))
+        db = open_database(args.db)
+    except DatabaseError as exc:
+        _err(f"--db {exc}")
         return EXIT_USAGE
     try:
         return await Worker(db, args.concurrency, _err).serve()

@@ -53,17 +53,17 @@ def p95(values: list[float]) -> float:
 
 async def _queue(url: str, workspace: Path, count: int) -> list[str]:
     """Queue `count` runs exactly as `escalate run --detach` does (engine.queue_run), from one process."""
-    from engine.cli.run_cmd import close_engine, open_engine
     from engine.runtime.script import load_script
+    from engine.services import open_services
     from rules import load_rules
 
-    args = argparse.Namespace(db=url, command="run")
-    engine = await open_engine(args, rules=load_rules(), script=load_script(str(ASK_SCRIPT)), workspace=workspace)
+    services = await open_services(url, identity="escalate run")
+    engine = services.engine(load_rules(), script=load_script(str(ASK_SCRIPT)), workspace=workspace)
     try:
         workflow = engine.load(ASK)
         return [engine.queue_run(workflow, input=f"go {i}", task="ask") for i in range(count)]
     finally:
-        close_engine(engine)
+        services.close()
 
 
 def queue(url: str, workspace: Path, count: int) -> list[str]:

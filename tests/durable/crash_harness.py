@@ -9,7 +9,6 @@ finished run is never replayed, so what its log lacks then stays lacking)."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -241,17 +240,16 @@ def _queue_elsewhere(db_url: str, workdir: Path, count: int) -> list[str]:
 
 def queue_finishing(db_url: str, workspace: Path, count: int) -> list[str]:
     async def queue() -> list[str]:
-        from engine.cli.run_cmd import close_engine, open_engine
         from engine.runtime.script import load_script
+        from engine.services import open_services
         from rules import load_rules
 
-        args = argparse.Namespace(db=db_url, command="run")
-        engine = await open_engine(args, rules=load_rules(), script=load_script(str(DATA / "finish.yaml")),
-                                   workspace=workspace)
+        services = await open_services(db_url, identity="escalate run")
+        engine = services.engine(load_rules(), script=load_script(str(DATA / "finish.yaml")), workspace=workspace)
         try:
             workflow = engine.load(FINISH)
             return [engine.queue_run(workflow, input=f"n{i}", task="finish") for i in range(count)]
         finally:
-            close_engine(engine)
+            services.close()
 
     return asyncio.run(queue())

@@ -13,7 +13,7 @@ processes that died, until it is stopped.
   recorded, then the runs are released at once for another worker; a second signal stops at
   once (a step in flight then runs again elsewhere).
 - Each run has the rules file and workspace it was queued with: one engine per such pair, all
-  sharing the process's broker and durable host.
+  made on the process's services (engine/services/wiring.py: one broker, one durable host).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any, Callable
 from engine.durable import steps
 from engine.durable.database import ACTIVE, QUEUED, STALE_AFTER, Database
 from engine.durable.host import WORKERS_QUEUE, DurableHost, RunRefused, owner_alive
+from engine.services.wiring import Services, open_services
 
 TAKEOVER_SECONDS = 1.0
 
@@ -34,25 +35,23 @@ TAKEOVER_SECONDS = 1.0
 class EngineRouter:
     """The host's executor in a worker: each run goes to the engine of its rules and workspace."""
 
-    def __init__(self, db: Database, host: DurableHost, broker: Any, clock: Any, say: Callable[[str], None]) -> None:
-        self.db = db
-        self.host = host
-        self.broker = broker
-        self.clock = clock
+    def __init__(self, services: Services, say: Callable[[str], None]) -> None:
+        assert services.db is not None and services.host is not None
+        self.services = services
+        self.db: Database = services.db
+        self.host: DurableHost = services.host
         self.say = say
         self._engines: dict[tuple[str | None, str], Any] = {}
-        host.executor = self
+        self.host.executor = self
 
     def engine_for(self, row: dict[str, Any]) -> Any:
-        from engine.runtime.engine import Engine
         from rules.loader import load_rules
 
         key = (row["rules"], row["workspace"])
         engine = self._engines.get(key)
         if engine is None:
             rules = load_rules(row["rules"]) if row["rules"] else load_rules()
-            engine = Engine(rules=rules, broker=self.broker, clock=self.clock, workspace=Path(row["workspace"]),
-                            db=self.db, host=self.host)
+            engine = self.services.engine(rules, workspace=Path(row["workspace"]))
             self.host.executor = self  # the engine named itself the executor: runs come here first
             self._engines[key] = engine
         return engine
@@ -115,21 +114,16 @@ class Worker:
                 loop.remove_signal_handler(signum)
 
     async def _serve(self) -> int:
-        from engine.durable.decisions import DecisionStore, who
-        from engine.durable.feed import Feed
-        from engine.escalation.broker import RAISED, EscalationBroker
-        from engine.kernel.clock import RealClock
+        from engine.escalation.broker import RAISED
         from engine.escalation.headless import waiting_message
 
-        self.host = host = await DurableHost.open(self.db, worker_concurrency=self.concurrency)
-        clock = RealClock()
-        store = DecisionStore(self.db)
-        broker = EscalationBroker(clock, store=store, identity=who("worker"))
-        feed = Feed(broker, store)
-        feed.start()
-        broker.subscribe(lambda event: self.say(f"{waiting_message(event.pending)} (answer it with: escalate answer "
-                                                f"{event.pending.escalation.id} ...)") if event.kind == RAISED else None)
-        self.router = EngineRouter(self.db, host, broker, clock, self.say)
+        services = await open_services(self.db, identity="worker", worker_concurrency=self.concurrency)
+        self.host = host = services.host
+        assert host is not None
+        services.broker.subscribe(lambda event: self.say(
+            f"{waiting_message(event.pending)} (answer it with: escalate answer {event.pending.escalation.id} ...)")
+            if event.kind == RAISED else None)
+        self.router = EngineRouter(services, self.say)
         loop = asyncio.get_running_loop()
         for line in host.notices:  # runs whose rows are not JSON: named once, never taken
             self.say(line)
@@ -142,8 +136,7 @@ class Worker:
             await self._drain()
         finally:
             scan.cancel()
-            feed.stop()
-            host.close()  # its runs are released: another worker takes them at once
+            services.close()  # its runs are released: another worker takes them at once
         self.say(f"worker {host.owner}: stopped")
         return 0
 

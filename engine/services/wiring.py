@@ -1,0 +1,102 @@
+"""`open_services`: what a process needs to run workflows and decide escalations, opened in one
+place for every entry point (docs/architecture.md, "Services").
+
+The console opens them after its first frame, `run`/`resume` before their run, `worker` before it
+takes runs; each then makes its Engine(s) with `Services.engine` and ends with `Services.close`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.durable.database import Database
+    from engine.durable.decisions import DecisionStore
+    from engine.durable.feed import Feed
+    from engine.durable.host import DurableHost
+    from engine.escalation.broker import EscalationBroker
+    from engine.kernel.clock import Clock
+    from engine.runtime.engine import Engine
+    from engine.runtime.script import Script
+
+
+@dataclass
+class Services:
+    """The broker and clock every engine of a process shares, and with a database (durable runs)
+    the database, DBOS's host on this process's loop and the decision store the broker holds.
+    Without one (`Services(broker, clock)`: the console without a database) runs live in this
+    process only."""
+
+    broker: EscalationBroker
+    clock: Clock
+    db: Database | None = None
+    host: DurableHost | None = None
+    store: DecisionStore | None = None
+    feed: Feed | None = None  # escalations raised and decided by other processes, heard here
+    engines: list[Engine] = field(default_factory=list)
+
+    def engine(self, rules: Any, *, workspace: Path | None = None, script: Script | None = None,
+               events: Path | None = None) -> Engine:
+        """An Engine on these services for one rules set and workspace (a worker makes one per
+        pair its runs were queued with); `script` answers its agents offline, `events` gets
+        every run's events appended (`run --events`)."""
+        from engine.runtime.engine import Engine
+
+        engine = Engine(rules=rules, broker=self.broker, clock=self.clock, script=script, workspace=workspace,
+                        events_file=events, db=self.db, host=self.host)
+        self.engines.append(engine)
+        return engine
+
+    def close(self) -> None:
+        """The process is done: its durable runs are left as they are in the database (running,
+        waiting: they continue in the next process that opens or resumes them), the broker stops
+        hearing other processes, DBOS and the database close. Runs in memory end with the process."""
+        if self.db is None:
+            return
+        for engine in self.engines:
+            engine.detach()
+        if self.feed is not None:
+            self.feed.stop()
+        if self.host is not None:
+            self.host.close()  # closes the database too
+        else:
+            self.db.close()
+
+
+async def open_services(db: Database | str | None, *, identity: str, broker: EscalationBroker | None = None,
+                        clock: Clock | None = None, hear_everything: bool = False,
+                        worker_concurrency: int | None = None) -> Services:
+    """Durable services on `db` (a Database, or `--db` as given: a URL, else $ESCALATE_DB, else
+    .escalate/escalate.db). Call it on the loop that will run the workflows: DBOS's host is bound
+    to it. `identity`: who decides from this process (`escalate run`, `console`, `worker`).
+    `broker`: one that subscribers already listen to (the console makes its own before the first
+    frame), else a new one. `hear_everything`: every escalation raised anywhere is listed here
+    (a console), not only decisions for this process's escalations. `worker_concurrency`: this
+    process takes up to that many runs at once from the workers' queue. Raises DatabaseError
+    (one line) for a database that cannot be used; a database opened here is closed then."""
+    from engine.durable.decisions import DecisionStore, who
+    from engine.durable.feed import Feed
+    from engine.durable.host import DurableHost
+    from engine.escalation.broker import EscalationBroker
+    from engine.kernel.clock import RealClock
+    from engine.services.database import open_database
+
+    opened = db is None or isinstance(db, str)
+    database = open_database(db) if opened else db
+    try:
+        host = await DurableHost.open(database, worker_concurrency=worker_concurrency)
+    except BaseException:
+        if opened:  # a Database given stays the caller's to close
+            database.close()
+        raise
+    clock = clock or (broker.clock if broker is not None else RealClock())
+    store = DecisionStore(database)
+    if broker is None:
+        broker = EscalationBroker(clock, store=store, identity=who(identity))
+    else:
+        broker.store, broker.identity = store, who(identity)
+    feed = Feed(broker, store)
+    feed.start(everything=hear_everything)  # decisions made by other processes reach this one's runs at once
+    return Services(broker=broker, clock=clock, db=database, host=host, store=store, feed=feed)
