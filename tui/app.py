@@ -87,9 +87,9 @@ class EscalateApp(DecideActions, App[int]):
         self._first_input = first_input or ""
         self._open_engine = open_engine
         self.engine_ready = asyncio.Event()
-        self._broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
+        self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
-        self._unsubscribe = session.broker.subscribe(self._broker_news)
+        self._unsubscribe = session.broker.subscribe(self.broker_news)
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
         """Run on a PriorityLoop: runs share the console's loop, and a key or a decision is drawn
@@ -104,7 +104,7 @@ class EscalateApp(DecideActions, App[int]):
     def on_mount(self) -> None:
         # Textual's active app/pump for the batched callbacks; one context each, as a context
         # can only be entered once at a time.
-        self._broker_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
+        self.broker_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
         self._run_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
         if self._open_engine:
             self.call_after_refresh(self._load_engine)  # after the first frame
