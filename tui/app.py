@@ -91,9 +91,9 @@ class EscalateApp(DecideActions, App[int]):
         self._first_input = first_input or ""
         self._open_engine = open_engine
         self.engine_ready = asyncio.Event()
-        self._broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
+        self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
-        self._unsubscribe = session.broker.subscribe(self._broker_news)
+        self._unsubscribe = session.broker.subscribe(self.broker_news)
         self._stop_ringing: Callable[[], None] = lambda: None  # the console's notifiers, from mount
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
@@ -109,7 +109,7 @@ class EscalateApp(DecideActions, App[int]):
     def on_mount(self) -> None:
         # Textual's active app/pump for the batched callbacks; one context each, as a context
         # can only be entered once at a time.
-        self._broker_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
+        self.broker_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
         self._run_news.bind(asyncio.get_running_loop(), contextvars.copy_context())
         ringing = notifiers(self.session.broker)
         self._stop_ringing = register_console(ringing, self.bell, self._show_title, self._write_terminal,

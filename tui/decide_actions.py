@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 from textual.actions import SkipAction
 from textual.widgets import Input
 
-from engine.escalation.broker import APPROVE, EscalationError
+from engine.escalation.broker import APPROVE, BrokerEvent, EscalationError
 from engine.kernel.model import ASKED_BY, Audit, Decision, Origin, PendingEscalation, ResolvedBy, Response, ResponseType
 from tui.format import countdown
 
 if TYPE_CHECKING:
+    from tui.bridge import Batcher
     from tui.session import ConsoleSession
 
 MAX_SHOWN = 2000  # characters of "what was shown" kept with a decision
@@ -38,6 +39,7 @@ class DecideActions:
     """Actions of EscalateApp (which provides session, main, notify, push_screen, focused)."""
 
     session: "ConsoleSession"
+    broker_news: "Batcher[BrokerEvent]"  # the broker's events, batched into one redraw
 
     # ---- the answer on screen, with its audit ---------------------------------------------------
 
@@ -94,7 +96,7 @@ class DecideActions:
         if proposal is None:
             return
         try:
-            with self._broker_news.held():  # type: ignore[attr-defined]  # what it settles: one redraw
+            with self.broker_news.held():  # what it settles: one redraw
                 rule, released = self.session.teach(proposal)
         except (TeachError, EscalationError) as exc:
             self.notify(str(exc), title="Rule not saved", severity="error", markup=False)  # type: ignore[attr-defined]
@@ -159,7 +161,7 @@ class DecideActions:
             via = f"console batch of {len(choice.rows)} ({kind_of(pending)})"
             decisions.append(Decision(row.id, response, ResolvedBy.HUMAN, now, audit=Audit(via=via, shown=row.shown)))
         try:
-            with self._broker_news.held():  # type: ignore[attr-defined]  # one redraw for the batch
+            with self.broker_news.held():  # one redraw for the batch
                 applied = self.session.broker.apply_many(decisions)
         except EscalationError as exc:
             self.notify(str(exc), title="Batch not sent", severity="warning", markup=False)  # type: ignore[attr-defined]

@@ -64,11 +64,6 @@ def _user_text(text: str) -> Any:
     return types.Content(role="user", parts=[types.Part.from_text(text=text)])
 
 
-def _spec_name(run: "RunState", adk_author: str) -> str:
-    factory = run._factory
-    return factory.names.get(adk_author, adk_author) if factory is not None else adk_author
-
-
 async def call_agent(
     run: "RunState", agent: str, message: str, *, history: Any = None, chain: tuple[str, ...] | None = None
 ) -> AgentOutcome:
@@ -211,14 +206,14 @@ async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, fr
         for part in content.parts:
             call = part.function_call
             if call is not None and call.id in long_running:
-                paused.append((_spec_name(run, event.author), call))
+                paused.append((run.spec_name(event.author), call))
             if part.function_response is not None and part.function_response.id:
                 answered.add(part.function_response.id)
         if event.partial or any(p.function_call or p.function_response for p in content.parts):
             continue
         text = "".join(p.text or "" for p in content.parts if not p.thought)
         if text:
-            author = _spec_name(run, event.author)
+            author = run.spec_name(event.author)
             frame.texts[author] = text
             frame.last_author = author
             final_text = text

@@ -88,11 +88,13 @@ class RunHandle:
         await self._ended.wait()
         return self.status
 
-    def _set_tokens(self, tokens: int) -> None:
+    def set_tokens(self, tokens: int) -> None:
+        """The runner's report of the tokens the run has used so far."""
         self.tokens = tokens
         self._on_tokens(tokens)
 
-    def _set_waiting(self, waiting: bool) -> None:
+    def set_waiting(self, waiting: bool) -> None:
+        """The runner's report that one of the run's calls starts (True) or stops waiting for a person."""
         self._waiting += 1 if waiting else -1
         if not self.status.finished and not self.detached:
             status = RunStatus.WAITING if self._waiting > 0 else RunStatus.RUNNING

@@ -63,7 +63,13 @@ class PriorityLoop(asyncio.SelectorEventLoop):
     def _console_due(self) -> bool:
         """Console work waits in asyncio's own queue (runs' work is in ours), or a timer of its
         (the next frame, a countdown) is due. Timers reach that queue when the loop turns,
-        without a call_soon to see."""
+        without a call_soon to see.
+
+        asyncio's private `_ready` and `_scheduled` (no public call tells what is ready or due):
+        what the overrides see alone (console call_soon's) misses due timers and I/O callbacks.
+        Measured (tests/benchmarks/bench_private_attrs.py, 20 busy runs, 600 frames, a loaded
+        2-core host, 4 runs each): a 120 fps frame timer fired p50 7-19 ms / p95 35-59 ms late
+        with them, p50 15-42 ms / p95 43-93 ms without."""
         scheduled = self._scheduled  # asyncio's heap of TimerHandles, earliest first
         return bool(self._ready) or (bool(scheduled) and scheduled[0].when() <= self.time())
 

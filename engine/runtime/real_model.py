@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, AsyncGenerator, Callable
 
-from google.adk.models import BaseLlm, LlmRequest, LlmResponse
-from google.adk.models._capabilities import LlmCapabilities
+from google.adk.models import BaseLlm, LlmCapabilities, LlmRequest, LlmResponse
 
 from engine.runtime.backoff import backoff_delay
 from engine.runtime.model_errors import ModelCallError, classify, reply_failure

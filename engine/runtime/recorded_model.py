@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any, AsyncGenerator
 
-from google.adk.models import BaseLlm, LlmRequest, LlmResponse
-from google.adk.models._capabilities import LlmCapabilities
+from google.adk.models import BaseLlm, LlmCapabilities, LlmRequest, LlmResponse
 
 from engine.durable.steps import step
 

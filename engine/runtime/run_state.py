@@ -116,6 +116,11 @@ class RunState:
             self._runners[agent] = runner
         return runner
 
+    def spec_name(self, adk_author: str) -> str:
+        """The workflow's name of the agent ADK knows as `adk_author` (ADK wants identifiers)."""
+        factory = self._factory
+        return factory.names.get(adk_author, adk_author) if factory is not None else adk_author
+
     async def close(self) -> None:
         """Close every runner, agent and tool the run created (depth-first)."""
         for child in self.suspended.values():

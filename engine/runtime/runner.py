@@ -38,8 +38,8 @@ async def execute_run(
         desk=engine.desk,
         agent_policy=engine.agent_policy,
         clock=engine.clock,
-        on_waiting=handle._set_waiting,
-        on_tokens=handle._set_tokens,
+        on_waiting=handle.set_waiting,
+        on_tokens=handle.set_tokens,
         durable=durable,
     )
     wire(run)

@@ -11,8 +11,7 @@ import json
 import uuid
 from typing import Any, AsyncGenerator
 
-from google.adk.models import BaseLlm, LlmRequest, LlmResponse
-from google.adk.models._capabilities import LlmCapabilities
+from google.adk.models import BaseLlm, LlmCapabilities, LlmRequest, LlmResponse
 from google.genai import types
 
 from engine.runtime.models import OFFLINE_HINT
