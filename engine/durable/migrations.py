@@ -57,12 +57,12 @@ def prepare(engine: sa.Engine, metadata: sa.MetaData) -> None:
                     return
             with engine.connect() as c:
                 _lock(c)
-                version = _read_version(c, sa.inspect(c))
+                version, recorded = _read_version(c, sa.inspect(c))
                 _refuse_newer(version)
                 for step in MIGRATIONS[(version or CURRENT) - 1:]:
                     step(c)
                 _create_missing(c, metadata)
-                if version != CURRENT:
+                if version != CURRENT or not recorded:
                     c.execute(_version.delete())
                     c.execute(_version.insert().values(version=CURRENT))
                 c.commit()
@@ -78,9 +78,9 @@ def prepare(engine: sa.Engine, metadata: sa.MetaData) -> None:
 
 def _to_do(c: sa.Connection, metadata: sa.MetaData) -> bool:
     inspector = sa.inspect(c)
-    version = _read_version(c, inspector)
+    version, recorded = _read_version(c, inspector)
     _refuse_newer(version)
-    return version != CURRENT or bool(_missing(inspector, metadata))
+    return version != CURRENT or not recorded or bool(_missing(inspector, metadata))
 
 
 def _lock(c: sa.Connection) -> None:
@@ -94,19 +94,19 @@ def _lock(c: sa.Connection) -> None:
         c.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _read_version(c: sa.Connection, inspector: sa.Inspector) -> int | None:
-    """The database's version: its row in VERSION_TABLE, else read from the columns (a
-    database made before versions), None when escalate's tables are not there yet."""
+def _read_version(c: sa.Connection, inspector: sa.Inspector) -> tuple[int | None, bool]:
+    """The database's version, and whether VERSION_TABLE records it (else it is read from the
+    columns: a database made before versions); None when escalate's tables are not there yet."""
     tables = set(inspector.get_table_names())
     if VERSION_TABLE in tables:
         rows = c.execute(sa.select(_version.c.version)).all()
         if len(rows) != 1 or not isinstance(rows[0][0], int) or isinstance(rows[0][0], bool) or rows[0][0] < 1:
             shown = ", ".join(repr(row[0]) for row in rows[:3])[:100] or "no row"
             raise DatabaseError(f"{VERSION_TABLE}: holds {shown}, not one schema version; nothing was changed")
-        return int(rows[0][0])
+        return int(rows[0][0]), True
     if _ESCALATIONS not in tables:
-        return None
-    return 2 if "digest" in {col["name"] for col in inspector.get_columns(_ESCALATIONS)} else 1
+        return None, False
+    return (2 if "digest" in {col["name"] for col in inspector.get_columns(_ESCALATIONS)} else 1), False
 
 
 def _refuse_newer(version: int | None) -> None:
