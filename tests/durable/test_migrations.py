@@ -97,7 +97,8 @@ def test_the_database_made_by_4fad3c6_is_upgraded_in_place(tmp_path) -> None:
     finally:
         db.close()
     with closing(sqlite3.connect(tmp_path / "old.db")) as conn:
-        assert conn.execute("SELECT id, status, payload FROM escalate_escalations ORDER BY id").fetchall() == rows_before
+        rows_after = conn.execute("SELECT id, status, payload FROM escalate_escalations ORDER BY id").fetchall()
+    assert rows_after == rows_before
 
 
 @pytest.mark.parametrize("digest, version", [(False, 1), (True, 2)])
@@ -128,7 +129,8 @@ def test_a_database_of_a_newer_escalate_is_refused_and_left_as_it_was(db_url) ->
     assert version_of(db_url) == CURRENT + 1 and columns(db_url) == before
     engine = sa.create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
-        assert "ix_escalate_escalations_status" not in {i["name"] for i in sa.inspect(engine).get_indexes("escalate_escalations")}
+        indexes = {i["name"] for i in sa.inspect(engine).get_indexes("escalate_escalations")}
+        assert "ix_escalate_escalations_status" not in indexes
     finally:
         engine.dispose()
 
@@ -183,7 +185,7 @@ def test_processes_opening_a_new_or_old_database_at_once_all_succeed(db_url, tmp
         as_main_before_versions(db_url, digest=False)
     open_at_once(db_url, tmp_path)
     assert version_of(db_url) == CURRENT
-    assert {name for name in columns(db_url)} == {t.name for t in metadata.sorted_tables} | {VERSION_TABLE}
+    assert set(columns(db_url)) == {t.name for t in metadata.sorted_tables} | {VERSION_TABLE}
     assert "digest" in columns(db_url)["escalate_escalations"]
 
 
