@@ -8,7 +8,6 @@ wins, across threads, processes and hosts, and the others are told who decided.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import threading
@@ -20,10 +19,11 @@ from typing import Any, Callable, Iterable
 import sqlalchemy as sa
 
 from engine.durable import rows as checked
+from engine.durable.migrations import CREATE_LOCK_KEY, VERSION_TABLE, prepare
 from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
 from engine.private import create_private_file, make_folders
 
-__all__ = ["Database", "DatabaseError", "resolve_url", "sqlite_path"]
+__all__ = ["CREATE_LOCK_KEY", "Database", "DatabaseError", "resolve_url", "sqlite_path"]
 
 log = logging.getLogger("escalate.durable")
 
@@ -35,6 +35,7 @@ HEARTBEAT_SECONDS = 2.0
 STALE_AFTER = 10.0  # an owner silent this long is gone: its runs are interrupted
 ESCALATION_ID_MAX = 96  # the escalations table's id column: a longer id names no row
 
+# Escalate's tables at schema version migrations.CURRENT: a change to one is a migration there too.
 metadata = sa.MetaData()
 
 runs = sa.Table(
@@ -91,7 +92,7 @@ imports = sa.Table(  # --store files already imported, so that each is imported 
     sa.Column("imported", sa.Float, nullable=False),
 )
 
-run_tokens = sa.Table(  # model tokens a run has used (its own table: older databases need no migration)
+run_tokens = sa.Table(  # model tokens a run has used
     "escalate_run_tokens", metadata,
     sa.Column("run_id", sa.String(64), primary_key=True),
     sa.Column("tokens", sa.BigInteger, nullable=False),
@@ -143,8 +144,7 @@ class Database:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             else:
                 sa.event.listen(self.engine, "handle_error", _on_error)
-            _create_tables(self.engine)
-            _add_digest_column(self.engine)
+            prepare(self.engine, metadata)  # created, or upgraded to this escalate's version
         except (OSError, sa.exc.SQLAlchemyError, DatabaseError) as exc:
             raise DatabaseError(f"{shown(url)}: cannot open the database: {_why(exc)}") from None
         from engine.durable.signals import signals_for
@@ -533,56 +533,9 @@ def _tokens_ok(row: Any) -> bool:
     return False
 
 
-CREATE_ATTEMPTS = 100  # x 50 ms: creating the tables of a new SQLite file beside other processes
-# PostgreSQL: the key that makes creating the tables one process at a time (IF NOT EXISTS races on
-# the catalog). Taken only when something is missing: any role that may connect can hold it.
-CREATE_LOCK_KEY = 8117008514
 # PostgreSQL: the longest any statement of ours waits for a lock. Escalate's own transactions
 # hold theirs for milliseconds; a longer wait is another session's doing, which is named then.
 LOCK_TIMEOUT_SECONDS = 5
-
-
-def _create_tables(engine: sa.Engine) -> None:
-    """Create what is missing of `metadata` (tables, then indexes), nothing when nothing is: a
-    database already set up is opened without taking any lock. Several processes may open a new
-    database at the same moment (a console and `escalate runs`): IF NOT EXISTS, and on PostgreSQL
-    one at a time under an advisory lock, waited for at most LOCK_TIMEOUT_SECONDS."""
-    from sqlalchemy.schema import CreateIndex, CreateTable
-
-    for attempt in itertools.count():
-        try:
-            with engine.connect() as c:
-                missing = _missing(c)
-            if not missing:
-                return
-            with engine.begin() as c:
-                if engine.dialect.name == "postgresql":
-                    c.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": CREATE_LOCK_KEY})
-                for item in missing:
-                    c.execute(CreateTable(item, if_not_exists=True) if isinstance(item, sa.Table)
-                              else CreateIndex(item, if_not_exists=True))
-            return
-        except sa.exc.OperationalError as exc:
-            # SQLite: seen once with two workers starting together on a new file (one of them
-            # creating DBOS's tables meanwhile): "database is locked" here, although the other
-            # writer's transaction was short. A transaction that read before writing is refused
-            # without waiting when another writes meanwhile; it can only start again.
-            if engine.dialect.name != "sqlite" or "locked" not in str(exc) or attempt >= CREATE_ATTEMPTS:
-                raise
-            time.sleep(0.05)
-
-
-def _missing(c: sa.Connection) -> list[sa.Table | sa.Index]:
-    """The tables and indexes of `metadata` that the database lacks, tables first (read from
-    the catalog: no lock on any table)."""
-    inspector = sa.inspect(c)
-    present = set(inspector.get_table_names())
-    missing: list[sa.Table | sa.Index] = [t for t in metadata.sorted_tables if t.name not in present]
-    for table in metadata.sorted_tables:
-        if table.indexes:
-            named = {i["name"] for i in inspector.get_indexes(table.name)} if table.name in present else set()
-            missing.extend(i for i in table.indexes if i.name not in named)
-    return missing
 
 
 def _postgres_options() -> dict[str, Any]:
@@ -615,14 +568,14 @@ def lock_holders(engine: sa.Engine) -> str:
     try:
         with engine.connect() as c:
             rows = c.execute(query, {"high": CREATE_LOCK_KEY >> 32, "low": CREATE_LOCK_KEY & 0xFFFFFFFF,
-                                     "tables": [t.name for t in metadata.sorted_tables]}).all()
+                                     "tables": [t.name for t in metadata.sorted_tables] + [VERSION_TABLE]}).all()
     except sa.exc.SQLAlchemyError as exc:
         return f"held by a session not known (cannot read pg_locks: {_why(exc)})"
     if not rows:
         return "held by a session that has let go since, or by a row lock"
     held = []
     for pid, user, application, locktype, mode, relname in rows:
-        what = (f"advisory lock {CREATE_LOCK_KEY} (creating escalate's tables)" if locktype == "advisory"
+        what = (f"advisory lock {CREATE_LOCK_KEY} (creating or upgrading escalate's tables)" if locktype == "advisory"
                 else f"{_mode_words(mode)} on {relname}")
         held.append(f"pid {pid} (user {user or '?'}, application {application or '?'}) holds {what}")
         held[-1] = held[-1][:300]
@@ -678,23 +631,6 @@ def _create_file(path: Path) -> None:
 def _same_request(digest: str) -> sa.ColumnElement[bool]:
     """The row holds the request its decider saw (a row raised before digests holds any)."""
     return sa.or_(escalations.c.digest == digest, escalations.c.digest.is_(None))
-
-
-def _add_digest_column(engine: sa.Engine) -> None:
-    """A database made before decisions carried a digest has no `digest` column: add it (its
-    rows keep none, and are decided as before). Several processes may open it at once: a
-    failure is only one if the column is still missing."""
-    def missing() -> bool:
-        return "digest" not in {c["name"] for c in sa.inspect(engine).get_columns(escalations.name)}
-
-    if not missing():
-        return
-    try:
-        with engine.begin() as c:
-            c.execute(sa.text(f"ALTER TABLE {escalations.name} ADD COLUMN digest VARCHAR(64)"))
-    except sa.exc.SQLAlchemyError:
-        if missing():
-            raise
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -164,8 +164,9 @@ def test_escalate_answer_on_a_request_that_changed_exits_1_and_decides_nothing(t
 def test_a_database_made_before_digests_opens_and_its_requests_can_be_decided(tmp_path) -> None:
     path = tmp_path / "escalate.db"
     Database(f"sqlite:///{path}").close()
-    with sqlite3.connect(path) as conn:  # the table as the version before digests made it, with a request waiting
+    with sqlite3.connect(path) as conn:  # the tables as the version before digests made them, with a request waiting
         conn.execute("ALTER TABLE escalate_escalations DROP COLUMN digest")
+        conn.execute("DROP TABLE escalate_schema")  # nor had it a schema version
         payload = json.dumps({"escalation": {"id": "r0.1", "task_id": "t", "run_id": "r0", "agent": "a",
                                              "reason": "other", "question": "Go?", "options": [{"id": "approve", "label": "Approve"},
                                                                                                {"id": "deny", "label": "Deny"}],
