@@ -184,7 +184,7 @@ def test_listings_show_the_good_rows(listings, kind: str) -> None:
         assert run["run_id"] == RUN and [p["id"] for p in run["pending"]] == ["good.1"]
         assert [d["id"] for d in run["decisions"]] == ["good.0"] and run["tokens"] == 0
     else:
-        assert done.stdout.splitlines()[0].startswith(f"{RUN}  interrupted") and "good.1" in done.stdout
+        assert done.stdout.splitlines()[0].startswith(f"{RUN}  waiting") and "good.1" in done.stdout  # a person must answer: waiting (issue 27)
     assert "escalate_run_tokens row 'rgood'" in done.stderr
 
 
