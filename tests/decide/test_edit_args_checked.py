@@ -37,7 +37,7 @@ agents:
     - tool: run_command
       args: {command: "echo hello > hello.txt"}
     - text: "refused"
-      when: "refused"
+      when: "denied"  # one wording for every denial (issue 27)
     - text: "invalid"
       when: "invalid arguments"
     - "ran"

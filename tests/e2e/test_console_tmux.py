@@ -97,7 +97,7 @@ def test_bare_escalate_opens_the_demo_and_starts_from_the_dialog(tmp: Path) -> N
     term = Terminal(tmp, ESCALATE)
     try:
         term.wait_for("test-fix")  # the demo workspace's workflows
-        term.wait_for("main")  # compiled: flows listed
+        term.wait_for("Asks you")  # compiled: each workflow described (its header comment)
         term.keys("Enter")  # the first workflow: auth-refactor -> start dialog
         term.wait_for("Start auth-refactor")
         term.keys("go", "Enter")

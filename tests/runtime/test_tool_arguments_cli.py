@@ -41,7 +41,7 @@ ASKING_RULES = RULES + """\
 
 REPLIES = """\
     - {text: "the model saw: invalid arguments", when: "invalid arguments"}
-    - {text: "the model saw: refused by a rule", when: "refused by"}
+    - {text: "the model saw: refused by a rule", when: "denied by"}
     - "the command ran"
 """
 
@@ -89,7 +89,8 @@ def test_edited_arguments_from_answer_are_checked_then_ruled(tmp_path: Path, def
     run = start(tmp_path, "run", "w.sr", "--script", "s.yaml", "--rules", "r.yaml", "--events", "e.jsonl", "--wait")
     try:
         row = wait_for_pending(tmp_path)
-        assert row["payload"]["extra"] == {"tool": "run_command", "args": {"command": "echo hello"}}
+        assert row["payload"]["extra"] == {"tool": "run_command", "args": {"command": "echo hello"},
+                                           "askedBy": "taskOverrides.w: requireConfirmation (r.yaml:6)"}
         bad = escalate(tmp_path, "answer", row["id"], "--approve", "--args", json.dumps({"command": [HOSTILE]}))
         assert bad.returncode == 2 and "Traceback" not in bad.stderr
         assert bad.stderr == f"{row['id']}: --args: run_command: argument 'command' must be a string, not a list\n"

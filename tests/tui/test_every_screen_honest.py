@@ -13,8 +13,8 @@ import pytest
 from textual.widgets import Input, OptionList
 
 from engine.escalation.broker import RAISED
-from engine.escalation.clock import RealClock
-from engine.escalation.model import OnTimeout, Option, Origin, Reason, ResponseType
+from engine.kernel.clock import RealClock
+from engine.kernel.model import OnTimeout, Option, Origin, Reason, ResponseType
 from tests.decide.console_support import start, tool_console, waiting
 from tests.tui.helpers import SIZE, ask, decided, demo_console, entry, make_app, make_session, pending, settle, wait_until
 from tests.tui.test_pane import burst, screen_lines
