@@ -322,8 +322,12 @@ async def test_a_run_of_another_process_shows_its_recorded_events(tmp_path: Path
             run_id = waiting_one.escalation.run_id
             await wait_until(pilot, lambda: app.main.query_one(EventLog).run_id == run_id, 10, "the Events panel on its run")
             assert session.run(run_id) is None  # not this console's run
-            text = " ".join(" ".join(log_lines(app)).split())
-            assert "→ planner: Fix login" in text and "? planner asks [architecture_decision]" in text, text
+            def shown() -> str:
+                return " ".join(" ".join(log_lines(app)).split())
+
+            # Its events reach the database from the other process, a moment after its escalation's row.
+            await wait_until(pilot, lambda: "? planner asks [architecture_decision]" in shown(), 10, "its recorded events")
+            assert "→ planner: Fix login" in shown(), shown()
             await pilot.press("1")
             out, err = other.communicate(timeout=60)
             assert other.returncode == 0, err

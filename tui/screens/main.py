@@ -74,6 +74,14 @@ class MainScreen(Screen):
         self.query_one(RunList).tick()
         self.query_one(Inbox).refresh_ages()
         self.query_one(DecisionPane).refresh_countdown()
+        self._follow_recorded()
+
+    def _follow_recorded(self) -> None:
+        """A run of another process shown in the Events panel: what it recorded since (its
+        events reach the database from that process, not through this console's engine)."""
+        log = self.query_one(EventLog)
+        if log.run_id is not None and self.session.db is not None and self.session.run(log.run_id) is None:
+            log.catch_up(recorded_events(self.session.db, log.run_id))
 
     # ---- workflows and runs ------------------------------------------------------------------
 
