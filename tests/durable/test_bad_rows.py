@@ -205,8 +205,21 @@ def test_answer_on_a_bad_row_says_which_and_decides_nothing(hostile: Path, esc_i
     assert f"escalate_escalations row '{esc_id}'" in line
 
 
-def test_answer_on_the_good_row_beside_them_decides_it(hostile: Path, listings) -> None:
-    done = escalate(hostile.parent, "answer", "good.1", "--option", "keep", "--db", f"sqlite:///{hostile}")
+def _copy(hostile: Path, to: Path) -> Path:
+    """The module's database, copied whole (its WAL too, through SQLite's backup): a test that
+    decides or edits works on its own copy, whatever order the tests run in."""
+    copy_path = to / "escalate.db"
+    source, target = sqlite3.connect(hostile), sqlite3.connect(copy_path)
+    with target:
+        source.backup(target)
+    source.close()
+    target.close()
+    return copy_path
+
+
+def test_answer_on_the_good_row_beside_them_decides_it(hostile: Path, tmp_path) -> None:
+    copy_path = _copy(hostile, tmp_path)
+    done = escalate(tmp_path, "answer", "good.1", "--option", "keep", "--db", f"sqlite:///{copy_path}")
     assert (done.returncode, done.stdout) == (0, "good.1: decided (option keep)\n"), done.stderr
 
 
@@ -214,8 +227,7 @@ async def test_the_console_lists_the_good_escalation_and_says_once_which_rows_it
     from engine.kernel.clock import RealClock
     from tests.tui.helpers import SIZE, make_app, make_session, wait_until
 
-    copy_path = tmp_path / "escalate.db"
-    copy_path.write_bytes(hostile.read_bytes())
+    copy_path = _copy(hostile, tmp_path)
     conn = sqlite3.connect(copy_path)
     with conn:  # the good run is alive elsewhere: the console lists it, never continues it
         conn.execute("UPDATE escalate_runs SET owner = 'elsewhere-1-abc', heartbeat = ? WHERE run_id = ?",
