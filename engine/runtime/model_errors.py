@@ -107,6 +107,9 @@ def retry_after(exc: BaseException) -> float | None:
     return None
 
 
+_CAP_WORDS = "escalate's cap on"  # in every ReplyTooLarge message (engine/runtime/reply_cap.py)
+
+
 def classify(exc: BaseException) -> ModelFailure:
     """What a model call's exception means for the user and for the retry policy."""
     chain = _chain(exc)
@@ -115,6 +118,10 @@ def classify(exc: BaseException) -> ModelFailure:
         too_large = next(item for item in chain if type(item).__name__ == "ReplyTooLarge")
         status = getattr(too_large, "status", None)
         return ModelFailure(str(too_large), status is None or status in _RETRIED_STATUSES or status >= 500)
+    capped = next((m for m in map(str, chain) if _CAP_WORDS in m), None)
+    if capped is not None:  # a library re-raised the cap as its own error, without its cause
+        start = max(capped.rfind("the reply is larger than"), capped.rfind("an error reply (HTTP"), 0)
+        return ModelFailure(capped[start:].split("\n")[0], True)
     if names & _UNREACHABLE:
         root = chain[-1]
         return ModelFailure(f"cannot reach the server ({_detail(root)})", True)
