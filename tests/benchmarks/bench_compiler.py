@@ -39,8 +39,8 @@ agent a{i}:
     tools fs
     description "agent {i}"
 
-flow f{i} $seed:
-    $current = $seed
+flow f{i}:
+    $current = $input
     $items = []
     loop max 3 do
         $current = run agent a{i} $current, on escalate return $current
