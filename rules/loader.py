@@ -104,7 +104,10 @@ def default_rules() -> Rules:
     global _shipped
     if _shipped is None:
         text = resources.files("rules").joinpath(DEFAULT_RULES_NAME).read_text(encoding="utf-8")
-        _shipped = parse_rules(text, f"rules/{DEFAULT_RULES_NAME}", base=Rules())
+        # Not validated against rules/schema.py's models here: tests/rules/test_schema.py checks
+        # the shipped file against them, and building those pydantic models costs ~90 ms of every
+        # start (`run`, a hook: docs/startup.md). The position-exact checks still run.
+        _shipped = _RulesParser(Reader(text, f"rules/{DEFAULT_RULES_NAME}")).parse(Rules())
     return _shipped
 
 

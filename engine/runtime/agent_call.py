@@ -27,7 +27,7 @@ from engine.runtime.model_errors import ModelCallError
 from engine.runtime.models import ModelUnavailable, preload_litellm, streamed
 from engine.runtime.prompt_escalation import escalation_spec, matches
 from engine.runtime.schemas import SchemaMismatch, check, describe, parse_json
-from engine.runtime.scripted_model import ScriptExhausted
+from engine.runtime.script_cursor import ScriptExhausted
 from engine.flow.spec import AgentSpec
 from engine.runtime.tools.registry import ToolUnavailable
 

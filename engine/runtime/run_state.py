@@ -17,7 +17,7 @@ from engine.runtime.tools.workspace import Workspace
 if TYPE_CHECKING:
     from engine.runtime.budget import RunBudget
     from engine.runtime.context import RunContext
-    from engine.runtime.scripted_model import ScriptCursor
+    from engine.runtime.script_cursor import ScriptCursor
 
 log = logging.getLogger("escalate.runtime")
 
@@ -76,7 +76,7 @@ class RunState:
     @property
     def cursor(self) -> "ScriptCursor":
         if self._cursor is None:
-            from engine.runtime.scripted_model import ScriptCursor
+            from engine.runtime.script_cursor import ScriptCursor
 
             self._cursor = ScriptCursor(self.script)
         return self._cursor

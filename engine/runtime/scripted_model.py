@@ -8,53 +8,15 @@ runs of one workflow replay the same script independently.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any, AsyncGenerator
 
 from google.adk.models import BaseLlm, LlmCapabilities, LlmRequest, LlmResponse
 from google.genai import types
 
-from engine.runtime.models import OFFLINE_HINT
-from engine.runtime.script import Reply, Script
+from engine.runtime.script import Reply
+from engine.runtime.script_cursor import ScriptCursor, ScriptExhausted
 
-
-class ScriptExhausted(Exception):
-    """An agent asked the script for a reply and none was left: the run fails (exit 1)."""
-
-    def __init__(self, agent: str, script: Script) -> None:
-        if script.agents or script.path != Script.empty().path:
-            message = f"agent {agent!r} has no scripted reply left in {script.path}"
-        else:
-            message = f"agent {agent!r} has no real model and no --script was given; {OFFLINE_HINT}"
-        super().__init__(message)
-        self.agent = agent
-
-
-class ScriptCursor:
-    """One run's position in the script: which replies each agent has used."""
-
-    def __init__(self, script: Script) -> None:
-        self.script = script
-        self._used: dict[str, set[int]] = {}
-
-    def next_reply(self, agent: str, latest_input: str) -> tuple[int, Reply]:
-        used = self._used.setdefault(agent, set())
-        # The unnamed `agent:` is scripted under "" or, as the origin project names it, "default".
-        replies = self.script.agents.get(agent) or (self.script.agents.get("default", ()) if agent == "" else ())
-        for index, reply in enumerate(replies):
-            if index not in used and reply.matches(latest_input):
-                used.add(index)
-                return index, reply
-        raise ScriptExhausted(agent, self.script)
-
-    def mark_used(self, agent: str, index: int) -> None:
-        """A replayed turn used this reply (durable runs: the turn was not asked again)."""
-        self._used.setdefault(agent, set()).add(index)
-
-    @staticmethod
-    def call_id(agent: str) -> str:
-        # Random, not counted: a replayed turn keeps its recorded id and a live one never reuses it.
-        return f"sr-{agent}-{uuid.uuid4().hex[:10]}"
+__all__ = ["ScriptCursor", "ScriptExhausted", "ScriptedModel", "latest_input", "reply_content", "scripted_model"]
 
 
 # ADK shows a delegate what other agents did as user-role "For context:" transcripts; those are

@@ -16,7 +16,7 @@ import yaml
 from engine.escalation import answers
 from engine.runtime import script
 from engine.runtime.script import ScriptError, parse_script
-from rules import RulesError, loader, parse_rules
+from rules import Rules, RulesError, loader, parse_rules
 from rules.schema import (
     AnswerEntry,
     EscalationRulesSection,
@@ -24,7 +24,9 @@ from rules.schema import (
     ReplyEntry,
     RulesFile,
     json_schema,
+    validate_document,
 )
+from rules.yamlnodes import Reader
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,6 +57,16 @@ def test_every_shipped_file_validates_against_the_published_schema(kind: str) ->
     assert files
     for path in files:
         jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+
+
+def test_the_shipped_rules_pass_the_models_the_loader_skips_for_them() -> None:
+    """`default_rules()` does not build the pydantic models at start-up (docs/startup.md): the
+    shipped files must pass them, as every user's file does, and load to the same rules."""
+    for path in _shipped("rules"):
+        text = path.read_text()
+        validate_document(RulesFile, Reader(text, str(path)), what="the rules file")
+    validated = parse_rules((ROOT / "rules/default.yaml").read_text(), "rules/default.yaml", base=Rules())
+    assert validated.summary() == loader.default_rules().summary()
 
 
 def test_the_published_schema_refuses_what_the_loader_refuses() -> None:

@@ -1,0 +1,159 @@
+"""Each command imports only what its path needs (issue 26, "Start in half a second"; the budget
+in ms is in docs/startup.md). Every case runs in a fresh interpreter, on a real SQLite file,
+and looks at `sys.modules` when the command is done: no timing is asserted.
+
+- No ADK, google.genai or LiteLLM until a model turn is due (a flow that only asks a person never
+  imports them, in `run` nor in `resume`), and never for `answer`, `runs` or `check`.
+- No Textual outside the console; no web server (aiohttp, fastapi: ADK's own imports).
+- No PostgreSQL driver for SQLite where DBOS is not imported (DBOS itself imports psycopg at
+  `import dbos`: docs/startup.md); never psycopg2 or asyncpg.
+- The paths a hook shares (rules loaded and matched, the database opened, decisions read,
+  news listened to) import none of ADK, Textual, aiohttp, DBOS or psycopg.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parent / "runtime" / "data"
+
+MODEL = ("google.adk", "google.genai", "litellm")  # a model turn's libraries
+WEB = ("aiohttp", "fastapi", "starlette", "uvicorn")
+PG_DRIVERS = ("psycopg", "psycopg2", "asyncpg")
+NEVER_OUTSIDE_CONSOLE = ("textual", "rich", *WEB)
+READ_OR_DECIDE = (*MODEL, *NEVER_OUTSIDE_CONSOLE, *PG_DRIVERS, "dbos", "rules.schema")
+
+# Runs `escalate ARGV` in this interpreter, then writes the modules imported (None entries, which
+# mark an optional import known to be absent, are not imports) and the exit code to $OUT.
+_COMMAND = textwrap.dedent("""
+    import json, os, sys
+    from engine.cli.main import main
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+    loaded = sorted(name for name, module in sys.modules.items() if module is not None)
+    with open(os.environ["OUT"], "w") as out:
+        json.dump({"code": code, "modules": loaded}, out)
+""")
+
+
+def _loaded(modules: list[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted({p for p in packages for m in modules if m == p or m.startswith(p + ".")})
+
+
+def _escalate(workspace: Path, *argv: str) -> tuple[int, list[str], str]:
+    """(exit code, modules imported, stdout) of `escalate ARGV` in a fresh interpreter."""
+    out = workspace / "modules.json"
+    done = subprocess.run([sys.executable, "-c", _COMMAND, *argv], cwd=workspace, capture_output=True, text=True,
+                          env={**os.environ, "OUT": str(out)}, timeout=120)
+    assert out.is_file(), done.stderr
+    found = json.loads(out.read_text())
+    out.unlink()
+    return found["code"], found["modules"], done.stdout
+
+
+FLOW_ASKING = """\
+flow main:
+    $go = escalate to human "Ship " + $input + "?"
+    return "shipped: " + $go
+"""
+
+
+@pytest.fixture
+def waiting(tmp_path: Path) -> tuple[Path, str, str]:
+    """A workspace whose database holds one run waiting on a person, raised by a flow with no
+    agent: (workspace, --db URL, run id)."""
+    (tmp_path / "ship.sr").write_text(FLOW_ASKING)
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    code, modules, _ = _escalate(tmp_path, "run", "ship.sr", "--input", "v1", "--db", db)
+    assert code == 4
+    # `run` itself: the database, DBOS and the flow, not a model turn's libraries nor a web server.
+    assert _loaded(modules, (*MODEL, *NEVER_OUTSIDE_CONSOLE, "psycopg2", "asyncpg", "rules.schema")) == []
+    code, _, listed = _escalate(tmp_path, "runs", "--db", db, "--format", "json")
+    assert code == 0
+    [run] = json.loads(listed)
+    return tmp_path, db, run["run_id"]
+
+
+def test_runs_and_answer_read_and_decide_with_the_database_alone(waiting: tuple[Path, str, str]) -> None:
+    workspace, db, run_id = waiting
+    code, modules, _ = _escalate(workspace, "runs", "--db", db)
+    assert (code, _loaded(modules, READ_OR_DECIDE)) == (0, [])
+    code, modules, said = _escalate(workspace, "answer", f"{run_id}.1", "--text", "yes", "--db", db)
+    assert (code, said) == (0, f"{run_id}.1: decided (text)\n")
+    assert _loaded(modules, READ_OR_DECIDE) == []
+
+
+def test_resume_imports_no_model_library_when_no_model_turn_is_due(waiting: tuple[Path, str, str]) -> None:
+    workspace, db, run_id = waiting
+    assert _escalate(workspace, "answer", f"{run_id}.1", "--text", "yes", "--db", db)[0] == 0
+    code, modules, said = _escalate(workspace, "resume", run_id, "--db", db)
+    assert (code, said) == (0, "shipped: yes\n")
+    assert _loaded(modules, (*MODEL, *NEVER_OUTSIDE_CONSOLE, "psycopg2", "asyncpg")) == []
+
+
+def test_check_imports_neither_the_database_nor_a_model(tmp_path: Path) -> None:
+    (tmp_path / "ship.sr").write_text(FLOW_ASKING)
+    code, modules, _ = _escalate(tmp_path, "check", "ship.sr")
+    assert (code, _loaded(modules, (*READ_OR_DECIDE, "sqlalchemy", "pydantic"))) == (0, [])
+
+
+def test_a_model_turn_imports_adk_but_not_the_console_nor_litellm(tmp_path: Path) -> None:
+    """The other side of the budget: a scripted agent turn does import ADK (so the cases above
+    would see it), and still no Textual, no LiteLLM (a real model's extra), no second driver."""
+    code, modules, said = _escalate(tmp_path, "run", str(DATA / "loops.sr"), "--script", str(DATA / "loops.yaml"),
+                                    "--db", f"sqlite:///{tmp_path / 'runs.db'}")
+    assert code == 0 and said.startswith("[")
+    assert _loaded(modules, ("google.adk", "google.genai")) == ["google.adk", "google.genai"]
+    assert _loaded(modules, ("textual", "litellm", "psycopg2", "asyncpg")) == []
+
+
+HOOK_PATH = textwrap.dedent("""
+    import json, os, sys
+    from engine.durable.decisions import DecisionStore, pending_from_json
+    from engine.durable.urls import resolve_url, shown
+    from engine.services.database import open_database
+    from rules.loader import load_layered
+
+    rules = load_layered(None)  # the shipped rules, .escalate/rules.yaml over them when it exists
+    rule = rules.match_tool("ship", "Bash", {"command": "git push --force origin main"})
+    db = open_database(sys.argv[1], existing=True)
+    store = DecisionStore(db)
+    pending = store.still_pending(store.pending_ids())
+    stop = store.listen(lambda text: None)  # news of decisions, as a waiting hook hears them
+    stop()
+    db.close()
+    loaded = sorted(name for name, module in sys.modules.items() if module is not None)
+    with open(os.environ["OUT"], "w") as out:
+        json.dump({"rule": rule.action.value if rule else None, "pending": [p.escalation.id for p in pending],
+                   "modules": loaded}, out)
+""")
+
+
+@pytest.mark.parametrize("taught", [False, True], ids=["shipped rules", "taught rules over them"])
+def test_the_paths_a_hook_shares_import_no_model_console_web_server_dbos_or_driver(
+        waiting: tuple[Path, str, str], taught: bool) -> None:
+    """`escalate hook` (issue 24) will load and match the rules, open the database, read and
+    wait for decisions on every tool call of every agent session."""
+    workspace, db, run_id = waiting
+    if taught:  # a user's file is validated against rules/schema.py's models: pydantic, no more
+        (workspace / ".escalate").mkdir(exist_ok=True)
+        (workspace / ".escalate" / "rules.yaml").write_text(
+            "escalationRules:\n  global:\n    - {pattern: 'git push --force', action: deny}\n")
+    out = workspace / "hook.json"
+    done = subprocess.run([sys.executable, "-c", HOOK_PATH, db], cwd=workspace, capture_output=True, text=True,
+                          env={**os.environ, "OUT": str(out)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(out.read_text())
+    assert found["pending"] == [f"{run_id}.1"]
+    assert found["rule"] == ("deny" if taught else found["rule"])
+    allowed_schema = ("rules.schema",) if taught else ()
+    assert _loaded(found["modules"], tuple(m for m in READ_OR_DECIDE if m not in allowed_schema)) == []
