@@ -111,16 +111,17 @@ class ConsoleSession:
 
     @staticmethod
     def preload() -> None:
-        """Import the runtime and warm it up with one scripted call (ADK: 2-4 s): run it off the
-        UI's loop, or the user's first run pays it while the screen is frozen.
+        """Import the runtime, without ADK: ADK (1-4 s, ~60 MiB) is warmed up on a thread when
+        the first run that can reach a model turn starts (engine.runtime.engine.models_ready), so
+        that a console that only lists and decides never holds it (docs/startup.md).
 
-        Then everything start-up made (Textual, ADK, pydantic models: ~180k objects) leaves the
-        collector's care: its full passes otherwise walk all of it, 100-150 ms each with runs
-        going, and each is a frozen screen. The console command holds the collector off until
-        here (start-up makes long-lived objects, and its passes cost ~80 ms of the first frame);
-        it collects again from now on."""
+        Then everything start-up made (Textual, the runtime: long-lived objects) leaves the
+        collector's care: its full passes otherwise walk all of it again and again, each a
+        frozen screen. The console command holds the collector off until here (start-up makes
+        long-lived objects, and its passes cost ~80 ms of the first frame); it collects again
+        from now on."""
         try:
-            importlib.import_module(ENGINE_MODULE).warm_up()
+            importlib.import_module(ENGINE_MODULE)
         finally:
             settle_collector()
 

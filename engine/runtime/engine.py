@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import itertools
 import logging
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("escalate.runtime")
 
-__all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle", "RunStatus", "warm_up"]
+__all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle", "RunStatus", "models_ready", "warm_up"]
 
 # One scripted agent call: enough to import and first-use everything a run touches in ADK.
 _WARM_UP_SOURCE = 'prompt p: """Warm up."""\nagent w:\n    instruction p\nflow main:\n    $x = run agent w $input\n    return $x\n'
@@ -318,6 +320,8 @@ class Engine:
         self._sinks[run_id] = sink
         handle._cancel = lambda: self.broker.cancel_run(run_id)
         try:
+            if workflow.cls.AGENTS or workflow.cls.PROMPTS:  # a model turn can come: ADK, off this loop
+                await models_ready()
             await execute_run(self, handle, workflow, sink, script, durable=durable)
         finally:
             self._sinks.pop(run_id, None)
@@ -339,10 +343,44 @@ def _json(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
+_WARM_LOCK = threading.Lock()
+_warming: set[int] = set()  # the thread running the warm-up: its own run must not wait for itself
+_warmed = False
+
+
+async def models_ready() -> None:
+    """ADK warmed up (`warm_up`) on a thread before a run that can reach a model turn: once per
+    process, and never by a run that cannot (a flow that only asks people, `answer`, `runs`:
+    docs/startup.md). The loop the run shares (a console, other runs, DBOS) goes on meanwhile. A
+    warm-up that fails is logged; the run then meets the failure where it is reported."""
+    if _warmed or threading.get_ident() in _warming:
+        return
+    try:
+        await asyncio.to_thread(warm_up)
+    except Exception:
+        log.warning("the runtime's warm-up failed", exc_info=True)
+
+
 def warm_up() -> None:
-    """Run one scripted call on a private loop. ADK's imports and first-use costs (2-4 s) are
-    paid here, where the caller chooses (the console: on a thread after its first frame), and
-    not by the user's first run, which would freeze whatever shares its loop."""
+    """Run one scripted call on a private loop, once per process (later calls return at once).
+    ADK's imports and first-use costs (1-4 s) are paid here, on the caller's thread, and not by
+    a run's first model turn, which would freeze whatever shares its loop."""
+    global _warmed
+    with _WARM_LOCK:
+        if _warmed:
+            return
+        _warming.add(threading.get_ident())
+        try:
+            _warm_up()
+            _warmed = True
+            # What ADK made (modules, pydantic schemas: ~180k objects) lives as long as the
+            # process: out of the collector's full passes, each 100-150 ms over them with runs going.
+            gc.freeze()
+        finally:
+            _warming.discard(threading.get_ident())
+
+
+def _warm_up() -> None:
     import tempfile
 
     from engine.escalation.broker import EscalationBroker
