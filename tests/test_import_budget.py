@@ -157,3 +157,40 @@ def test_the_paths_a_hook_shares_import_no_model_console_web_server_dbos_or_driv
     assert found["rule"] == ("deny" if taught else found["rule"])
     allowed_schema = ("rules.schema",) if taught else ()
     assert _loaded(found["modules"], tuple(m for m in READ_OR_DECIDE if m not in allowed_schema)) == []
+
+
+CONSOLE = textwrap.dedent("""
+    import asyncio, json, os, sys
+    from pathlib import Path
+    from rules import default_rules
+    from tui.app import EscalateApp
+    from tui.session import ConsoleSession, WorkflowEntry
+
+    async def main():
+        session = ConsoleSession([WorkflowEntry(Path("ship.sr"))], rules=default_rules(), workspace=Path.cwd(),
+                                 db_url=sys.argv[1])
+        app = EscalateApp(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await asyncio.wait_for(app.engine_ready.wait(), 120)  # the database open, the runs continued
+            await pilot.pause()
+            listed = [p.escalation.id for p in session.pending()]
+            loaded = sorted(name for name, module in sys.modules.items() if module is not None)
+        with open(os.environ["OUT"], "w") as out:
+            json.dump({"listed": listed, "modules": loaded}, out)
+
+    asyncio.run(main())
+""")
+
+
+def test_an_idle_console_holds_no_model_library(waiting: tuple[Path, str, str]) -> None:
+    """The console lists and decides with Textual, the database and DBOS; ADK is warmed when a
+    run that can reach a model turn starts, not after the first frame (idle memory)."""
+    workspace, db, run_id = waiting
+    out = workspace / "console.json"
+    done = subprocess.run([sys.executable, "-c", CONSOLE, db], cwd=workspace, capture_output=True, text=True,
+                          env={**os.environ, "OUT": str(out)}, timeout=180)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(out.read_text())
+    assert found["listed"] == [f"{run_id}.1"]
+    assert "textual" in found["modules"] and "dbos" in found["modules"]
+    assert _loaded(found["modules"], (*MODEL, *WEB, "psycopg2", "asyncpg")) == []
