@@ -159,6 +159,15 @@ def test_the_paths_a_hook_shares_import_no_model_console_web_server_dbos_or_driv
     assert _loaded(found["modules"], tuple(m for m in READ_OR_DECIDE if m not in allowed_schema)) == []
 
 
+AGENT_AFTER_ASKING = """\
+prompt p: \"\"\"Answer.\"\"\"
+agent a:
+    instruction p
+flow main:
+    $go = escalate to human "Ship " + $input + "?"
+    return run agent a $go
+"""
+
 CONSOLE = textwrap.dedent("""
     import asyncio, json, os, sys
     from pathlib import Path
@@ -186,11 +195,16 @@ def test_an_idle_console_holds_no_model_library(waiting: tuple[Path, str, str]) 
     """The console lists and decides with Textual, the database and DBOS; ADK is warmed when a
     run that can reach a model turn starts, not after the first frame (idle memory)."""
     workspace, db, run_id = waiting
+    # A run of a workflow with an agent, waiting on a person before any model turn: the console
+    # continues it (it waits again), which needs no model either.
+    (workspace / "agent.sr").write_text(AGENT_AFTER_ASKING)
+    (workspace / "agent.yaml").write_text("agents:\n  a: [done]\n")
+    assert _escalate(workspace, "run", "agent.sr", "--input", "v2", "--db", db)[0] == 4
     out = workspace / "console.json"
     done = subprocess.run([sys.executable, "-c", CONSOLE, db], cwd=workspace, capture_output=True, text=True,
                           env={**os.environ, "OUT": str(out)}, timeout=180)
     assert done.returncode == 0, done.stderr
     found = json.loads(out.read_text())
-    assert found["listed"] == [f"{run_id}.1"]
+    assert len(found["listed"]) == 2 and f"{run_id}.1" in found["listed"]
     assert "textual" in found["modules"] and "dbos" in found["modules"]
     assert _loaded(found["modules"], (*MODEL, *WEB, "psycopg2", "asyncpg")) == []

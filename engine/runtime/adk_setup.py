@@ -1,13 +1,21 @@
 """Process-wide ADK setup, done once before the first run: keep ADK's logging and warnings off
-the user's terminal, and stop ADK from re-trying a missing optional import on every call."""
+the user's terminal, and stop ADK from re-trying a missing optional import on every call; and
+ADK's imports and first use, paid on a thread when the process's first model turn is due
+(`models_ready`), never before (docs/startup.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import os
 import sys
+import threading
 import warnings
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+log = logging.getLogger("escalate.runtime")
 
 # ADK imports its optional A2A agent inside every node build (google/adk/workflow/utils/
 # _workflow_graph_utils.py). Without the `a2a` package, that failed import re-executes two ADK
@@ -34,3 +42,39 @@ def quiet_adk(log_file: str | None = None) -> None:
     for category in (DeprecationWarning, FutureWarning, UserWarning):
         warnings.filterwarnings("ignore", category=category, module=r"google\.(adk|genai).*")
     warnings.filterwarnings("ignore", message=r".*\[EXPERIMENTAL\].*")
+
+
+_warm_up: Callable[[], None] | None = None
+_ready = False  # the warm-up returned in this process: later turns go straight on
+_warming: set[int] = set()  # threads running the warm-up: its own model turn must not wait for it
+
+
+def warm_up_with(warm_up: Callable[[], None]) -> None:
+    """The warm-up `models_ready` runs: engine.runtime.engine's (one scripted run, once per
+    process), named here by that module, which sits above the agent call that awaits it."""
+    global _warm_up
+    _warm_up = warm_up
+
+
+@contextmanager
+def warming() -> Iterator[None]:
+    """The warm-up runs in this thread: its own model turn goes straight on."""
+    _warming.add(threading.get_ident())
+    try:
+        yield
+    finally:
+        _warming.discard(threading.get_ident())
+
+
+async def models_ready() -> None:
+    """Before a model turn: ADK imported and used once (1-4 s), on a thread, so that the loop the
+    run shares (a console, other runs, DBOS) goes on meanwhile; at once after the first time. A
+    warm-up that fails is logged: the turn then meets the failure where it is reported."""
+    global _ready
+    if _ready or _warm_up is None or threading.get_ident() in _warming:
+        return
+    try:
+        await asyncio.to_thread(_warm_up)
+    except Exception:
+        log.warning("the runtime's warm-up failed", exc_info=True)
+    _ready = True

@@ -19,6 +19,7 @@ from engine.escalation import protocol
 from engine.escalation.broker import EscalationError
 from engine.kernel.model import Origin
 from engine.flow.flow_api import AbortFlow, FlowError, StopTask
+from engine.runtime.adk_setup import models_ready
 from engine.runtime.backoff import backoff_delay
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope
 from engine.runtime.handlers import GuardrailBlocked, run_handlers
@@ -78,7 +79,8 @@ async def call_agent(
     if seconds is None and spec.timeout:
         policy = run.workflow.TIMEOUTS.get(spec.timeout)
         seconds = policy.seconds if policy else None
-    if not run.script_given:  # before the timeout starts: importing a library is not the agent's time
+    await models_ready()  # before the timeout starts: importing a library is not the agent's time
+    if not run.script_given:
         await preload_litellm(run.workflow)
     parent = current()
     for attempt in range(attempts):

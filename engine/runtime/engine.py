@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from engine.kernel.clock import Clock
 from engine.lang.compiler import CompileFailed, load_workflow
+from engine.runtime.adk_setup import warm_up_with, warming
 from engine.runtime.events import EventSink, RunEvent
 from engine.runtime.priority_loop import BACKGROUND
 from engine.runtime.run_status import RunStatus
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("escalate.runtime")
 
-__all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle", "RunStatus", "models_ready", "warm_up"]
+__all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle", "RunStatus", "warm_up"]
 
 # One scripted agent call: enough to import and first-use everything a run touches in ADK.
 _WARM_UP_SOURCE = 'prompt p: """Warm up."""\nagent w:\n    instruction p\nflow main:\n    $x = run agent w $input\n    return $x\n'
@@ -320,8 +321,6 @@ class Engine:
         self._sinks[run_id] = sink
         handle._cancel = lambda: self.broker.cancel_run(run_id)
         try:
-            if workflow.cls.AGENTS or workflow.cls.PROMPTS:  # a model turn can come: ADK, off this loop
-                await models_ready()
             await execute_run(self, handle, workflow, sink, script, durable=durable)
         finally:
             self._sinks.pop(run_id, None)
@@ -344,21 +343,7 @@ def _json(value: Any) -> str:
 
 
 _WARM_LOCK = threading.Lock()
-_warming: set[int] = set()  # the thread running the warm-up: its own run must not wait for itself
 _warmed = False
-
-
-async def models_ready() -> None:
-    """ADK warmed up (`warm_up`) on a thread before a run that can reach a model turn: once per
-    process, and never by a run that cannot (a flow that only asks people, `answer`, `runs`:
-    docs/startup.md). The loop the run shares (a console, other runs, DBOS) goes on meanwhile. A
-    warm-up that fails is logged; the run then meets the failure where it is reported."""
-    if _warmed or threading.get_ident() in _warming:
-        return
-    try:
-        await asyncio.to_thread(warm_up)
-    except Exception:
-        log.warning("the runtime's warm-up failed", exc_info=True)
 
 
 def warm_up() -> None:
@@ -369,15 +354,15 @@ def warm_up() -> None:
     with _WARM_LOCK:
         if _warmed:
             return
-        _warming.add(threading.get_ident())
-        try:
+        with warming():
             _warm_up()
-            _warmed = True
-            # What ADK made (modules, pydantic schemas: ~180k objects) lives as long as the
-            # process: out of the collector's full passes, each 100-150 ms over them with runs going.
-            gc.freeze()
-        finally:
-            _warming.discard(threading.get_ident())
+        _warmed = True
+        # What ADK made (modules, pydantic schemas: ~180k objects) lives as long as the
+        # process: out of the collector's full passes, each 100-150 ms over them with runs going.
+        gc.freeze()
+
+
+warm_up_with(warm_up)  # what the first model turn of the process awaits (engine/runtime/adk_setup.py)
 
 
 def _warm_up() -> None:

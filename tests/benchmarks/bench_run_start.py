@@ -1,74 +1,241 @@
-"""Cold start of `escalate run` (fresh processes, durable on SQLite): the time from launching
-the command to its `run <id>` line on stderr (the database, DBOS, the broker and the engine are
-open and the run has started: its first agent turn begins), and to its exit (a 6-turn scripted
-flow). Also the import time of `escalate runs` (a command that only reads the database), from
-`python -X importtime`. Prints figures, asserts nothing.
+"""Start-up figures of the commands (issue 26, "Start in half a second"), in fresh processes,
+durable on SQLite, for one or two source trees interleaved in one run (old, new, old, new...: the
+shared machines vary by a factor of two from one minute to the next). Prints figures, asserts
+nothing (the import budget itself is tests/test_import_budget.py; docs/startup.md).
 
-    python tests/benchmarks/bench_run_start.py [LAUNCHES]
+- `run`, launch -> first turn done: the first `agent_result` event in `--events` (a flow of one
+  scripted agent turn), and launch -> exit;
+- `runs` and `answer`, launch -> exit, on a database holding one waiting run;
+- `answer` + `resume` with no process waiting: launch of `answer` -> the resumed run's next
+  turn done (its first `agent_result` event) and -> exit;
+- idle memory (VmRSS): a `run --wait` process waiting on a person after one agent turn, and the
+  console (`escalate console FILE.sr --db ...` on a pseudo-terminal) once it has listed the
+  waiting runs;
+- `python -X importtime` of each command: the top-level modules' cumulative sum.
+
+    python tests/benchmarks/bench_run_start.py [--rounds N] [--tree NAME=PATH ...]
+
+Without --tree it measures this checkout; e.g. `--tree old=/tmp/main0 --tree new=.`.
 """
 
 from __future__ import annotations
 
+import argparse
+import fcntl
+import json
 import os
+import pty
 import re
+import select
+import signal
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 from pathlib import Path
+from typing import Callable
 
-DATA = Path(__file__).resolve().parents[1] / "runtime" / "data"
+TURN_THEN_DONE = 'prompt p: """Answer."""\nagent a:\n    instruction p\nflow main:\n    $x = run agent a $input\n    return $x\n'
+ASK_THEN_TURN = ('prompt p: """Answer."""\nagent a:\n    instruction p\nflow main:\n'
+                 '    $go = escalate to human "Ship " + $input + "?"\n    $x = run agent a $go\n    return $x\n')
+TURN_THEN_ASK = ('prompt p: """Answer."""\nagent a:\n    instruction p\nflow main:\n'
+                 '    $x = run agent a $input\n    $go = escalate to human "Ship " + $x + "?"\n    return $go\n')
+SCRIPT = "agents:\n  a: [ready, again]\n"
 
 
-def launch(db: Path, workspace: Path) -> tuple[float, float]:
-    command = [sys.executable, "-m", "engine", "run", str(DATA / "loops.sr"), "--script", str(DATA / "loops.yaml"),
-               "--db", f"sqlite:///{db}"]
+class Tree:
+    def __init__(self, name: str, path: Path) -> None:
+        self.name, self.path = name, path.resolve()
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # compiled once, as a user's
+        self.env.update(PYTHONPATH=str(self.path), TERM="xterm-256color")
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "engine", *args]
+
+
+def _workspace(folder: Path) -> None:
+    for name, text in (("turn.sr", TURN_THEN_DONE), ("ask.sr", ASK_THEN_TURN), ("wait.sr", TURN_THEN_ASK)):
+        (folder / name).write_text(text)
+    for name in ("turn", "ask", "wait"):
+        (folder / f"{name}.yaml").write_text(SCRIPT)
+
+
+def _until_event(proc: subprocess.Popen, events: Path, started: float) -> float:
+    """Seconds from `started` to the first agent_result in `events` (polled every 2 ms)."""
+    while True:
+        if events.is_file() and b'"agent_result"' in events.read_bytes():
+            return time.perf_counter() - started
+        if proc.poll() is not None:
+            raise SystemExit(f"ended ({proc.returncode}) before its first turn: {proc.stderr.read() if proc.stderr else ''}")
+        time.sleep(0.002)
+
+
+def run_first_turn(tree: Tree, folder: Path, db: str) -> tuple[float, float]:
+    events = folder / "run.jsonl"
+    events.unlink(missing_ok=True)
     started = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    first = None
-    for line in proc.stderr:
-        if first is None and line.startswith("run "):
-            first = time.perf_counter() - started
+    proc = subprocess.Popen(tree.command("run", "turn.sr", "--input", "go", "--events", str(events), "--db", db),
+                            cwd=folder, env=tree.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    first = _until_event(proc, events, started)
     proc.wait()
-    ended = time.perf_counter() - started
-    if proc.returncode != 0 or first is None:
-        raise SystemExit(f"escalate run failed ({proc.returncode})")
-    return first, ended
+    return first, time.perf_counter() - started
 
 
-def import_time(db: Path, workspace: Path) -> tuple[float, bool, bool]:
-    """Total import time of `escalate runs` (ms, the top-level modules' cumulative sum), and
-    whether ADK / DBOS were imported."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", "runs", "--db", f"sqlite:///{db}"],
-                          cwd=workspace, capture_output=True, text=True, check=True)
+def _quick(tree: Tree, folder: Path, *args: str, expect: int = 0) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(tree.command(*args), cwd=folder, env=tree.env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != expect:
+        raise SystemExit(f"{tree.name}: escalate {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
+    return elapsed, done.stdout
+
+
+def _waiting_run(tree: Tree, folder: Path, db: str, flow: str = "ask.sr") -> str:
+    _quick(tree, folder, "run", flow, "--input", "v1", "--db", db, expect=4)
+    listed = json.loads(_quick(tree, folder, "runs", "--db", db, "--format", "json")[1])
+    return next(run["run_id"] for run in listed if run["pending"])
+
+
+def answer_and_resume(tree: Tree, folder: Path, db: str) -> tuple[float, float, float, float]:
+    """(answer alone, runs alone, answer -> the next turn done, answer -> resume's exit)."""
+    run_id = _waiting_run(tree, folder, db)
+    listing, _ = _quick(tree, folder, "runs", "--db", db)
+    events = folder / "resume.jsonl"
+    events.unlink(missing_ok=True)
+    started = time.perf_counter()
+    _quick(tree, folder, "answer", f"{run_id}.1", "--text", "yes", "--db", db)
+    answered = time.perf_counter() - started
+    proc = subprocess.Popen(tree.command("resume", run_id, "--events", str(events), "--db", db), cwd=folder, env=tree.env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # --events rewrites the run's whole log: the turn before the wait is not this one's.
+    while not (events.is_file() and events.read_bytes().count(b'"agent_result"') >= 1 and b'"human' in events.read_bytes()):
+        if proc.poll() is not None:
+            break
+        time.sleep(0.002)
+    next_turn = _until_event(proc, events, started)
+    proc.wait()
+    return answered, listing, next_turn, time.perf_counter() - started
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"no VmRSS for {pid}")
+
+
+def run_wait_rss(tree: Tree, folder: Path, db: str) -> float:
+    """VmRSS of `run --wait` waiting on a person after one agent turn (settled for 1 s)."""
+    proc = subprocess.Popen(tree.command("run", "wait.sr", "--input", "v1", "--wait", "--db", db), cwd=folder,
+                            env=tree.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            if "waiting on a human" in line or "waits for a human" in line or "escalate answer" in line:
+                break
+        else:
+            raise SystemExit(f"{tree.name}: run --wait ended ({proc.wait()}) without waiting")
+        time.sleep(1.0)
+        return _rss_mib(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+
+
+def console_rss(tree: Tree, folder: Path, db: str, settle: float = 6.0) -> float:
+    """VmRSS of the console on a pseudo-terminal, `settle` s after its first frame (its database
+    open and the waiting runs listed)."""
+    argv = tree.command("console", "ask.sr", "--db", db)
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(folder)
+        os.execve(argv[0], argv, tree.env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    try:
+        seen, deadline = b"", time.perf_counter() + 60
+        while b"Workflows" not in seen and time.perf_counter() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                seen = seen[-64:] + os.read(fd, 65536)
+        end = time.perf_counter() + settle
+        while time.perf_counter() < end:  # keep reading: a full terminal would block the app
+            if select.select([fd], [], [], 0.2)[0]:
+                os.read(fd, 65536)
+        return _rss_mib(pid)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+
+
+def import_ms(tree: Tree, folder: Path, *args: str, expect: int = 0) -> float:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", *args], cwd=folder, env=tree.env,
+                          capture_output=True, text=True)
+    if proc.returncode != expect:
+        raise SystemExit(f"{tree.name}: importtime {' '.join(args)}: exit {proc.returncode}")
     total = 0
-    names = set()
     for line in proc.stderr.splitlines():
-        found = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
-        if found:
-            names.add(found.group(3))
-            if len(found.group(2)) == 1:  # a top-level import: its cumulative time counts once
-                total += int(found.group(1))
-    return total / 1000, any(n.startswith("google.adk") for n in names), any(n.startswith("dbos") for n in names)
+        found = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)\S+", line)
+        if found and len(found.group(2)) == 1:  # a top-level import: its cumulative time counts once
+            total += int(found.group(1))
+    return total / 1000
 
 
 def main() -> None:
-    launches = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH")
+    options = parser.parse_args()
+    trees = [Tree(*spec.split("=", 1)[:1], Path(spec.split("=", 1)[1])) for spec in options.tree] \
+        or [Tree("this", Path(__file__).resolve().parents[2])]
+    figures: dict[str, dict[str, list[float]]] = {tree.name: {} for tree in trees}
+
+    def note(tree: Tree, name: str, value: float) -> None:
+        figures[tree.name].setdefault(name, []).append(value)
+
+    print(f"load average {os.getloadavg()[0]:.1f}; {options.rounds} rounds, trees interleaved: "
+          + ", ".join(f"{t.name}={t.path}" for t in trees))
+    with tempfile.TemporaryDirectory() as scratch:
+        folders = {}
+        for tree in trees:
+            folder = Path(scratch) / tree.name
+            folder.mkdir()
+            _workspace(folder)
+            folders[tree.name] = folder
+            run_first_turn(tree, folder, f"sqlite:///{folder / 'warm.db'}")  # compiles the tree's modules once
+        measures: list[tuple[str, Callable[[Tree, Path, str], None]]] = [
+            ("run", lambda t, f, db: [note(t, n, v * 1000) for n, v in
+                                      zip(("run: launch -> first turn done (ms)", "run: launch -> exit (ms)"),
+                                          run_first_turn(t, f, db))]),
+            ("answer", lambda t, f, db: [note(t, n, v * 1000) for n, v in
+                                         zip(("answer: launch -> exit (ms)", "runs: launch -> exit (ms)",
+                                              "answer + resume: launch -> next turn done (ms)",
+                                              "answer + resume: launch -> exit (ms)"), answer_and_resume(t, f, db))]),
+            ("rss", lambda t, f, db: note(t, "idle RSS, run --wait waiting after a turn (MiB)", run_wait_rss(t, f, db))),
+            ("console", lambda t, f, db: note(t, "idle RSS, console with the waiting runs listed (MiB)",
+                                              console_rss(t, f, db))),
+        ]
+        for round_ in range(options.rounds):
+            for _, measure in measures:
+                for tree in trees:
+                    measure(tree, folders[tree.name], f"sqlite:///{folders[tree.name] / f'r{round_}.db'}")
+        for tree in trees:  # import time per command (-X importtime), once per round
+            folder = folders[tree.name]
+            db = f"sqlite:///{folder / 'r0.db'}"
+            for _ in range(min(options.rounds, 3)):
+                note(tree, "imports: run, 1 turn (ms)", import_ms(tree, folder, "run", "turn.sr", "--db", db))
+                note(tree, "imports: runs (ms)", import_ms(tree, folder, "runs", "--db", db))
+                note(tree, "imports: check (ms)", import_ms(tree, folder, "check", "turn.sr"))
+    names = list(figures[trees[0].name])
+    width = max(len(n) for n in names)
+    print(f"{'median (min)':{width}}  " + "  ".join(f"{t.name:>14}" for t in trees))
+    for name in names:
+        cells = [figures[t.name].get(name, []) for t in trees]
+        print(f"{name:{width}}  " + "  ".join(f"{statistics.median(c):8.0f} ({min(c):.0f})".rjust(14) if c else " " * 14
+                                           for c in cells))
     print(f"load average {os.getloadavg()[0]:.1f}")
-    with tempfile.TemporaryDirectory() as folder:
-        workspace = Path(folder)
-        db = workspace / "runs.db"
-        launch(db, workspace)  # the database is created once, as it is after a first run
-        firsts, ends = zip(*(launch(db, workspace) for _ in range(launches)))
-        print(f"escalate run, launch -> 'run <id>' (first turn): median {statistics.median(firsts) * 1000:.0f} ms, "
-              f"min {min(firsts) * 1000:.0f} ms ({launches} launches)")
-        print(f"escalate run, launch -> exit (6 turns): median {statistics.median(ends) * 1000:.0f} ms, "
-              f"min {min(ends) * 1000:.0f} ms")
-        times = [import_time(db, workspace) for _ in range(5)]
-        print(f"escalate runs, imports: median {statistics.median(t[0] for t in times):.0f} ms, "
-              f"min {min(t[0] for t in times):.0f} ms; ADK imported: {times[0][1]}; DBOS imported: {times[0][2]}")
 
 
 if __name__ == "__main__":
