@@ -110,11 +110,6 @@ def answer_and_resume(tree: Tree, folder: Path, db: str) -> tuple[float, float, 
     answered = time.perf_counter() - started
     proc = subprocess.Popen(tree.command("resume", run_id, "--events", str(events), "--db", db), cwd=folder, env=tree.env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    # --events rewrites the run's whole log: the turn before the wait is not this one's.
-    while not (events.is_file() and events.read_bytes().count(b'"agent_result"') >= 1 and b'"human' in events.read_bytes()):
-        if proc.poll() is not None:
-            break
-        time.sleep(0.002)
     next_turn = _until_event(proc, events, started)
     proc.wait()
     return answered, listing, next_turn, time.perf_counter() - started
@@ -188,7 +183,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH")
     options = parser.parse_args()
-    trees = [Tree(*spec.split("=", 1)[:1], Path(spec.split("=", 1)[1])) for spec in options.tree] \
+    trees = [Tree(name, Path(path)) for name, _, path in (spec.partition("=") for spec in options.tree)] \
         or [Tree("this", Path(__file__).resolve().parents[2])]
     figures: dict[str, dict[str, list[float]]] = {tree.name: {} for tree in trees}
 
