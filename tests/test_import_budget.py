@@ -208,3 +208,37 @@ def test_an_idle_console_holds_no_model_library(waiting: tuple[Path, str, str]) 
     assert len(found["listed"]) == 2 and f"{run_id}.1" in found["listed"]
     assert "textual" in found["modules"] and "dbos" in found["modules"]
     assert _loaded(found["modules"], (*MODEL, *WEB, "psycopg2", "asyncpg")) == []
+
+
+FIRST_IMPORT_THREAD = textwrap.dedent("""
+    import importlib.abc, json, os, sys, threading
+    from engine.cli.main import main
+
+    seen = {}
+
+    class Watch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name in ("google.adk.runners", "google.genai.types") and name not in seen:
+                seen[name] = threading.current_thread() is threading.main_thread()
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+    with open(os.environ["OUT"], "w") as out:
+        json.dump({"code": code, "on_the_main_thread": seen}, out)
+""")
+
+
+def test_the_first_model_turn_imports_adk_on_a_thread_not_on_the_runs_loop(tmp_path: Path) -> None:
+    """ADK's imports (1-4 s) would stop the loop the run shares (the console's screen, other
+    runs, DBOS's work): the first turn awaits them on a thread (adk_setup.models_ready)."""
+    out = tmp_path / "threads.json"
+    done = subprocess.run([sys.executable, "-c", FIRST_IMPORT_THREAD, "run", str(DATA / "loops.sr"), "--script",
+                           str(DATA / "loops.yaml"), "--db", f"sqlite:///{tmp_path / 'runs.db'}"],
+                          cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "OUT": str(out)}, timeout=120)
+    assert out.is_file(), done.stderr
+    found = json.loads(out.read_text())
+    assert found == {"code": 0, "on_the_main_thread": {"google.adk.runners": False, "google.genai.types": False}}
