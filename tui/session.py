@@ -111,7 +111,7 @@ class ConsoleSession:
 
     @staticmethod
     def preload() -> None:
-        """Import the runtime, without ADK: ADK (1-4 s, ~60 MiB) is warmed up on a thread when
+        """Import the runtime, without ADK: ADK (1-4 s, ~80 MiB) is warmed up on a thread when
         the first run that can reach a model turn starts (engine.runtime.engine.models_ready), so
         that a console that only lists and decides never holds it (docs/startup.md).
 

@@ -11,7 +11,8 @@ nothing (the import budget itself is tests/test_import_budget.py; docs/startup.m
 - idle memory (VmRSS): a `run --wait` process waiting on a person after one agent turn, and the
   console (`escalate console FILE.sr --db ...` on a pseudo-terminal) once it has listed the
   waiting runs;
-- `python -X importtime` of each command: the top-level modules' cumulative sum.
+- `python -X importtime` of each command: the top-level modules' cumulative sum;
+- the CPU time (user + system) of each process, steadier than wall time on a loaded host.
 
     python tests/benchmarks/bench_run_start.py [--rounds N] [--tree NAME=PATH ...]
 
@@ -26,6 +27,7 @@ import json
 import os
 import pty
 import re
+import resource
 import select
 import signal
 import statistics
@@ -56,6 +58,13 @@ class Tree:
         return [sys.executable, "-m", "engine", *args]
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the children that ended so far: steadier than wall time on
+    a loaded host, where a 2 s start can take 20 s of wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _workspace(folder: Path) -> None:
     for name, text in (("turn.sr", TURN_THEN_DONE), ("ask.sr", ASK_THEN_TURN), ("wait.sr", TURN_THEN_ASK)):
         (folder / name).write_text(text)
@@ -73,15 +82,17 @@ def _until_event(proc: subprocess.Popen, events: Path, started: float) -> float:
         time.sleep(0.002)
 
 
-def run_first_turn(tree: Tree, folder: Path, db: str) -> tuple[float, float]:
+def run_first_turn(tree: Tree, folder: Path, db: str) -> tuple[float, float, float]:
+    """(launch -> first turn done, launch -> exit, the process's CPU seconds)."""
     events = folder / "run.jsonl"
     events.unlink(missing_ok=True)
+    cpu = _children_cpu()
     started = time.perf_counter()
     proc = subprocess.Popen(tree.command("run", "turn.sr", "--input", "go", "--events", str(events), "--db", db),
                             cwd=folder, env=tree.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     first = _until_event(proc, events, started)
     proc.wait()
-    return first, time.perf_counter() - started
+    return first, time.perf_counter() - started, _children_cpu() - cpu
 
 
 def _quick(tree: Tree, folder: Path, *args: str, expect: int = 0) -> tuple[float, str]:
@@ -99,20 +110,25 @@ def _waiting_run(tree: Tree, folder: Path, db: str, flow: str = "ask.sr") -> str
     return next(run["run_id"] for run in listed if run["pending"])
 
 
-def answer_and_resume(tree: Tree, folder: Path, db: str) -> tuple[float, float, float, float]:
-    """(answer alone, runs alone, answer -> the next turn done, answer -> resume's exit)."""
+def answer_and_resume(tree: Tree, folder: Path, db: str) -> tuple[float, ...]:
+    """(answer alone, runs alone, answer -> the next turn done, answer -> resume's exit; CPU
+    seconds of runs, of answer, of answer + resume)."""
     run_id = _waiting_run(tree, folder, db)
+    cpu = _children_cpu()
     listing, _ = _quick(tree, folder, "runs", "--db", db)
+    runs_cpu = _children_cpu() - cpu
     events = folder / "resume.jsonl"
     events.unlink(missing_ok=True)
+    cpu = _children_cpu()
     started = time.perf_counter()
     _quick(tree, folder, "answer", f"{run_id}.1", "--text", "yes", "--db", db)
     answered = time.perf_counter() - started
+    answer_cpu = _children_cpu() - cpu
     proc = subprocess.Popen(tree.command("resume", run_id, "--events", str(events), "--db", db), cwd=folder, env=tree.env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     next_turn = _until_event(proc, events, started)
     proc.wait()
-    return answered, listing, next_turn, time.perf_counter() - started
+    return answered, listing, next_turn, time.perf_counter() - started, runs_cpu, answer_cpu, _children_cpu() - cpu
 
 
 def _rss_mib(pid: int) -> float:
@@ -202,12 +218,14 @@ def main() -> None:
             run_first_turn(tree, folder, f"sqlite:///{folder / 'warm.db'}")  # compiles the tree's modules once
         measures: list[tuple[str, Callable[[Tree, Path, str], None]]] = [
             ("run", lambda t, f, db: [note(t, n, v * 1000) for n, v in
-                                      zip(("run: launch -> first turn done (ms)", "run: launch -> exit (ms)"),
-                                          run_first_turn(t, f, db))]),
+                                      zip(("run: launch -> first turn done (ms)", "run: launch -> exit (ms)",
+                                           "run, 1 turn: CPU (ms)"), run_first_turn(t, f, db))]),
             ("answer", lambda t, f, db: [note(t, n, v * 1000) for n, v in
                                          zip(("answer: launch -> exit (ms)", "runs: launch -> exit (ms)",
                                               "answer + resume: launch -> next turn done (ms)",
-                                              "answer + resume: launch -> exit (ms)"), answer_and_resume(t, f, db))]),
+                                              "answer + resume: launch -> exit (ms)", "runs: CPU (ms)",
+                                              "answer: CPU (ms)", "answer + resume: CPU (ms)"),
+                                             answer_and_resume(t, f, db))]),
             ("rss", lambda t, f, db: note(t, "idle RSS, run --wait waiting after a turn (MiB)", run_wait_rss(t, f, db))),
             ("console", lambda t, f, db: note(t, "idle RSS, console with the waiting runs listed (MiB)",
                                               console_rss(t, f, db))),
