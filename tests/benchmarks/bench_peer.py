@@ -1,0 +1,598 @@
+"""escalate and LangGraph side by side (issue 26): the same agent loop on both, interleaved round
+by round in one run, both durable on a SQLite file, a scripted model on both (no network, no real
+model). Prints the load, then one table: median (p95, rounds) of each figure and the ratio
+escalate / LangGraph. Asserts nothing.
+
+The workload: 10 model turns, the first of which asks a person to approve ("Go on?", option
+`go`). escalate: a real `.sr` workflow (an agent called in a loop; its scripted first reply is an
+escalation) through the real engine and CLI. LangGraph: peer_langgraph.py, a StateGraph whose
+node calls a scripted model function, `interrupt()` for the approval, `Command(resume=...)` to
+answer it, SqliteSaver with `durability="sync"` (`--saver async`: AsyncSqliteSaver).
+
+Figures (fresh processes for everything a user starts from a shell):
+- per turn, durable minus in memory, same round, and a durable turn whole stack (an N-turn
+  loop with no approval, in one process; bench_durable.py's run for escalate);
+- cold start: command launched -> first turn done, the run waiting at its approval
+  (`escalate run` vs `python peer_langgraph.py start`), and that process's memory (idle);
+- answer from the shell -> next turn done, no process waiting (`escalate answer` then `escalate
+  resume` vs a fresh LangGraph process resuming the thread);
+- answer from another process -> the run waiting in a live process (`run --wait`) resumed:
+  from `escalate answer` launched, and from its decision written; LangGraph has no process that
+  waits, so its figure is the fresh process resuming the thread (as above);
+- N runs brought to their approval in one process: the time, and memory per waiting run (RSS
+  delta / N after a collection);
+- with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
+  their approval (all, once a waiting run leaves its worker place), the time, the worker's
+  memory idle and per waiting run.
+
+Run (LangGraph is an optional extra: `pip install -e '.[bench]'`):
+    python tests/benchmarks/bench_peer.py [--rounds 5] [--turns 200] [--many 200] [--many-rounds 3]
+        [--worker-runs 200] [--saver sync|async] [--escalate-src DIR]
+`--escalate-src DIR`: the escalate tree measured (its PYTHONPATH; default: the `engine` this
+Python imports), so an older checkout can be measured against the same LangGraph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import importlib.util
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+LANGGRAPH = HERE / "peer_langgraph.py"
+INSTALL = "LangGraph is not installed: pip install -e '.[bench]' (langgraph and langgraph-checkpoint-sqlite, for this benchmark only)"
+
+WORKFLOW = '''prompt p: """Do the next step of the task."""
+agent worker:
+    instruction p
+flow main:
+    $x = $input
+    loop max 9 do
+        $x = run agent worker $x
+    end
+    return $x
+'''
+# 10 model turns: the first asks for the approval, the second is the same call going on after it.
+SCRIPT = ("agents:\n  worker:\n"
+          "    - escalate: {reason: architecture_decision, question: 'Go on?', options: [{id: go, label: Go}]}\n"
+          + "".join(f"    - 'reply {i}'\n" for i in range(2, 11)))
+
+
+def write_workload(folder: Path) -> tuple[Path, Path]:
+    (folder / "loop.sr").write_text(WORKFLOW)
+    (folder / "loop.yaml").write_text(SCRIPT)
+    return folder / "loop.sr", folder / "loop.yaml"
+
+
+def rss_kb(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+# -- the escalate side's in-process figures: run as children with PYTHONPATH=<escalate tree> ----
+
+
+def child_turns(src: Path, turns: int) -> dict[str, float]:
+    """One round of bench_durable.py's per-turn run (the measured tree's own copy, so that it
+    matches that tree's engine): warmed up, then in memory and durable."""
+    helpers = src / "tests" / "benchmarks"
+    sys.path.insert(0, str(helpers if (helpers / "bench_durable.py").is_file() else HERE))
+    from bench_durable import one_run
+
+    from engine.runtime.adk_setup import prepare_adk
+
+    prepare_adk()
+    asyncio.run(one_run(5, Path(tempfile.mkdtemp()), False))
+    asyncio.run(one_run(5, Path(tempfile.mkdtemp()), True))
+    memory = asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), False))
+    durable = asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True))
+    return {"memory": memory, "durable": durable}
+
+
+async def waiting_count(db: Any, at_least: int, *, timeout: float, stall: float) -> tuple[int, float]:
+    """Poll the pending escalations until `at_least` wait, or none more came for `stall` seconds;
+    returns how many and when the last one came."""
+    count, last = 0, time.time()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = len(db.pending_ids())
+        if now > count:
+            count, last = now, time.time()
+        if count >= at_least or time.time() - last > stall:
+            break
+        await asyncio.sleep(0.05)
+    return count, last
+
+
+async def child_many(count: int, folder: Path) -> dict[str, Any]:
+    """`count` runs started in this process and brought to their approval (a live process holding
+    them); the time and the memory they hold."""
+    from engine.runtime.adk_setup import prepare_adk
+    from engine.runtime.script import load_script
+    from engine.services.wiring import open_services
+    from rules.loader import default_rules
+
+    prepare_adk()
+    source, script = write_workload(folder)
+    services = await open_services(f"sqlite:///{folder / 'many.db'}", identity="bench")
+    try:
+        engine = services.engine(default_rules(), workspace=folder, script=load_script(script))
+        workflow = engine.load(source)
+        engine.start_run(workflow, input="go")  # imports and first-use costs, outside the figures
+        await waiting_count(services.db, 1, timeout=300, stall=300)
+        gc.collect()
+        before, started = rss_kb(), time.time()
+        for _ in range(count):
+            engine.start_run(workflow, input="go")
+        waiting, last = await waiting_count(services.db, count + 1, timeout=600, stall=60)
+        gc.collect()
+        return {"seconds": last - started, "rss_delta_kb": rss_kb() - before, "waiting": waiting - 1}
+    finally:
+        services.close()
+
+
+async def child_queue(count: int, folder: Path, db: str) -> dict[str, float]:
+    """`count` runs queued for the workers (as `run --detach` does), in this one process."""
+    from engine.runtime.script import load_script
+    from engine.services.wiring import open_services
+    from rules.loader import default_rules
+
+    source, script = write_workload(folder)
+    services = await open_services(db, identity="bench")
+    try:
+        engine = services.engine(default_rules(), workspace=folder, script=load_script(script))
+        workflow = engine.load(source)
+        started = time.time()
+        for _ in range(count):
+            engine.queue_run(workflow, input="go")
+        return {"started": started}
+    finally:
+        services.close()
+
+
+async def child_watch(db_url: str, count: int, stall: float) -> dict[str, Any]:
+    """How many runs of the database wait at their approval (polled until `count` or a stall),
+    when the last came, and their escalations' ids."""
+    from engine.durable.database import Database
+
+    db = Database(db_url)
+    try:
+        waiting, last = await waiting_count(db, count, timeout=900, stall=stall)
+        return {"waiting": waiting, "last": last, "ids": sorted(db.pending_ids())}
+    finally:
+        db.close()
+
+
+def child_next(db_url: str, run_id: str, since: float) -> dict[str, float]:
+    """When the run's first model turn at or after `since` was done (its events in the database:
+    a worker's run writes no file)."""
+    from engine.durable.database import Database
+
+    db = Database(db_url)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            done = [event_time(e) for e in db.events_of(run_id) if e["type"] == "agent_result"]
+            later = [t for t in done if t >= since - 0.001]  # the times have ms
+            if later:
+                return {"next_turn": min(later)}
+            time.sleep(0.02)
+        raise SystemExit(f"run {run_id}: no turn after the answer within 300 s")
+    finally:
+        db.close()
+
+
+def child_decided(db_url: str) -> dict[str, float]:
+    """When each escalation of the database was decided (its row, written by the answering process)."""
+    from engine.durable.database import Database
+
+    db = Database(db_url)
+    try:
+        return {row["id"]: row["decided_at"] for run in db.list_runs(include_finished=True)
+                for row in db.escalations_of(run["run_id"]) if row["decided_at"] is not None}
+    finally:
+        db.close()
+
+
+def child(argv: list[str]) -> None:
+    name, src, *rest = argv
+    if name == "turns":
+        result: Any = child_turns(Path(src), int(rest[0]))
+    elif name == "many":
+        result = asyncio.run(child_many(int(rest[0]), Path(rest[1])))
+    elif name == "queue":
+        result = asyncio.run(child_queue(int(rest[0]), Path(rest[1]), rest[2]))
+    elif name == "watch":
+        result = asyncio.run(child_watch(rest[0], int(rest[1]), float(rest[2])))
+    elif name == "next":
+        result = child_next(rest[0], rest[1], float(rest[2]))
+    elif name == "decided":
+        result = child_decided(rest[0])
+    else:
+        raise SystemExit(f"unknown child {name!r}")
+    print(json.dumps(result), flush=True)
+
+
+# -- the parent: processes of both sides, interleaved ---------------------------------------------
+
+
+class Sides:
+    """How to start a process of each side: escalate with PYTHONPATH=<its tree>, LangGraph plain."""
+
+    def __init__(self, src: Path, saver: str, work: Path) -> None:
+        self.src, self.saver, self.work = src, saver, work
+        self.escalate_env = {**os.environ, "PYTHONPATH": str(src)}
+        self.peer_env = {**os.environ, "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
+        self.db_url = f"sqlite:///{work / 'escalate.db'}"
+        self.peer_db = str(work / "langgraph.db")
+        self.source, self.script = write_workload(work)
+
+    def escalate(self, *args: str, events: Path | None = None, wait: bool = True) -> Any:
+        command = [sys.executable, "-m", "engine", *args, "--db", self.db_url]
+        if events is not None:
+            command += ["--events", str(events)]
+        if not wait:
+            return subprocess.Popen(command, cwd=self.work, env=self.escalate_env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return subprocess.run(command, cwd=self.work, env=self.escalate_env, capture_output=True, text=True)
+
+    def escalate_child(self, *args: str) -> Any:
+        return json_line(subprocess.run([sys.executable, __file__, "child", args[0], str(self.src), *args[1:]],
+                                        cwd=self.work, env=self.escalate_env, capture_output=True, text=True))
+
+    def peer(self, *args: str) -> Any:
+        return json_line(subprocess.run([sys.executable, str(LANGGRAPH), *args], cwd=self.work, env=self.peer_env,
+                                        capture_output=True, text=True))
+
+
+def json_line(proc: subprocess.CompletedProcess[str]) -> Any:
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SystemExit(f"{' '.join(map(str, proc.args[:4]))}... exited {proc.returncode}: {tail}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def events_after(path: Path, type_: str, since: float, timeout: float = 300) -> dict[str, Any]:
+    """The first event of `type_` at or after `since` (epoch s) in a run's events file, waiting for
+    it (a resumed run writes its earlier events again, with their own times)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line being written
+                if event["type"] == type_ and event_time(event) >= since - 0.001:  # the times have ms
+                    return event
+        time.sleep(0.005)
+    raise SystemExit(f"{path}: no {type_} event within {timeout:g} s")
+
+
+def event_time(event: dict[str, Any]) -> float:
+    return datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+
+
+class Figures:
+    def __init__(self) -> None:
+        self.samples: dict[tuple[str, str], list[float]] = {}
+        self.next_turns: dict[str, float] = {}  # escalation id -> its run's next turn done (`run --wait`)
+
+    def add(self, figure: str, side: str, value: float) -> None:
+        self.samples.setdefault((figure, side), []).append(value)
+
+    def get(self, figure: str, side: str) -> list[float]:
+        return self.samples.get((figure, side), [])
+
+
+def escalate_cold_and_shell(sides: Sides, figures: Figures, round_: int) -> None:
+    """`escalate run` to the approval (exit 4: nobody answers), then `answer` + `resume`."""
+    events = sides.work / f"cold-{round_}.jsonl"
+    launched = time.time()
+    proc = sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go", events=events)
+    if proc.returncode != 4:
+        raise SystemExit(f"escalate run exited {proc.returncode}, not 4 (waiting): {proc.stderr.strip()[-300:]}")
+    asked = events_after(events, "human_escalation", launched, timeout=1)
+    figures.add("cold", "escalate", event_time(asked) - launched)
+    esc_id = asked["id"]
+    answered = time.time()
+    decided = sides.escalate("answer", esc_id, "--option", "go")
+    if decided.returncode != 0:
+        raise SystemExit(f"escalate answer exited {decided.returncode}: {decided.stderr.strip()[-300:]}")
+    resumed_events = sides.work / f"resume-{round_}.jsonl"
+    resumed = sides.escalate("resume", esc_id.split(".")[0], events=resumed_events)
+    if resumed.returncode != 0:
+        raise SystemExit(f"escalate resume exited {resumed.returncode}: {resumed.stderr.strip()[-300:]}")
+    figures.add("shell", "escalate", event_time(events_after(resumed_events, "agent_result", answered, 1)) - answered)
+
+
+def peer_cold_and_shell(sides: Sides, figures: Figures, round_: int) -> None:
+    thread = f"round-{round_}"
+    launched = time.time()
+    started = sides.peer("start", sides.saver, sides.peer_db, thread)
+    figures.add("cold", "langgraph", started["waiting"] - launched)
+    answered = time.time()
+    figures.add("shell", "langgraph", sides.peer("resume", sides.saver, sides.peer_db, thread)["next_turn"] - answered)
+
+
+def escalate_live(sides: Sides, figures: Figures, round_: int) -> None:
+    """A run waiting in `run --wait`; `escalate answer` from another process; its next turn."""
+    events = sides.work / f"live-{round_}.jsonl"
+    launched = time.time()
+    proc = sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go", "--wait",
+                          events=events, wait=False)
+    try:
+        asked = events_after(events, "human_escalation", launched)
+        time.sleep(0.5)  # settled: what it holds while it waits
+        figures.add("idle", "escalate", rss_kb(proc.pid) / 1024)
+        answered = time.time()
+        decided = sides.escalate("answer", asked["id"], "--option", "go")
+        if decided.returncode != 0:
+            raise SystemExit(f"escalate answer exited {decided.returncode}: {decided.stderr.strip()[-300:]}")
+        next_turn = event_time(events_after(events, "agent_result", answered))
+        figures.add("live", "escalate", next_turn - answered)
+        figures.next_turns[asked["id"]] = next_turn
+        if proc.wait(timeout=300) != 0:
+            raise SystemExit(f"escalate run --wait exited {proc.returncode}: {proc.stderr.read()[-300:] if proc.stderr else ''}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def peer_live(sides: Sides, figures: Figures, round_: int) -> None:
+    """A LangGraph process holding its thread at the approval, answered by a line on its stdin:
+    the process that has the answer resumes the thread itself."""
+    proc = subprocess.Popen([sys.executable, str(LANGGRAPH), "live", sides.saver, sides.peer_db, f"live-{round_}"],
+                            cwd=sides.work, env=sides.peer_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        if not proc.stdout.readline():
+            raise SystemExit(f"peer_langgraph.py live failed: {proc.stderr.read()[-300:] if proc.stderr else ''}")
+        time.sleep(0.5)  # settled, as escalate's is
+        figures.add("idle", "langgraph", rss_kb(proc.pid) / 1024)
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+        times = json.loads(proc.stdout.readline())
+        figures.add("live-decided", "langgraph", times["next_turn"] - times["answered"])
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def many(sides: Sides, figures: Figures, count: int, round_: int, escalate_first: bool) -> None:
+    def escalate() -> None:
+        folder = Path(tempfile.mkdtemp(dir=sides.work))
+        result = sides.escalate_child("many", str(count), str(folder))
+        if result["waiting"] < count:
+            raise SystemExit(f"escalate: only {result['waiting']} of {count} runs reached their approval")
+        figures.add("many", "escalate", result["seconds"])
+        figures.add("per-run", "escalate", result["rss_delta_kb"] / count)
+
+    def peer() -> None:
+        result = sides.peer("many", sides.saver, str(count), str(sides.work / f"many-{round_}.db"))
+        figures.add("many", "langgraph", result["seconds"])
+        figures.add("per-run", "langgraph", result["rss_delta_kb"] / count)
+
+    for side in (escalate, peer) if escalate_first else (peer, escalate):
+        side()
+
+
+def turns(sides: Sides, figures: Figures, count: int, escalate_first: bool) -> None:
+    def escalate() -> None:
+        result = sides.escalate_child("turns", str(count))
+        figures.add("turn", "escalate", result["durable"] * 1000)
+        figures.add("durability", "escalate", (result["durable"] - result["memory"]) * 1000)
+
+    def peer() -> None:
+        result = sides.peer("turns", str(count))
+        durable = result["durable_sync" if sides.saver == "sync" else "durable_async"]
+        figures.add("turn", "langgraph", durable * 1000)
+        figures.add("durability", "langgraph", (durable - result["memory"]) * 1000)
+        other = "async" if sides.saver == "sync" else "sync"
+        figures.add("turn-other", "langgraph", result[f"durable_{other}"] * 1000)
+
+    for side in (escalate, peer) if escalate_first else (peer, escalate):
+        side()
+
+
+def worker_rows(sides: Sides, count: int, answers: int) -> list[str]:
+    """`count` runs queued for one worker with 8 places: how many reach their approval (all, once a
+    waiting run leaves its place and only rows), the worker's memory, and when all do, `answers`
+    of them answered from the shell -> their next turn in the worker."""
+    db = f"sqlite:///{Path(tempfile.mkdtemp(dir=sides.work)) / 'worker.db'}"
+    worker = subprocess.Popen([sys.executable, "-m", "engine", "worker", "--db", db, "--concurrency", "8"],
+                              cwd=sides.work, env=sides.escalate_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        time.sleep(8)  # started, idle
+        if worker.poll() is not None:
+            raise SystemExit(f"escalate worker exited {worker.returncode}: {worker.stderr.read()[-300:] if worker.stderr else ''}")
+        idle = rss_kb(worker.pid)
+        folder = str(Path(tempfile.mkdtemp(dir=sides.work)))
+        sides.escalate_child("queue", "1", folder, db)  # one run first: the worker's first-use costs
+        sides.escalate_child("watch", db, "1", "60")
+        warm = rss_kb(worker.pid)
+        queued = sides.escalate_child("queue", str(count), folder, db)
+        watched = sides.escalate_child("watch", db, str(count + 1), "15")
+        held = rss_kb(worker.pid)
+        waiting = int(watched["waiting"]) - 1
+        latencies = []
+        if waiting >= count:
+            for esc_id in watched["ids"][:answers]:
+                answered = time.time()
+                decided = subprocess.run([sys.executable, "-m", "engine", "answer", esc_id, "--option", "go", "--db", db],
+                                         cwd=sides.work, env=sides.escalate_env, capture_output=True, text=True)
+                if decided.returncode != 0:
+                    raise SystemExit(f"escalate answer exited {decided.returncode}: {decided.stderr.strip()[-300:]}")
+                next_turn = sides.escalate_child("next", db, esc_id.split(".")[0], repr(answered))["next_turn"]
+                latencies.append(next_turn - answered)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+    title = f"{count} runs queued for one `escalate worker --concurrency 8`"
+    lines = [f"| process memory, idle: `escalate worker` | {idle / 1024:.0f} MiB | | |"]
+    if waiting < count:
+        lines.append(f"| {title} | {waiting} of {count} reached their approval: a waiting run holds a worker "
+                     "place (rows only: not supported) | | |")
+    else:
+        lines.append(f"| {title}: all at their approval | {watched['last'] - queued['started']:.1f} s | | |")
+        lines.append(row("answer from the shell -> next turn, the run only rows, a worker running", latencies, [], "s"))
+    if waiting:
+        lines.append(f"| memory per waiting run in that worker ({waiting} waiting, RSS delta / N after a first run) | "
+                     f"{(held - warm) / waiting:.0f} KB | | |")
+    return lines
+
+
+def summary(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def cell(values: list[float], unit: str, digits: int) -> str:
+    if not values:
+        return "not measured"
+    median, p95 = summary(values)
+    return f"{median:.{digits}f} {unit} (p95 {p95:.{digits}f}, n={len(values)})"
+
+
+def row(name: str, ours: list[float], theirs: list[float], unit: str, *, scale: float = 1.0, digits: int = 2) -> str:
+    ours, theirs = [v * scale for v in ours], [v * scale for v in theirs]
+    ratio = f"{statistics.median(ours) / statistics.median(theirs):.1f}x" if ours and theirs and statistics.median(theirs) else ""
+    return f"| {name} | {cell(ours, unit, digits)} | {cell(theirs, unit, digits)} | {ratio} |"
+
+
+def table(figures: Figures, args: argparse.Namespace) -> list[str]:
+    def both(key: str) -> tuple[list[float], list[float]]:
+        return figures.get(key, "escalate"), figures.get(key, "langgraph")
+
+    fresh_resume = figures.get("shell", "langgraph")  # LangGraph's answer from another process: it resumes the thread
+    other = "AsyncSqliteSaver" if args.saver == "sync" else "SqliteSaver"
+    return [
+        "| figure | escalate | LangGraph | ratio |",
+        "| --- | --- | --- | --- |",
+        row(f"durability cost per turn (durable minus in memory, same round, {args.turns} turns)", *both("durability"), "ms"),
+        row("a durable turn, whole stack", *both("turn"), "ms"),
+        row(f"a durable turn, LangGraph with {other}", [], figures.get("turn-other", "langgraph"), "ms"),
+        row("cold start: command launched -> first turn done, waiting at the approval", *both("cold"), "s"),
+        row("answer from the shell -> next turn, no process waiting (`answer` + `resume` / a fresh process)",
+            *both("shell"), "s"),
+        row("answer from another process -> the run resumed (escalate: `answer` launched -> next turn in the "
+            "`run --wait` process holding it; LangGraph: a fresh process resumes the thread)",
+            figures.get("live", "escalate"), fresh_resume, "ms", scale=1000, digits=0),
+        row("answer given -> next turn, the run held by a live process (escalate: decision written by `answer` -> "
+            "`run --wait`'s next turn; LangGraph: the holding process reads the answer and resumes)",
+            *both("live-decided"), "ms", scale=1000, digits=1),
+        row(f"memory per waiting run, {args.many} runs in a live process (RSS delta / N)", *both("per-run"), "KB",
+            digits=0),
+        row(f"time to bring {args.many} runs to their approval, one process", *both("many"), "s", digits=1),
+        row("process memory, idle (holding one run at its approval: `run --wait` / a LangGraph process)",
+            *both("idle"), "MiB", digits=0),
+    ]
+
+
+def escalate_source(given: str | None) -> Path:
+    if given:
+        path = Path(given).resolve()
+        if not (path / "engine" / "__init__.py").is_file():
+            raise SystemExit(f"--escalate-src {given}: no engine/ package there")
+        return path
+    spec = importlib.util.find_spec("engine")
+    if spec is None or spec.origin is None:
+        raise SystemExit("escalate is not importable: install it or give --escalate-src DIR")
+    return Path(spec.origin).resolve().parents[1]
+
+
+def describe(src: Path) -> str:
+    commit = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%h %s"], capture_output=True, text=True)
+    return f"{src} ({commit.stdout.strip()[:70] or 'not a git checkout'})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the per-turn and process figures")
+    parser.add_argument("--turns", type=int, default=200, help="turns of the per-turn loop")
+    parser.add_argument("--many", type=int, default=200, help="runs brought to their approval in one process")
+    parser.add_argument("--many-rounds", type=int, default=3)
+    parser.add_argument("--worker-runs", type=int, default=200,
+                        help="runs queued for one worker of 8 places (more than 7: it tells whether they all wait; 0: skip)")
+    parser.add_argument("--saver", choices=("sync", "async"), default="sync",
+                        help="LangGraph's SqliteSaver (sync) or AsyncSqliteSaver (async)")
+    parser.add_argument("--escalate-src", help="the escalate tree to measure (its PYTHONPATH)")
+    args = parser.parse_args()
+    if 0 < args.worker_runs < 8:
+        parser.error("--worker-runs: 0, or more than 7 (the worker's 8 places, one taken by a first run)")
+    try:
+        installed = importlib.util.find_spec("langgraph.checkpoint.sqlite") is not None
+    except ModuleNotFoundError:  # langgraph itself is missing
+        installed = False
+    if not installed:
+        raise SystemExit(INSTALL)
+    from importlib.metadata import version
+
+    src = escalate_source(args.escalate_src)
+    print(f"escalate: {describe(src)}")
+    print(f"LangGraph {version('langgraph')}, langgraph-checkpoint-sqlite {version('langgraph-checkpoint-sqlite')}, "
+          f"{'SqliteSaver' if args.saver == 'sync' else 'AsyncSqliteSaver'}, durability='sync'")
+    load_before = os.getloadavg()
+    print(f"load average at start {load_before[0]:.1f} {load_before[1]:.1f} {load_before[2]:.1f} "
+          f"({os.cpu_count()} CPUs)", flush=True)
+    figures = Figures()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-peer-") as folder:
+        sides = Sides(src, args.saver, Path(folder))
+        # the databases exist before the first timed launch, as they do after a user's first run
+        sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go")
+        sides.peer("start", sides.saver, sides.peer_db, "first")
+        for round_ in range(args.rounds):
+            first = round_ % 2 == 0  # who goes first alternates
+            for step in ((escalate_cold_and_shell, peer_cold_and_shell) if first
+                         else (peer_cold_and_shell, escalate_cold_and_shell)):
+                step(sides, figures, round_)
+            for step in ((escalate_live, peer_live) if first else (peer_live, escalate_live)):
+                step(sides, figures, round_)
+            turns(sides, figures, args.turns, first)
+            print(f"  round {round_ + 1}/{args.rounds} done ({time.monotonic() - started:.0f} s, "
+                  f"load {os.getloadavg()[0]:.1f})", flush=True)
+        for esc_id, decided_at in sides.escalate_child("decided", sides.db_url).items():
+            if esc_id in figures.next_turns:
+                figures.add("live-decided", "escalate", figures.next_turns[esc_id] - decided_at)
+        for round_ in range(args.many_rounds):
+            many(sides, figures, args.many, round_, round_ % 2 == 0)
+            print(f"  {args.many} runs, round {round_ + 1}/{args.many_rounds} done ({time.monotonic() - started:.0f} s, "
+                  f"load {os.getloadavg()[0]:.1f})", flush=True)
+        extra = worker_rows(sides, args.worker_runs, args.rounds) if args.worker_runs else []
+    print()
+    for line in table(figures, args) + extra:
+        print(line)
+    load_after = os.getloadavg()
+    print(f"\nload average at the end {load_after[0]:.1f} {load_after[1]:.1f} {load_after[2]:.1f}; "
+          f"{time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["child"]:
+        child(sys.argv[2:])
+    else:
+        main()
