@@ -13,17 +13,19 @@ Figures (fresh processes for everything a user starts from a shell):
 - per turn, durable minus in memory, same round, and a durable turn whole stack (an N-turn
   loop with no approval, in one process; bench_durable.py's run for escalate);
 - cold start: command launched -> first turn done, the run waiting at its approval
-  (`escalate run` vs `python peer_langgraph.py start`), and that process's memory (idle);
+  (`escalate run`, exit 4, vs `python peer_langgraph.py start`);
 - answer from the shell -> next turn done, no process waiting (`escalate answer` then `escalate
   resume` vs a fresh LangGraph process resuming the thread);
-- answer from another process -> the run waiting in a live process (`run --wait`) resumed:
-  from `escalate answer` launched, and from its decision written; LangGraph has no process that
-  waits, so its figure is the fresh process resuming the thread (as above);
+- answer from another process -> the run resumed: from `escalate answer` launched to the next
+  turn in the `run --wait` process holding the run, against a fresh LangGraph process resuming
+  the thread (a LangGraph run waits in no process); and from the decision written to that next
+  turn, against a LangGraph process that holds the thread, reads the answer and resumes it;
+- process memory, idle: those two processes holding one run at its approval (RSS);
 - N runs brought to their approval in one process: the time, and memory per waiting run (RSS
   delta / N after a collection);
 - with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
-  their approval (all, once a waiting run leaves its worker place), the time, the worker's
-  memory idle and per waiting run.
+  their approval (all, once a waiting run leaves its worker place: then their time and answer
+  from the shell -> next turn in the worker), the worker's memory idle and per waiting run.
 
 Run (LangGraph is an optional extra: `pip install -e '.[bench]'`):
     python tests/benchmarks/bench_peer.py [--rounds 5] [--turns 200] [--many 200] [--many-rounds 3]
