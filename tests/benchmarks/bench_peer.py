@@ -237,8 +237,12 @@ class Sides:
 
     def __init__(self, src: Path, saver: str, work: Path) -> None:
         self.src, self.saver, self.work = src, saver, work
-        self.escalate_env = {**os.environ, "PYTHONPATH": str(src)}
-        self.peer_env = {**os.environ, "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
+        # Compiled bytecode kept, as a user's Python does after its first start: these machines set
+        # PYTHONDONTWRITEBYTECODE, and every escalate launch compiled its sources again (LangGraph
+        # came compiled by pip). The untimed first run writes it.
+        plain = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.escalate_env = {**plain, "PYTHONPATH": str(src)}
+        self.peer_env = {**plain, "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
         self.db_url = f"sqlite:///{work / 'escalate.db'}"
         self.peer_db = str(work / "langgraph.db")
         self.source, self.script = write_workload(work)
