@@ -11,11 +11,12 @@ answer it, SqliteSaver with `durability="sync"` (`--saver async`: AsyncSqliteSav
 
 Figures (fresh processes for everything a user starts from a shell):
 - per turn, durable minus in memory, same round, and a durable turn whole stack (an N-turn
-  loop with no approval, in one process; bench_durable.py's run for escalate);
+  loop with no approval, in one process; bench_durable.py's run for escalate): wall time, and
+  CPU time of the process (a long run's minus a 5-turn run's, per turn: steadier on a busy host);
 - cold start: command launched -> first turn done, the run waiting at its approval
-  (`escalate run`, exit 4, vs `python peer_langgraph.py start`);
+  (`escalate run`, exit 4, vs `python peer_langgraph.py start`), and the command's CPU time;
 - answer from the shell -> next turn done, no process waiting (`escalate answer` then `escalate
-  resume` vs a fresh LangGraph process resuming the thread);
+  resume` vs a fresh LangGraph process resuming the thread), and the commands' CPU time;
 - answer from another process -> the run resumed: from `escalate answer` launched to the next
   turn in the `run --wait` process holding the run, against a fresh LangGraph process resuming
   the thread (a LangGraph run waits in no process); and from the decision written to that next
@@ -43,6 +44,7 @@ import importlib.util
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,6 +56,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 LANGGRAPH = HERE / "peer_langgraph.py"
+SHORT = 5  # turns of the short run whose CPU time is subtracted from a long one's
 INSTALL = "LangGraph is not installed: pip install -e '.[bench]' (langgraph and langgraph-checkpoint-sqlite, for this benchmark only)"
 
 WORKFLOW = '''prompt p: """Do the next step of the task."""
@@ -90,19 +93,27 @@ def rss_kb(pid: int | str = "self") -> int:
 
 def child_turns(src: Path, turns: int) -> dict[str, float]:
     """One round of bench_durable.py's per-turn run (the measured tree's own copy, so that it
-    matches that tree's engine): warmed up, then in memory and durable."""
+    matches that tree's engine), warmed up, in memory then durable: wall seconds per turn, and CPU
+    seconds per turn between a short and a long run (what is paid once cancels out)."""
     helpers = src / "tests" / "benchmarks"
     sys.path.insert(0, str(helpers if (helpers / "bench_durable.py").is_file() else HERE))
     from bench_durable import one_run
 
     from engine.runtime.adk_setup import prepare_adk
 
+    def timed(count: int, durable: bool) -> tuple[float, float]:
+        cpu = time.process_time()
+        per_turn = asyncio.run(one_run(count, Path(tempfile.mkdtemp()), durable))
+        return per_turn, time.process_time() - cpu
+
     prepare_adk()
-    asyncio.run(one_run(5, Path(tempfile.mkdtemp()), False))
-    asyncio.run(one_run(5, Path(tempfile.mkdtemp()), True))
-    memory = asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), False))
-    durable = asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True))
-    return {"memory": memory, "durable": durable}
+    timed(SHORT, False)
+    timed(SHORT, True)
+    result = {}
+    for name, durable in (("memory", False), ("durable", True)):
+        wall, cpu = timed(turns, durable)
+        result[name], result[f"{name}_cpu"] = wall, (cpu - timed(SHORT, durable)[1]) / (turns - SHORT)
+    return result
 
 
 async def waiting_count(db: Any, at_least: int, *, timeout: float, stall: float) -> tuple[int, float]:
@@ -289,6 +300,13 @@ def events_after(path: Path, type_: str, since: float, timeout: float = 300) -> 
     raise SystemExit(f"{path}: no {type_} event within {timeout:g} s")
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: around one command run at
+    a time, that command's CPU, start-up and exit included."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def event_time(event: dict[str, Any]) -> float:
     return datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
 
@@ -308,14 +326,15 @@ class Figures:
 def escalate_cold_and_shell(sides: Sides, figures: Figures, round_: int) -> None:
     """`escalate run` to the approval (exit 4: nobody answers), then `answer` + `resume`."""
     events = sides.work / f"cold-{round_}.jsonl"
-    launched = time.time()
+    cpu, launched = children_cpu(), time.time()
     proc = sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go", events=events)
+    figures.add("cold_cpu", "escalate", children_cpu() - cpu)
     if proc.returncode != 4:
         raise SystemExit(f"escalate run exited {proc.returncode}, not 4 (waiting): {proc.stderr.strip()[-300:]}")
     asked = events_after(events, "human_escalation", launched, timeout=1)
     figures.add("cold", "escalate", event_time(asked) - launched)
     esc_id = asked["id"]
-    answered = time.time()
+    cpu, answered = children_cpu(), time.time()
     decided = sides.escalate("answer", esc_id, "--option", "go")
     if decided.returncode != 0:
         raise SystemExit(f"escalate answer exited {decided.returncode}: {decided.stderr.strip()[-300:]}")
@@ -323,16 +342,20 @@ def escalate_cold_and_shell(sides: Sides, figures: Figures, round_: int) -> None
     resumed = sides.escalate("resume", esc_id.split(".")[0], events=resumed_events)
     if resumed.returncode != 0:
         raise SystemExit(f"escalate resume exited {resumed.returncode}: {resumed.stderr.strip()[-300:]}")
+    figures.add("shell_cpu", "escalate", children_cpu() - cpu)
     figures.add("shell", "escalate", event_time(events_after(resumed_events, "agent_result", answered, 1)) - answered)
 
 
 def peer_cold_and_shell(sides: Sides, figures: Figures, round_: int) -> None:
     thread = f"round-{round_}"
-    launched = time.time()
+    cpu, launched = children_cpu(), time.time()
     started = sides.peer("start", sides.saver, sides.peer_db, thread)
+    figures.add("cold_cpu", "langgraph", children_cpu() - cpu)
     figures.add("cold", "langgraph", started["waiting"] - launched)
-    answered = time.time()
-    figures.add("shell", "langgraph", sides.peer("resume", sides.saver, sides.peer_db, thread)["next_turn"] - answered)
+    cpu, answered = children_cpu(), time.time()
+    resumed = sides.peer("resume", sides.saver, sides.peer_db, thread)
+    figures.add("shell_cpu", "langgraph", children_cpu() - cpu)
+    figures.add("shell", "langgraph", resumed["next_turn"] - answered)
 
 
 def escalate_live(sides: Sides, figures: Figures, round_: int) -> None:
@@ -403,17 +426,18 @@ def many(sides: Sides, figures: Figures, count: int, round_: int, escalate_first
 
 def turns(sides: Sides, figures: Figures, count: int, escalate_first: bool) -> None:
     def escalate() -> None:
-        result = sides.escalate_child("turns", str(count))
-        figures.add("turn", "escalate", result["durable"] * 1000)
-        figures.add("durability", "escalate", (result["durable"] - result["memory"]) * 1000)
+        add("escalate", sides.escalate_child("turns", str(count)), "durable")
 
     def peer() -> None:
         result = sides.peer("turns", str(count))
-        durable = result["durable_sync" if sides.saver == "sync" else "durable_async"]
-        figures.add("turn", "langgraph", durable * 1000)
-        figures.add("durability", "langgraph", (durable - result["memory"]) * 1000)
+        add("langgraph", result, f"durable_{sides.saver}")
         other = "async" if sides.saver == "sync" else "sync"
         figures.add("turn-other", "langgraph", result[f"durable_{other}"] * 1000)
+
+    def add(side: str, result: dict[str, float], durable: str) -> None:
+        for suffix in ("", "_cpu"):
+            figures.add(f"turn{suffix}", side, result[durable + suffix] * 1000)
+            figures.add(f"durability{suffix}", side, (result[durable + suffix] - result["memory" + suffix]) * 1000)
 
     for side in (escalate, peer) if escalate_first else (peer, escalate):
         side()
@@ -501,9 +525,14 @@ def table(figures: Figures, args: argparse.Namespace) -> list[str]:
         row(f"durability cost per turn (durable minus in memory, same round, {args.turns} turns)", *both("durability"), "ms"),
         row("a durable turn, whole stack", *both("turn"), "ms"),
         row(f"a durable turn, LangGraph with {other}", [], figures.get("turn-other", "langgraph"), "ms"),
+        row("durability cost per turn in CPU time (all threads; a long run minus a short one)",
+            *both("durability_cpu"), "ms"),
+        row("a durable turn in CPU time", *both("turn_cpu"), "ms"),
         row("cold start: command launched -> first turn done, waiting at the approval", *both("cold"), "s"),
+        row("  the same command in CPU time, start-up and exit included", *both("cold_cpu"), "s"),
         row("answer from the shell -> next turn, no process waiting (`answer` + `resume` / a fresh process)",
             *both("shell"), "s"),
+        row("  the same commands in CPU time, to their exit (the run's 9 other turns too)", *both("shell_cpu"), "s"),
         row("answer from another process -> the run resumed (escalate: `answer` launched -> next turn in the "
             "`run --wait` process holding it; LangGraph: a fresh process resumes the thread)",
             figures.get("live", "escalate"), fresh_resume, "ms", scale=1000, digits=0),

@@ -12,6 +12,7 @@ Run as a fresh process by bench_peer.py (prints one JSON line; times are `time.t
     python peer_langgraph.py live SAVER DB THREAD    # to the approval ({"waiting": t}), then a line on
                                                      # stdin answers it here: {"answered": t, "next_turn": t}
     python peer_langgraph.py turns N                 # seconds per turn: {"memory", "durable_sync", "durable_async"}
+                                                     # and each one's CPU seconds per turn ("memory_cpu", ...)
     python peer_langgraph.py many SAVER N DB         # N threads to their approval: {"seconds", "rss_delta_kb"}
 """
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, TypedDict
 
 TURNS = 10  # model turns of a run, the first of which asks for the approval
+SHORT = 5  # turns of the short loop whose CPU time is subtracted from a long one's
 APPROVAL = {"question": "Go on?", "options": ["go"]}
 
 
@@ -44,8 +46,7 @@ def scripted_model(turn: int, approval: bool) -> dict[str, Any]:
     return {"asks": False, "text": f"reply {turn}"}
 
 
-def build(turns: int, *, approval: bool, checkpointer: Any = None,
-          on_turn: Callable[[int], None] | None = None) -> Any:
+def build(turns: int, *, approval: bool, checkpointer: Any = None) -> Any:
     """The compiled graph: `agent` -> (`approve` ->) `agent` ... until `turns` model turns."""
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
@@ -53,8 +54,6 @@ def build(turns: int, *, approval: bool, checkpointer: Any = None,
     def agent(state: State) -> State:
         turn = state.get("turn", 0) + 1
         reply = scripted_model(turn, approval)
-        if on_turn is not None:
-            on_turn(turn)
         return {"turn": turn, "text": reply["text"], "asks": reply["asks"]}
 
     def approve(state: State) -> State:
@@ -75,7 +74,7 @@ def build(turns: int, *, approval: bool, checkpointer: Any = None,
 
 
 def config(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}, "recursion_limit": 10 * TURNS + 1000}
+    return {"configurable": {"thread_id": thread}, "recursion_limit": 100_000}  # the long per-turn loops
 
 
 def rss_kb() -> int:
@@ -169,42 +168,48 @@ def live(saver: str, db: str, thread: str) -> dict[str, Any]:
     return times
 
 
-async def per_turn_async(turns: int, checkpointer: Any) -> float:
+async def loop_async(turns: int, checkpointer: Any) -> tuple[float, float]:
+    """A loop of `turns` turns, no approval, on an event loop: its wall and CPU seconds."""
     graph = build(turns, approval=False, checkpointer=checkpointer)
     durability = {"durability": "sync"} if checkpointer is not None else {}  # none without one (LangGraph fails)
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     out = await graph.ainvoke({"turn": 0}, config(f"t{time.monotonic_ns()}"), **durability)
-    elapsed = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert out["turn"] == turns, out
-    return elapsed / turns
+    return wall, cpu
 
 
-def per_turn_sync(turns: int, db: str) -> float:
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    with SqliteSaver.from_conn_string(db) as saver:
-        graph = build(turns, approval=False, checkpointer=saver)
-        graph.invoke({"turn": 0}, config("warm"), durability="sync")
-        started = time.perf_counter()
-        out = graph.invoke({"turn": 0}, config("timed"), durability="sync")
-        elapsed = time.perf_counter() - started
+def loop_sync(turns: int, checkpointer: Any) -> tuple[float, float]:
+    graph = build(turns, approval=False, checkpointer=checkpointer)
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = graph.invoke({"turn": 0}, config(f"t{time.monotonic_ns()}"), durability="sync")
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert out["turn"] == turns, out
-    return elapsed / turns
+    return wall, cpu
+
+
+def per_turn(long: tuple[float, float], short: tuple[float, float], turns: int) -> tuple[float, float]:
+    """Wall seconds per turn of the long loop, and CPU seconds per turn between a short and a long
+    loop (what is paid once cancels out: CPU time holds on a loaded host where wall time does not)."""
+    return long[0] / turns, (long[1] - short[1]) / (turns - SHORT)
 
 
 async def turns_figures(turns: int) -> dict[str, float]:
     """One round: in memory (no checkpointer), durable with AsyncSqliteSaver and with SqliteSaver
     (each on a fresh SQLite file), each warmed up first."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     folder = Path(tempfile.mkdtemp())
-    await per_turn_async(5, None)
-    memory = await per_turn_async(turns, None)
+    await loop_async(SHORT, None)
+    figures = {"memory": per_turn(await loop_async(turns, None), await loop_async(SHORT, None), turns)}
     async with AsyncSqliteSaver.from_conn_string(str(folder / "lg.db")) as saver:
-        await per_turn_async(5, saver)
-        durable_async = await per_turn_async(turns, saver)
-    durable_sync = per_turn_sync(turns, str(folder / "lg-sync.db"))
-    return {"memory": memory, "durable_sync": durable_sync, "durable_async": durable_async}
+        await loop_async(SHORT, saver)
+        figures["durable_async"] = per_turn(await loop_async(turns, saver), await loop_async(SHORT, saver), turns)
+    with SqliteSaver.from_conn_string(str(folder / "lg-sync.db")) as saver:
+        loop_sync(SHORT, saver)
+        figures["durable_sync"] = per_turn(loop_sync(turns, saver), loop_sync(SHORT, saver), turns)
+    return {**{k: v[0] for k, v in figures.items()}, **{f"{k}_cpu": v[1] for k, v in figures.items()}}
 
 
 def many(saver: str, count: int, db: str) -> dict[str, Any]:
