@@ -5,9 +5,10 @@ escalate / LangGraph. Asserts nothing.
 
 The workload: 10 model turns, the first of which asks a person to approve ("Go on?", option
 `go`). escalate: a real `.sr` workflow (an agent called in a loop; its scripted first reply is an
-escalation) through the real engine and CLI. LangGraph: peer_langgraph.py, a StateGraph whose
-node calls a scripted model function, `interrupt()` for the approval, `Command(resume=...)` to
-answer it, SqliteSaver with `durability="sync"` (`--saver async`: AsyncSqliteSaver).
+escalation) through the real engine and CLI (peer_escalate.py: what runs inside one process).
+LangGraph: peer_langgraph.py, a StateGraph whose node calls a scripted model function,
+`interrupt()` for the approval, `Command(resume=...)` to answer it, SqliteSaver with
+`durability="sync"` (`--saver async`: AsyncSqliteSaver).
 
 Figures (fresh processes for everything a user starts from a shell):
 - per turn, durable minus in memory, same round, and a durable turn whole stack (an N-turn
@@ -38,8 +39,6 @@ Python imports), so an older checkout can be measured against the same LangGraph
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import importlib.util
 import json
 import math
@@ -50,195 +49,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from peer_escalate import event_time, write_workload
+from peer_langgraph import rss_kb
+
 HERE = Path(__file__).resolve().parent
 LANGGRAPH = HERE / "peer_langgraph.py"
-SHORT = 5  # turns of the short run whose CPU time is subtracted from a long one's
+ESCALATE = HERE / "peer_escalate.py"
 INSTALL = "LangGraph is not installed: pip install -e '.[bench]' (langgraph and langgraph-checkpoint-sqlite, for this benchmark only)"
-
-WORKFLOW = '''prompt p: """Do the next step of the task."""
-agent worker:
-    instruction p
-flow main:
-    $x = $input
-    loop max 9 do
-        $x = run agent worker $x
-    end
-    return $x
-'''
-# 10 model turns: the first asks for the approval, the second is the same call going on after it.
-SCRIPT = ("agents:\n  worker:\n"
-          "    - escalate: {reason: architecture_decision, question: 'Go on?', options: [{id: go, label: Go}]}\n"
-          + "".join(f"    - 'reply {i}'\n" for i in range(2, 11)))
-
-
-def write_workload(folder: Path) -> tuple[Path, Path]:
-    (folder / "loop.sr").write_text(WORKFLOW)
-    (folder / "loop.yaml").write_text(SCRIPT)
-    return folder / "loop.sr", folder / "loop.yaml"
-
-
-def rss_kb(pid: int | str = "self") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-# -- the escalate side's in-process figures: run as children with PYTHONPATH=<escalate tree> ----
-
-
-def child_turns(src: Path, turns: int) -> dict[str, float]:
-    """One round of bench_durable.py's per-turn run (the measured tree's own copy, so that it
-    matches that tree's engine), warmed up, in memory then durable: wall seconds per turn, and CPU
-    seconds per turn between a short and a long run (what is paid once cancels out)."""
-    helpers = src / "tests" / "benchmarks"
-    sys.path.insert(0, str(helpers if (helpers / "bench_durable.py").is_file() else HERE))
-    from bench_durable import one_run
-
-    from engine.runtime.adk_setup import prepare_adk
-
-    def timed(count: int, durable: bool) -> tuple[float, float]:
-        cpu = time.process_time()
-        per_turn = asyncio.run(one_run(count, Path(tempfile.mkdtemp()), durable))
-        return per_turn, time.process_time() - cpu
-
-    prepare_adk()
-    timed(SHORT, False)
-    timed(SHORT, True)
-    result = {}
-    for name, durable in (("memory", False), ("durable", True)):
-        wall, cpu = timed(turns, durable)
-        result[name], result[f"{name}_cpu"] = wall, (cpu - timed(SHORT, durable)[1]) / (turns - SHORT)
-    return result
-
-
-async def waiting_count(db: Any, at_least: int, *, timeout: float, stall: float) -> tuple[int, float]:
-    """Poll the pending escalations until `at_least` wait, or none more came for `stall` seconds;
-    returns how many and when the last one came."""
-    count, last = 0, time.time()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = len(db.pending_ids())
-        if now > count:
-            count, last = now, time.time()
-        if count >= at_least or time.time() - last > stall:
-            break
-        await asyncio.sleep(0.05)
-    return count, last
-
-
-async def child_many(count: int, folder: Path) -> dict[str, Any]:
-    """`count` runs started in this process and brought to their approval (a live process holding
-    them); the time and the memory they hold."""
-    from engine.runtime.adk_setup import prepare_adk
-    from engine.runtime.script import load_script
-    from engine.services.wiring import open_services
-    from rules.loader import default_rules
-
-    prepare_adk()
-    source, script = write_workload(folder)
-    services = await open_services(f"sqlite:///{folder / 'many.db'}", identity="bench")
-    try:
-        engine = services.engine(default_rules(), workspace=folder, script=load_script(script))
-        workflow = engine.load(source)
-        engine.start_run(workflow, input="go")  # imports and first-use costs, outside the figures
-        await waiting_count(services.db, 1, timeout=300, stall=300)
-        gc.collect()
-        before, started = rss_kb(), time.time()
-        for _ in range(count):
-            engine.start_run(workflow, input="go")
-        waiting, last = await waiting_count(services.db, count + 1, timeout=600, stall=60)
-        gc.collect()
-        return {"seconds": last - started, "rss_delta_kb": rss_kb() - before, "waiting": waiting - 1}
-    finally:
-        services.close()
-
-
-async def child_queue(count: int, folder: Path, db: str) -> dict[str, float]:
-    """`count` runs queued for the workers (as `run --detach` does), in this one process."""
-    from engine.runtime.script import load_script
-    from engine.services.wiring import open_services
-    from rules.loader import default_rules
-
-    source, script = write_workload(folder)
-    services = await open_services(db, identity="bench")
-    try:
-        engine = services.engine(default_rules(), workspace=folder, script=load_script(script))
-        workflow = engine.load(source)
-        started = time.time()
-        for _ in range(count):
-            engine.queue_run(workflow, input="go")
-        return {"started": started}
-    finally:
-        services.close()
-
-
-async def child_watch(db_url: str, count: int, stall: float) -> dict[str, Any]:
-    """How many runs of the database wait at their approval (polled until `count` or a stall),
-    when the last came, and their escalations' ids."""
-    from engine.durable.database import Database
-
-    db = Database(db_url)
-    try:
-        waiting, last = await waiting_count(db, count, timeout=900, stall=stall)
-        return {"waiting": waiting, "last": last, "ids": sorted(db.pending_ids())}
-    finally:
-        db.close()
-
-
-def child_next(db_url: str, run_id: str, since: float) -> dict[str, float]:
-    """When the run's first model turn at or after `since` was done (its events in the database:
-    a worker's run writes no file)."""
-    from engine.durable.database import Database
-
-    db = Database(db_url)
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            done = [event_time(e) for e in db.events_of(run_id) if e["type"] == "agent_result"]
-            later = [t for t in done if t >= since - 0.001]  # the times have ms
-            if later:
-                return {"next_turn": min(later)}
-            time.sleep(0.02)
-        raise SystemExit(f"run {run_id}: no turn after the answer within 300 s")
-    finally:
-        db.close()
-
-
-def child_decided(db_url: str) -> dict[str, float]:
-    """When each escalation of the database was decided (its row, written by the answering process)."""
-    from engine.durable.database import Database
-
-    db = Database(db_url)
-    try:
-        return {row["id"]: row["decided_at"] for run in db.list_runs(include_finished=True)
-                for row in db.escalations_of(run["run_id"]) if row["decided_at"] is not None}
-    finally:
-        db.close()
-
-
-def child(argv: list[str]) -> None:
-    name, src, *rest = argv
-    if name == "turns":
-        result: Any = child_turns(Path(src), int(rest[0]))
-    elif name == "many":
-        result = asyncio.run(child_many(int(rest[0]), Path(rest[1])))
-    elif name == "queue":
-        result = asyncio.run(child_queue(int(rest[0]), Path(rest[1]), rest[2]))
-    elif name == "watch":
-        result = asyncio.run(child_watch(rest[0], int(rest[1]), float(rest[2])))
-    elif name == "next":
-        result = child_next(rest[0], rest[1], float(rest[2]))
-    elif name == "decided":
-        result = child_decided(rest[0])
-    else:
-        raise SystemExit(f"unknown child {name!r}")
-    print(json.dumps(result), flush=True)
-
 
 # -- the parent: processes of both sides, interleaved ---------------------------------------------
 
@@ -268,7 +88,7 @@ class Sides:
         return subprocess.run(command, cwd=self.work, env=self.escalate_env, capture_output=True, text=True)
 
     def escalate_child(self, *args: str) -> Any:
-        return json_line(subprocess.run([sys.executable, __file__, "child", args[0], str(self.src), *args[1:]],
+        return json_line(subprocess.run([sys.executable, str(ESCALATE), args[0], str(self.src), *args[1:]],
                                         cwd=self.work, env=self.escalate_env, capture_output=True, text=True))
 
     def peer(self, *args: str) -> Any:
@@ -305,10 +125,6 @@ def children_cpu() -> float:
     a time, that command's CPU, start-up and exit included."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
-
-
-def event_time(event: dict[str, Any]) -> float:
-    return datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
 
 
 class Figures:
@@ -627,7 +443,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["child"]:
-        child(sys.argv[2:])
-    else:
-        main()
+    main()

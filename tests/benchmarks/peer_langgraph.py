@@ -77,11 +77,12 @@ def config(thread: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread}, "recursion_limit": 100_000}  # the long per-turn loops
 
 
-def rss_kb() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def rss_kb(pid: int | str = "self") -> int:
+    """A process's resident memory (KB), this one's by default."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
-    return 0
+    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 def run_sync(db: str, thread: str, value: Any, on_update: Callable[[dict[str, Any]], None],
