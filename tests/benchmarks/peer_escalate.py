@@ -200,5 +200,6 @@ def child(argv: list[str]) -> None:
         raise SystemExit(f"unknown child {name!r}")
     print(json.dumps(result), flush=True)
 
+
 if __name__ == "__main__":
     child(sys.argv[1:])
