@@ -1,0 +1,205 @@
+"""The escalate side of bench_peer.py: the workload (a real `.sr` workflow and its script) and
+what is measured inside one process, run as a child with PYTHONPATH=<the escalate tree measured>,
+so that bench_peer.py can measure an older checkout too. Prints one JSON line:
+
+    python peer_escalate.py turns SRC N            # per turn: {"memory", "durable", "memory_cpu", "durable_cpu"} (s)
+    python peer_escalate.py many SRC N FOLDER      # N runs to their approval here: {"seconds", "rss_delta_kb", "waiting"}
+    python peer_escalate.py queue SRC N FOLDER DB  # N runs queued for the workers: {"started"}
+    python peer_escalate.py watch SRC DB N STALL   # runs waiting at their approval: {"waiting", "last", "ids"}
+    python peer_escalate.py next SRC DB RUN SINCE  # the run's first turn done at or after SINCE: {"next_turn"}
+    python peer_escalate.py decided SRC DB         # when each escalation was decided: {id: epoch s}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from peer_langgraph import SHORT, rss_kb
+
+HERE = Path(__file__).resolve().parent
+
+WORKFLOW = '''prompt p: """Do the next step of the task."""
+agent worker:
+    instruction p
+flow main:
+    $x = $input
+    loop max 9 do
+        $x = run agent worker $x
+    end
+    return $x
+'''
+# 10 model turns: the first asks for the approval, the second is the same call going on after it.
+SCRIPT = ("agents:\n  worker:\n"
+          "    - escalate: {reason: architecture_decision, question: 'Go on?', options: [{id: go, label: Go}]}\n"
+          + "".join(f"    - 'reply {i}'\n" for i in range(2, 11)))
+
+
+def write_workload(folder: Path) -> tuple[Path, Path]:
+    (folder / "loop.sr").write_text(WORKFLOW)
+    (folder / "loop.yaml").write_text(SCRIPT)
+    return folder / "loop.sr", folder / "loop.yaml"
+
+
+def event_time(event: dict[str, Any]) -> float:
+    return datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+
+
+def child_turns(src: Path, turns: int) -> dict[str, float]:
+    """One round of bench_durable.py's per-turn run (the measured tree's own copy, so that it
+    matches that tree's engine), warmed up, in memory then durable: wall seconds per turn, and CPU
+    seconds per turn between a short and a long run (what is paid once cancels out)."""
+    helpers = src / "tests" / "benchmarks"
+    sys.path.insert(0, str(helpers if (helpers / "bench_durable.py").is_file() else HERE))
+    from bench_durable import one_run
+
+    from engine.runtime.adk_setup import prepare_adk
+
+    def timed(count: int, durable: bool) -> tuple[float, float]:
+        cpu = time.process_time()
+        per_turn = asyncio.run(one_run(count, Path(tempfile.mkdtemp()), durable))
+        return per_turn, time.process_time() - cpu
+
+    prepare_adk()
+    timed(SHORT, False)
+    timed(SHORT, True)
+    result = {}
+    for name, durable in (("memory", False), ("durable", True)):
+        wall, cpu = timed(turns, durable)
+        result[name], result[f"{name}_cpu"] = wall, (cpu - timed(SHORT, durable)[1]) / (turns - SHORT)
+    return result
+
+
+async def waiting_count(db: Any, at_least: int, *, timeout: float, stall: float) -> tuple[int, float]:
+    """Poll the pending escalations until `at_least` wait, or none more came for `stall` seconds;
+    returns how many and when the last one came."""
+    count, last = 0, time.time()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = len(db.pending_ids())
+        if now > count:
+            count, last = now, time.time()
+        if count >= at_least or time.time() - last > stall:
+            break
+        await asyncio.sleep(0.05)
+    return count, last
+
+
+async def child_many(count: int, folder: Path) -> dict[str, Any]:
+    """`count` runs started in this process and brought to their approval (a live process holding
+    them); the time and the memory they hold."""
+    from engine.runtime.adk_setup import prepare_adk
+    from engine.runtime.script import load_script
+    from engine.services.wiring import open_services
+    from rules.loader import default_rules
+
+    prepare_adk()
+    source, script = write_workload(folder)
+    services = await open_services(f"sqlite:///{folder / 'many.db'}", identity="bench")
+    try:
+        engine = services.engine(default_rules(), workspace=folder, script=load_script(script))
+        workflow = engine.load(source)
+        engine.start_run(workflow, input="go")  # imports and first-use costs, outside the figures
+        await waiting_count(services.db, 1, timeout=300, stall=300)
+        gc.collect()
+        before, started = rss_kb(), time.time()
+        for _ in range(count):
+            engine.start_run(workflow, input="go")
+        waiting, last = await waiting_count(services.db, count + 1, timeout=600, stall=60)
+        gc.collect()
+        return {"seconds": last - started, "rss_delta_kb": rss_kb() - before, "waiting": waiting - 1}
+    finally:
+        services.close()
+
+
+async def child_queue(count: int, folder: Path, db: str) -> dict[str, float]:
+    """`count` runs queued for the workers (as `run --detach` does), in this one process."""
+    from engine.runtime.script import load_script
+    from engine.services.wiring import open_services
+    from rules.loader import default_rules
+
+    source, script = write_workload(folder)
+    services = await open_services(db, identity="bench")
+    try:
+        engine = services.engine(default_rules(), workspace=folder, script=load_script(script))
+        workflow = engine.load(source)
+        started = time.time()
+        for _ in range(count):
+            engine.queue_run(workflow, input="go")
+        return {"started": started}
+    finally:
+        services.close()
+
+
+async def child_watch(db_url: str, count: int, stall: float) -> dict[str, Any]:
+    """How many runs of the database wait at their approval (polled until `count` or a stall),
+    when the last came, and their escalations' ids."""
+    from engine.durable.database import Database
+
+    db = Database(db_url)
+    try:
+        waiting, last = await waiting_count(db, count, timeout=900, stall=stall)
+        return {"waiting": waiting, "last": last, "ids": sorted(db.pending_ids())}
+    finally:
+        db.close()
+
+
+def child_next(db_url: str, run_id: str, since: float) -> dict[str, float]:
+    """When the run's first model turn at or after `since` was done (its events in the database:
+    a worker's run writes no file)."""
+    from engine.durable.database import Database
+
+    db = Database(db_url)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            done = [event_time(e) for e in db.events_of(run_id) if e["type"] == "agent_result"]
+            later = [t for t in done if t >= since - 0.001]  # the times have ms
+            if later:
+                return {"next_turn": min(later)}
+            time.sleep(0.02)
+        raise SystemExit(f"run {run_id}: no turn after the answer within 300 s")
+    finally:
+        db.close()
+
+
+def child_decided(db_url: str) -> dict[str, float]:
+    """When each escalation of the database was decided (its row, written by the answering process)."""
+    from engine.durable.database import Database
+
+    db = Database(db_url)
+    try:
+        return {row["id"]: row["decided_at"] for run in db.list_runs(include_finished=True)
+                for row in db.escalations_of(run["run_id"]) if row["decided_at"] is not None}
+    finally:
+        db.close()
+
+
+def child(argv: list[str]) -> None:
+    name, src, *rest = argv
+    if name == "turns":
+        result: Any = child_turns(Path(src), int(rest[0]))
+    elif name == "many":
+        result = asyncio.run(child_many(int(rest[0]), Path(rest[1])))
+    elif name == "queue":
+        result = asyncio.run(child_queue(int(rest[0]), Path(rest[1]), rest[2]))
+    elif name == "watch":
+        result = asyncio.run(child_watch(rest[0], int(rest[1]), float(rest[2])))
+    elif name == "next":
+        result = child_next(rest[0], rest[1], float(rest[2]))
+    elif name == "decided":
+        result = child_decided(rest[0])
+    else:
+        raise SystemExit(f"unknown child {name!r}")
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    child(sys.argv[1:])
