@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", metavar="OUT.py", help="write the Python here instead of printing it")
 
     run = sub.add_parser("run", help="run one workflow headless")
-    run.add_argument("file", metavar="FILE.sr", help="the workflow to run")
+    run.add_argument("file", metavar="FILE.sr", nargs="?", help="the workflow to run")
+    run.add_argument("--agent", metavar="CMD", help='run one ACP agent instead of a workflow: its command, e.g. "gemini --experimental-acp"')
     run.add_argument("--flow", metavar="NAME", help="the flow to start (default: main, else default, else an agent)")
     run.add_argument("--input", metavar="TEXT", default="", help="the run's input ($input in the flow)")
     run.add_argument("--script", metavar="S.yaml", help="scripted model replies, offline (default: <stem>.yaml beside the file)")
