@@ -71,7 +71,7 @@ class Scripted(Agent):
                                   agent_capabilities=AgentCapabilities(load_session=bool(self.script.get("load_session"))))
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
-        self.trace(event="new_session", cwd=cwd)
+        self.trace(event="new_session", cwd=cwd, pid=os.getpid())
         return NewSessionResponse(session_id=f"s-{os.getpid()}")
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any) -> LoadSessionResponse:
@@ -152,10 +152,13 @@ class Scripted(Agent):
             sys.stdout.buffer.write(step["raw"].encode() + b"\n")
             sys.stdout.buffer.flush()
         elif "flood" in step:
-            chunk = b"x" * 65536
-            for _ in range(step["flood"] // len(chunk)):
-                sys.stdout.buffer.write(chunk)
-            sys.stdout.buffer.flush()
+            # The SDK made stdout non-blocking: write as the pipe takes it, never a newline.
+            data = memoryview(b"x" * step["flood"])
+            while data:
+                try:
+                    data = data[os.write(sys.stdout.fileno(), data[:65536]):]
+                except BlockingIOError:
+                    await asyncio.sleep(0.001)
             await asyncio.sleep(30)
         return False
 

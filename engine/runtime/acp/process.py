@@ -117,7 +117,7 @@ class AgentProcess:
                 await asyncio.wait({work}, timeout=0.5)  # a reply read just before the end is handled first
                 if work.done():
                     return work.result()
-                raise AcpFailure(self._why_gone())
+                raise AcpFailure(await self._why_gone())
             raise AcpFailure(f"{self.label}: no answer within {timeout:g} s")
         except RequestError as exc:
             raise AcpFailure(f"{self.label}: refused the request: {exc} ({exc.code})") from None
@@ -125,7 +125,7 @@ class AgentProcess:
             raise AcpFailure(f"{self.label}: sent a reply that does not follow ACP ({exc.error_count()} errors, "
                              f"first: {exc.errors()[0].get('msg', '')})") from None
         except ConnectionError:
-            raise AcpFailure(self._why_gone()) from None
+            raise AcpFailure(await self._why_gone()) from None
         finally:
             exited.cancel()
             if not work.done():
@@ -141,9 +141,15 @@ class AgentProcess:
             for w in waits:
                 w.cancel()
 
-    def _why_gone(self) -> str:
+    async def _why_gone(self) -> str:
         if self.transport is not None and self.transport.failure is not None:
             return f"{self.label}: {self.transport.failure}"
+        if self.proc is not None:  # its output ended: it is exiting; its code and last words, briefly awaited
+            waits = [self.proc.wait()] + ([self.stderr.task] if self.stderr is not None and self.stderr.task else [])
+            try:
+                await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), 1.0)
+            except asyncio.TimeoutError:
+                pass
         code = self.proc.returncode if self.proc is not None else None
         last = self.stderr.last() if self.stderr is not None else ""
         said = f": {last}" if last else ""
