@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.durable.steps import step
 from engine.escalation import protocol
-from engine.flow.flow_api import FlowError
+from engine.flow.flow_api import FlowError, StopTask
 from engine.flow.spec import AgentSpec
 from engine.kernel.model import Origin
 from engine.runtime.acp.client import EscalateClient
@@ -149,24 +149,45 @@ class AcpAgent:
             text, self.summary = f"{self.summary}\n\n{text}", ""
         client = self.client
         sent = asyncio.ensure_future(self.process.prompt(text))
-        stop = asyncio.ensure_future(client.stop_seen.wait())
         try:
-            await asyncio.wait({sent, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if client.stopped is not None:  # a rule or default stopped the task while the agent asked
-                await self.process.cancel()
-                raise client.stopped
+            await self._serve(sent)
             stop_reason = sent.result()
         except asyncio.CancelledError:  # the run is stopped: the agent is told, then ended
             await asyncio.shield(self._cancel_and_end())
             raise
         finally:
-            stop.cancel()
             if not sent.done():
                 sent.cancel()
         reply = client.take_reply()
         if stop_reason not in ("end_turn", "EndTurn"):
             self.run.emit("log", message=f"{self.label}: turn ended: {stop_reason}")
         return reply
+
+    async def _serve(self, sent: "asyncio.Future[str]") -> None:
+        """Serve the agent's requests (client.py `_served`), one at a time, until the turn ends.
+        A request that stops the task (StopTask) cancels the turn and ends the call."""
+        requests = self.client.requests
+        while True:
+            getter = asyncio.ensure_future(requests.get())
+            await asyncio.wait({sent, getter}, return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                return
+            make, done = getter.result()
+            try:
+                result = await make()
+            except (FlowError, StopTask) as exc:  # a stop, an escalation that cannot be carried out
+                if not done.done():
+                    done.set_exception(exc)
+                assert self.process is not None
+                await self.process.cancel()
+                raise
+            except Exception as exc:  # the agent's error reply (a refused path or command)
+                if not done.done():
+                    done.set_exception(exc)
+                continue
+            if not done.done():
+                done.set_result(result)
 
     async def _cancel_and_end(self) -> None:
         if self.process is not None:

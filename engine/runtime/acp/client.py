@@ -12,7 +12,7 @@ passes the shell analysis of rules/shell.py).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from engine.runtime.acp.permissions import decide_permission
 from engine.runtime.acp.terminals import Terminals
@@ -37,8 +37,10 @@ class EscalateClient:
         self._reply_size = 0
         self._partial: dict[str, str] = {}  # "message" / "thought" -> text not yet logged
         self.terminals = Terminals(run.workspace)
-        self.stopped: BaseException | None = None  # a StopTask raised while answering the agent
-        self.stop_seen = asyncio.Event()
+        # The agent's requests that touch the run (permissions, files, commands), served by the
+        # agent call's own task (call.py `_prompt`): a wait for a person, a rule's stop and a
+        # durable run's recorded steps then happen in the run's context, not in the SDK's tasks.
+        self.requests: asyncio.Queue[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = asyncio.Queue()
 
     # -- the turn's text --------------------------------------------------------------------
 
@@ -105,9 +107,8 @@ class EscalateClient:
 
         self.flush()
         try:
-            option = await decide_permission(self.run, self.agent, tool_call, options)
-        except Exception as exc:  # StopTask (a rule or default stopped the task), a broker refusal
-            self._stop(exc)
+            option = await self._served(lambda: decide_permission(self.run, self.agent, tool_call, options))
+        except Exception:  # the task was stopped (a rule, a default): the turn is cancelled too
             option = None
         if option is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -117,7 +118,7 @@ class EscalateClient:
                              **kwargs: Any) -> Any:
         from acp.schema import ReadTextFileResponse
 
-        result = await self._tool("read_file", {"path": path})
+        result = await self._served(lambda: self._tool("read_file", {"path": path}))
         text = str(result.get("content", ""))
         if line is not None or limit is not None:
             lines = text.splitlines(keepends=True)
@@ -126,17 +127,18 @@ class EscalateClient:
         return ReadTextFileResponse(content=text)
 
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
-        await self._tool("write_file", {"path": path, "content": content})
+        await self._served(lambda: self._tool("write_file", {"path": path, "content": content}))
         return None
 
     async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None, env: Any = None,
                               cwd: str | None = None, output_byte_limit: int | None = None, **kwargs: Any) -> Any:
         from acp.schema import CreateTerminalResponse
 
-        line = Terminals.command_line(command, args or [])
-        await self._gate("run_command", {"command": line})
-        terminal_id = await self.terminals.create(command, args or [], env, cwd, output_byte_limit)
-        return CreateTerminalResponse(terminal_id=terminal_id)
+        async def create() -> str:
+            await self._gate("run_command", {"command": Terminals.command_line(command, args or [])})
+            return await self.terminals.create(command, args or [], env, cwd, output_byte_limit)
+
+        return CreateTerminalResponse(terminal_id=await self._served(create))
 
     async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         return self.terminals.output(terminal_id)
@@ -165,16 +167,18 @@ class EscalateClient:
 
     # -- files and commands through the rules -----------------------------------------------------
 
+    async def _served(self, make: Callable[[], Awaitable[Any]]) -> Any:
+        """`make()` run by the agent call's task; its result (or its exception) here."""
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.requests.put_nowait((make, done))
+        return await done
+
     async def _gate(self, tool: str, args: dict[str, Any]) -> None:
         """The rules' verdict on this call, settled (a person when it says ASK); a refusal is the
-        agent's error reply, a stop ends the task."""
+        agent's error reply, a stop (StopTask) ends the task."""
         from acp import RequestError
 
-        try:
-            outcome = await settle_tool(self.run, self.agent, tool, args, self.run.desk.tool_verdict(self.run.task, tool, args))
-        except Exception as exc:
-            self._stop(exc)
-            raise RequestError(-32000, "the task was stopped") from None
+        outcome = await settle_tool(self.run, self.agent, tool, args, self.run.desk.tool_verdict(self.run.task, tool, args))
         if not outcome.runs:
             raise RequestError(-32000, outcome.message or f"the call {tool} was denied")
 
@@ -190,11 +194,6 @@ class EscalateClient:
         if "error" in result:
             raise RequestError(-32000, str(result["error"]))
         return result
-
-    def _stop(self, exc: BaseException) -> None:
-        if self.stopped is None:
-            self.stopped = exc
-        self.stop_seen.set()
 
     async def close(self) -> None:
         await self.terminals.close()
