@@ -1,7 +1,9 @@
 """A scripted ACP agent, written with the SDK's agent side: `python scripted_agent.py SCRIPT.json`.
 
 The script is a JSON object: `turns`, a list (one per prompt, in order) of lists of steps;
-`protocol_version` (default 1), `load_session` (the capability, default false), `trace` (a file
+`protocol_version` (default 1), `load_session` (the capability, default false), `state` (a file
+holding the next turn's index, so that an agent started again goes on where the last one
+stopped), `trace` (a file
 where the agent appends one JSON line per thing it saw: prompts, permission outcomes, file and
 terminal results, cancels, session loads). Steps:
 
@@ -85,13 +87,23 @@ class Scripted(Agent):
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         text = "".join(getattr(block, "text", "") for block in prompt)
         self.trace(event="prompt", text=text)
-        if not self.turns:
+        turn = self.next_turn()
+        if turn is None:
             await self.say(session_id, "(no more turns)")
             return PromptResponse(stop_reason="end_turn")
-        for step in self.turns.pop(0):
+        for step in turn:
             if await self.step(session_id, step):
                 return PromptResponse(stop_reason="cancelled")
         return PromptResponse(stop_reason="end_turn")
+
+    def next_turn(self) -> list[dict[str, Any]] | None:
+        state = self.script.get("state")
+        if state is None:
+            return self.turns.pop(0) if self.turns else None
+        index = int(open(state).read()) if os.path.exists(state) else 0
+        with open(state, "w") as f:
+            f.write(str(index + 1))
+        return self.turns[index] if index < len(self.turns) else None
 
     async def say(self, session_id: str, text: str, chunks: int = 1) -> None:
         size = max(1, -(-len(text) // chunks))
