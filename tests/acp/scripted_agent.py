@@ -29,6 +29,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from typing import Any
 
 from acp import (
@@ -128,12 +129,16 @@ class Scripted(Agent):
         elif "permission" in step:
             p = step["permission"]
             options = [PermissionOption(option_id=o[0], name=o[1], kind=o[2]) for o in p["options"]]
+            raw = p.get("raw_input")
+            if p.get("stamp"):  # the benchmark's clock (CLOCK_MONOTONIC: one for every process)
+                raw = {**(raw or {}), "sent_ns": time.monotonic_ns()}
             call = ToolCallUpdate(tool_call_id=p.get("id", "call-1"), title=p["title"], kind=p.get("kind", "execute"),
-                                  raw_input=p.get("raw_input"))
+                                  raw_input=raw)
             reply = await self.conn.request_permission(session_id=sid, tool_call=call, options=options)
+            told = time.monotonic_ns()
             outcome = reply.outcome
             chosen = getattr(outcome, "option_id", None) or outcome.outcome
-            self.trace(event="permission", outcome=chosen)
+            self.trace(event="permission", outcome=chosen, told_ns=told)
             await self.say(sid, f"outcome: {chosen}\n")
         elif "write" in step:
             await self.client_call(sid, "write", lambda: self.conn.write_text_file(
