@@ -11,6 +11,12 @@ Figures (CLOCK_MONOTONIC, which every process on the machine shares):
 - answered -> told: `broker.answer` is called; the agent has the reply (its option) in hand.
   Target p95 < 50 ms.
 With --agents K, K agents run at once in one engine (one loop), each asking N permissions.
+
+--console [--agents 20]: the agents run in one console (Textual, headless, 120x40), each
+streaming lines and thoughts between its permission requests; the person answers from the pane
+with the key `1` (Allow once). Figures: raised -> the pane on screen with it (when the pane was
+empty), key -> the screen updated (the next request, or the pane gone), and the frames the
+agents' streaming cost.
 The machine is shared: the load average is printed with the figures.
 """
 
@@ -99,9 +105,70 @@ async def main(n: int, agents: int) -> None:
               f"p95 {p95(values):6.2f} ms  max {max(values):7.2f} ms")
 
 
+async def console(n: int, agents: int) -> None:
+    """K ACP agents at once in one console; the person answers from the pane."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import tui  # noqa: F401  before Textual, as `escalate` does
+
+    from bench_console import FrameProbe, p95 as console_p95, press, settled, until  # noqa: F401
+    from engine.escalation.broker import RAISED
+    from tui.app import EscalateApp
+    from tui.session import ConsoleSession, RunRequest, WorkflowEntry
+    from tui.widgets.decision_pane import DecisionPane
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-acp-console-"))
+    entries = []
+    for k in range(agents):
+        steps: list = []
+        for i in range(n):
+            steps += [{"think": f"step {i}: reading"}, {"say": f"working on part {i} [of {n}]\n", "chunks": 4},
+                      {"tool": {"id": f"t{i}", "title": f"edit file{i}.py", "kind": "edit", "status": "in_progress"}},
+                      {"wait": 0.05},
+                      {"permission": {"title": f"deploy {k}-{i}", "raw_input": {"n": i}, "options": OPTIONS}}]
+        script = tmp / f"script-{k}.json"
+        script.write_text(json.dumps({"turns": [steps + [{"say": "done"}]]}))
+        source = tmp / f"acp{k}.sr"
+        source.write_text(agent_source(agent_command(script)))
+        entries.append(WorkflowEntry(source))
+    session = ConsoleSession(entries, rules=default_rules(), workspace=tmp)
+    app = EscalateApp(session)
+    raised_at: dict[str, float] = {}
+    total = agents * n
+    async with app.run_test(size=(120, 40)):
+        probe = FrameProbe(app)
+        await until(app.engine_ready.is_set)
+        session.broker.subscribe(lambda e: raised_at.setdefault(e.pending.escalation.id, time.perf_counter())
+                                 if e.kind == RAISED else None)
+        handles = [app.start(entry, RunRequest(None, "go")) for entry in session.workflows]
+        pane = app.main.query_one(DecisionPane)
+        shown, keys = [], []
+        answered = 0
+        while answered < total:
+            if pane.pending is None or not pane.visible:
+                frame = probe.next_frame(lambda: pane.visible and pane.pending is not None)
+                drawn = await settled(frame, "the pane showing a request", timeout=120)
+                shown.append((drawn - raised_at[pane.pending.escalation.id]) * 1000)
+            await until(lambda: pane.has_focus_within)
+            esc = pane.pending.escalation
+            frame = probe.next_frame(lambda e=esc.id: pane.pending is None or pane.pending.escalation.id != e)
+            t = press(app, "1")
+            keys.append((await settled(frame, "the screen after the key") - t) * 1000)
+            answered += 1
+        await until(lambda: all(h.finished_at is not None for h in handles), timeout=300)
+        done = sum(h.status.value == "done" for h in handles)
+        session.close()
+    load = os.getloadavg()
+    print(f"ACP agents in one console: {agents} agents x {n} permissions each, {done} of {agents} runs done; "
+          f"load average {load[0]:.1f} {load[1]:.1f}")
+    for name, values in (("raised -> pane on screen (pane was empty)", shown), ("key -> screen updated", keys)):
+        print(f"  {name:42s} n={len(values):4d}  median {statistics.median(values):6.2f} ms  "
+              f"p95 {p95(values):6.2f} ms  max {max(values):7.2f} ms")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--agents", type=int, default=1)
+    parser.add_argument("--console", action="store_true")
     args = parser.parse_args()
-    asyncio.run(main(args.n, args.agents))
+    asyncio.run(console(args.n, args.agents) if args.console else main(args.n, args.agents))
