@@ -233,6 +233,8 @@ async def test_files_and_terminals_stay_in_the_workspace_and_pass_the_rules(acp)
         {"write": ["../outside2.txt", "escaped"]},
         {"run": ["echo", ["hi there"]]},
         {"run": ["curl", ["http://127.0.0.1:9/"]]},
+        {"run": ["echo from a shell line > shell.txt", []]},  # no arguments: a shell line, as adapters send it
+        {"run": ["ls; curl http://127.0.0.1:9/", []]},  # every command of the line is checked
     ]]))
     assert await handle.wait() is RunStatus.DONE, handle.error
     results = {(t["event"], i): t["result"] for i, t in enumerate(acp.trace()) if t["event"] in ("write", "read", "run")}
@@ -243,5 +245,7 @@ async def test_files_and_terminals_stay_in_the_workspace_and_pass_the_rules(acp)
     assert values[3].startswith("error:") and not (acp.tmp / "outside2.txt").exists()
     assert values[4] == "exit 0: hi there"
     assert values[5].startswith("error:") and "denied" in values[5]
+    assert values[6] == "exit 0: " and (acp.workspace / "shell.txt").read_text() == "from a shell line\n"
+    assert values[7].startswith("error:") and "denied" in values[7]
     assert {e["tool"] for e in events(handle, "tool_call")} >= {"write_file", "read_file", "run_command"}
 

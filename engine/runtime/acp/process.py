@@ -120,7 +120,7 @@ class AgentProcess:
                 raise AcpFailure(await self._why_gone())
             raise AcpFailure(f"{self.label}: no answer within {timeout:g} s")
         except RequestError as exc:
-            raise AcpFailure(f"{self.label}: refused the request: {exc} ({exc.code})") from None
+            raise AcpFailure(f"{self.label}: refused the request: {exc} ({exc.code}){_details(exc.data)}") from None
         except ValidationError as exc:
             raise AcpFailure(f"{self.label}: sent a reply that does not follow ACP ({exc.error_count()} errors, "
                              f"first: {exc.errors()[0].get('msg', '')})") from None
@@ -181,3 +181,12 @@ class AgentProcess:
         await proc.wait()
         if self.stderr is not None:
             self.stderr.cancel()
+
+
+def _details(data: Any) -> str:
+    """An error reply's own words (its `data`), on one short line."""
+    if data is None:
+        return ""
+    text = data.get("details", data.get("message", data)) if isinstance(data, dict) else data
+    text = " ".join(str(text).split())
+    return f": {text[:300]}" if text else ""

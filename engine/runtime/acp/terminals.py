@@ -1,7 +1,9 @@
 """The `terminal/*` client methods: commands an ACP agent runs, in the workspace, each in its own
 process group, their output kept up to a byte limit (the oldest bytes dropped first, as ACP
-says). The rules have already passed the command (client.py) before `create` runs it; it runs
-without a shell (the command and its arguments as given), in a folder inside the workspace."""
+says). The rules have already passed the command (client.py) before `create` runs it, in a
+folder inside the workspace: with arguments, the program and its arguments as given (no shell);
+without, the command is a shell line (as agents such as Claude Code's adapter send it) and runs
+in `/bin/sh -c`, as the built-in `run_command` does: the rules' shell analysis read that line."""
 
 from __future__ import annotations
 
@@ -67,7 +69,7 @@ class Terminals:
         environ = dict(os.environ)
         for var in env or ():
             environ[str(var.name)] = str(var.value)
-        argv = [command, *args] if args else shlex.split(command)
+        argv = [command, *args] if args else ["/bin/sh", "-c", command]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=folder, env=environ, stdin=asyncio.subprocess.DEVNULL,
