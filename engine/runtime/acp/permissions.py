@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 ALLOW_KINDS = ("allow_once", "allow_always")
 REJECT_KINDS = ("reject_once", "reject_always")
 MAX_SHOWN = 4000  # characters of the raw input shown in the pane's context
+MAX_OPTIONS = 20  # of the agent's options shown (all are still honoured by approve / deny)
+MAX_LABEL = 200
 
 
 def call_args(raw_input: Any) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def escalation_for(run: "RunState", agent: str, tool_call: Any, options: Sequenc
     return Escalation(
         id="", task_id=run.task, run_id=run.run_id, agent=agent, reason=TOOL_APPROVAL_REASON,
         question=f"Allow {agent} to run: {tool}?", context="\n".join(lines),
-        options=tuple(Option(o.option_id, o.name, str(o.kind)) for o in options),
+        options=tuple(Option(o.option_id, o.name[:MAX_LABEL], str(o.kind)) for o in options[:MAX_OPTIONS]),
         origin=Origin.TOOL_APPROVAL,
     )
 
