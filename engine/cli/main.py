@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="escalate", description="Terminal escalation console for multi-agent LLM workflows.")
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     # `escalate` alone opens the console on the bundled demo: the console's defaults.
-    parser.set_defaults(files=[], rules=None, script=None, store=None, run=False, input=None, db=None)
+    parser.set_defaults(files=[], rules=None, script=None, store=None, run=False, input=None, db=None, agent=None)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     console = sub.add_parser("console", help="open the console on these workflows")
@@ -117,6 +117,8 @@ def _console_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--store", metavar="PATH", help="where run history is kept")
     command.add_argument("--run", action="store_true", help="start the first workflow at once")
     command.add_argument("--input", metavar="TEXT", default=None, help="with --run: the run's input")
+    command.add_argument("--agent", metavar="CMD", action="append", default=None,
+                         help='an ACP agent to open as a workflow (repeatable), e.g. "gemini --experimental-acp"')
     command.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db; "
                          "the demo's own in the user's data folder)")
 

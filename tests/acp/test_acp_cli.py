@@ -105,3 +105,18 @@ def _pending(tmp: Path, db: str) -> dict:
                     return run["pending"][0]
         time.sleep(0.2)
     raise AssertionError("no pending escalation")
+
+
+def test_console_and_serve_take_acp_agents_as_workflows(tmp_path: Path) -> None:
+    import argparse
+
+    from engine.cli.main import build_parser
+    from engine.cli.serve_cmd import console_command
+
+    bad = _cli("console", "--agent", "gemini 'unclosed", cwd=tmp_path)
+    assert bad.returncode == 2 and "--agent: the ACP command cannot be split" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    args = build_parser().parse_args(["serve", "--agent", "gemini --experimental-acp", "--agent", "goose acp"])
+    assert isinstance(args, argparse.Namespace)
+    command = console_command(args, first=True)
+    assert command[command.index("console") + 1:] == ["--agent", "gemini --experimental-acp", "--agent", "goose acp"]
