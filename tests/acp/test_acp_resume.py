@@ -45,3 +45,5 @@ def test_a_resumed_run_loads_the_session_or_summarises_it(tmp_path: Path, can_lo
         assert "cannot load its session" in resumed.stderr
         assert "Earlier in this task" in prompts[1] and "I looked at auth.py." in prompts[1]
         assert "fix the login" in prompts[1]
+        assert prompts[1].startswith("Work in the current folder")  # the new session is told its instruction
+        assert "## Asking a human" in prompts[1].split("## Earlier in this task")[0]  # and the protocol note

@@ -85,6 +85,9 @@ class AcpAgent:
         if self._introduced:
             return ""
         self._introduced = True
+        return self._intro()
+
+    def _intro(self) -> str:
         parts = [self._instruction(), protocol.PROTOCOL_NOTE, "## Task"]
         return "\n\n".join(p for p in parts if p) + "\n"
 
@@ -139,7 +142,7 @@ class AcpAgent:
             except AcpFailure as exc:
                 self.run.emit("log", message=f"{exc}; starting a new session instead", level="warning")
         self.session_id = await self.process.new_session()
-        self.summary = summary(self.transcript)
+        self.summary = self._intro().removesuffix("## Task\n") + summary(self.transcript)  # a new session: told again
         self.run.emit("log", message=f"{self.label}: started again; it cannot load its session, so a new session "
                                      f"{self.session_id} gets a summary of the {len(self.transcript)} recorded turns")
 
