@@ -110,7 +110,7 @@ async def console(n: int, agents: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     import tui  # noqa: F401  before Textual, as `escalate` does
 
-    from bench_console import FrameProbe, p95 as console_p95, press, settled, until  # noqa: F401
+    from bench_console import FrameProbe, press, settled, until
     from engine.escalation.broker import RAISED
     from tui.app import EscalateApp
     from tui.session import ConsoleSession, RunRequest, WorkflowEntry

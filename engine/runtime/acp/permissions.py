@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from engine.escalation.desk import CONFIRMED, DENIED, TOOL_APPROVAL_REASON, Gate, ToolVerdict
 from engine.kernel.model import Decision, Escalation, Option, Origin, PendingEscalation, ResolvedBy, TimeoutPolicy
-from engine.kernel.responses import APPROVE, DENY
+from engine.kernel.responses import APPROVE
 from engine.runtime.human import settle_tool, wait
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ async def decide_permission(run: "RunState", agent: str, tool_call: Any, options
         verdict = ToolVerdict(Gate.ASK)  # the agent asked: with no rule about it, a person answers
     if verdict.gate is not Gate.ASK:
         outcome = await settle_tool(run, agent, tool, args, verdict)
-        return first_of(options, ("allow_once", "allow_always") if outcome.runs else REJECT_KINDS)
+        return first_of(options, ALLOW_KINDS if outcome.runs else REJECT_KINDS)
     escalation = escalation_for(run, agent, tool_call, options, tool, args)
     decision = await wait(run, lambda: run.desk.ask_tool(escalation, verdict, tool, args))
     option = chosen(options, decision)
