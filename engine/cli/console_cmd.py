@@ -46,6 +46,13 @@ def main(args: argparse.Namespace) -> int:
 
 def _console(args: argparse.Namespace) -> int:
     try:
+        if args.agent:  # ACP agents open as workflows of their own (engine/cli/acp_agent.py)
+            from engine.cli.acp_agent import AgentUsage, write_agent_workflow
+
+            try:
+                args.files = [*args.files, *(str(write_agent_workflow(a, Path.cwd())[0]) for a in args.agent)]
+            except AgentUsage as exc:
+                raise UsageError(str(exc)) from None
         files, script, rules = _inputs(args)
     except UsageError as exc:
         write_line(str(exc) if exc.positioned else f"escalate: error: {exc}")

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="escalate", description="Terminal escalation console for multi-agent LLM workflows.")
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     # `escalate` alone opens the console on the bundled demo: the console's defaults.
-    parser.set_defaults(files=[], rules=None, script=None, store=None, run=False, input=None, db=None)
+    parser.set_defaults(files=[], rules=None, script=None, store=None, run=False, input=None, db=None, agent=None)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     console = sub.add_parser("console", help="open the console on these workflows")
@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", metavar="OUT.py", help="write the Python here instead of printing it")
 
     run = sub.add_parser("run", help="run one workflow headless")
-    run.add_argument("file", metavar="FILE.sr", help="the workflow to run")
+    run.add_argument("file", metavar="FILE.sr", nargs="?", help="the workflow to run")
+    run.add_argument("--agent", metavar="CMD", help='run one ACP agent instead of a workflow: its command, e.g. "gemini --experimental-acp"')
     run.add_argument("--flow", metavar="NAME", help="the flow to start (default: main, else default, else an agent)")
     run.add_argument("--input", metavar="TEXT", default="", help="the run's input ($input in the flow)")
     run.add_argument("--script", metavar="S.yaml", help="scripted model replies, offline (default: <stem>.yaml beside the file)")
@@ -116,6 +117,8 @@ def _console_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--store", metavar="PATH", help="where run history is kept")
     command.add_argument("--run", action="store_true", help="start the first workflow at once")
     command.add_argument("--input", metavar="TEXT", default=None, help="with --run: the run's input")
+    command.add_argument("--agent", metavar="CMD", action="append", default=None,
+                         help='an ACP agent to open as a workflow (repeatable), e.g. "gemini --experimental-acp"')
     command.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db; "
                          "the demo's own in the user's data folder)")
 

@@ -31,6 +31,18 @@ def main(args: argparse.Namespace) -> int:
     from engine.runtime.adk_setup import prepare_adk
 
     prepare_adk()
+    if (args.agent is None) == (args.file is None):
+        _err("escalate run: give a workflow FILE.sr or --agent \"CMD ARGS\" (one of the two)")
+        return EXIT_USAGE
+    if args.agent is not None:
+        from engine.cli.acp_agent import AgentUsage, agent_workflow
+
+        try:
+            args.file, task = agent_workflow(args)
+        except AgentUsage as exc:
+            _err(str(exc))
+            return EXIT_USAGE
+        args.task = args.task or task
     if args.detach:
         clash = [name for name, given in (("--answers", args.answers), ("--events", args.events), ("--wait", args.wait)) if given]
         if clash:
@@ -131,6 +143,7 @@ def models_line(workflow_cls: Any, script: Any) -> str:
     from engine.runtime.models import is_real
 
     real = [f"{name} = {spec.provider}/{spec.model_id}" for name, spec in workflow_cls.MODELS.items() if is_real(spec)]
+    real += [f"{name} = ACP agent {spec.acp_command!r}" for name, spec in workflow_cls.MODELS.items() if spec.acp_command]
     return f"models: {', '.join(real)}" if real else "models: none configured (no --script, no <stem>.yaml beside the file)"
 
 

@@ -49,6 +49,8 @@ def console_command(args: argparse.Namespace, *, first: bool) -> list[str]:
             command += [f"--{option}", str(Path(value).absolute())]
     if args.allow_imports_outside:
         command.append("--allow-imports-outside")
+    for agent in args.agent or ():  # ACP agents, as workflows of their own
+        command += ["--agent", agent]
     if first and args.run:
         command.append("--run")
         if args.input is not None:

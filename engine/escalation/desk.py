@@ -206,6 +206,14 @@ class EscalationDesk:
         self._emit(run_id, "tool_call", fields)
         return result
 
+    async def ask_tool(self, escalation: Escalation, verdict: ToolVerdict, tool: str, args: dict[str, Any]) -> Decision:
+        """A tool approval raised with the asker's own options (an ACP agent's permission request,
+        engine/runtime/acp/permissions.py): a person decides, as for `settle_tool`'s ASK; the
+        caller reads the chosen option and emits `tool_call`."""
+        rule = self._count(verdict.rule)
+        asked_by = self.rules.asked_by(escalation.task_id, rule, tool=True)
+        return await self._ask_person(escalation, rule, asked_by, {"tool": tool, "args": args})
+
     def _edited_call_checked(self, task: str, tool: str, result: ToolCallOutcome) -> ToolCallOutcome:
         """Approved with edited arguments: checked once, here. They must fit the tool's schema
         (else nothing runs), then the rules see the edited call as it will run, and a rule that

@@ -22,6 +22,21 @@ class ModelSpec:
     max_tokens: int | None = None
     max_input_tokens: int | None = None
     base_url: str | None = None  # an OpenAI-compatible (or Gemini) endpoint, e.g. a local server
+    acp_command: str | None = None  # `model NAME = acp "CMD ARGS"`: an ACP agent answers instead
+
+
+def acp_argv(command: str) -> list[str]:
+    """An ACP agent's command as words, split as a POSIX shell would (no shell runs it); raises
+    ValueError saying why it cannot be run. `escalate check` and the runtime split it alike."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise ValueError(f"the ACP command cannot be split into words ({str(exc).lower()})") from None
+    if not words:
+        raise ValueError("the ACP command is empty")
+    return words
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,15 @@ def _valid_option(escalation: Escalation, r: Response) -> str | None:
     return None
 
 
+def _valid_fixed(escalation: Escalation, r: Response) -> str | None:
+    """approve / deny: the option of that id, or, among an ACP agent's own options (their ACP
+    kind is their description), its first allow / reject option (engine/runtime/acp)."""
+    prefix = "allow_" if r.selected_option == APPROVE else "reject_"
+    if escalation.option(r.selected_option or "") is None and any(o.description.startswith(prefix) for o in escalation.options):
+        return None
+    return _valid_option(escalation, r)
+
+
 def _valid_text(escalation: Escalation, r: Response) -> str | None:
     return "a text answer needs textResponse" if r.text_response is None else None
 
@@ -130,10 +139,14 @@ KINDS: tuple[ResponseKind, ...] = (
                  validate=_valid, pane_key="agent", pane_rank=1,
                  offered=lambda e: e.allow_agent_decision and _not_tool_approval(e)),
     # A tool approval is an option escalation with the options `approve` and `deny`.
-    ResponseKind("approve", label="approve", flag="--approve", flag_help="approve a tool call", approved=True,
-                 fixed=APPROVE, tool_approval_only=True, runs_tool=True, **_OPTION),  # type: ignore[arg-type]
-    ResponseKind("deny", label="deny", flag="--deny", flag_help="deny a tool call", approved=False,
-                 fixed=DENY, tool_approval_only=True, **_OPTION),  # type: ignore[arg-type]
+    # An ACP agent's permission request offers its own options: approve / deny are its first allow
+    # / reject option.
+    ResponseKind("approve", label="approve", flag="--approve", flag_help="approve a tool call (an ACP agent's: its first allow option)",
+                 approved=True, fixed=APPROVE, tool_approval_only=True, runs_tool=True,
+                 **{**_OPTION, "validate": _valid_fixed}),  # type: ignore[arg-type]
+    ResponseKind("deny", label="deny", flag="--deny", flag_help="deny a tool call (an ACP agent's: its first reject option)",
+                 approved=False, fixed=DENY, tool_approval_only=True,
+                 **{**_OPTION, "validate": _valid_fixed}),  # type: ignore[arg-type]
 )
 
 

@@ -16,6 +16,7 @@ from engine.lang.diagnostics import Diagnostic, did_you_mean, error, warning
 from engine.lang.semantics import BUILTIN_VARS, ProgramInfo, assigned_names, flow_variables, walk_statements
 from engine.flow.flowlib import FUNCTIONS, builtin_function
 from engine.flow.builtin_names import BUILTINS
+from engine.flow.spec import acp_argv
 from engine.flow.guardrails import known_guardrails, mask_guardrails
 
 AGENT_KEYS = ("tools", "instruction", "prompt", "produces", "retry", "timeout", "description", "delegate", "use", "history")
@@ -162,6 +163,8 @@ class Analyzer:
     # ---------------------------------------------------------------- definitions
     def model(self, m: ast.Model) -> None:
         file = self.info.file(m)
+        if m.acp_command is not None:
+            self.acp_command(file, m)
         if not m.block:
             return
         for key, (line, col) in m.prop_lines.items():
@@ -183,6 +186,15 @@ class Analyzer:
             if v is not None and (isinstance(v, str) or (want_int and not isinstance(v, int))):
                 line, col = m.prop_lines[key]
                 self.diags.append(error(file, line, col, "E0004", f"model property '{key}' needs {'an integer' if want_int else 'a number'}"))
+
+    def acp_command(self, file: str, m: ast.Model) -> None:
+        """`model NAME = acp "CMD ARGS"`: a command the shell's quoting rules can split."""
+        try:
+            acp_argv(m.acp_command or "")
+        except ValueError as exc:
+            line, col = m.acp_at
+            self.diags.append(error(file, line, col, "E0023", f"model '{m.name}': {exc}",
+                                    'write the agent\'s command as you would type it, e.g. acp "gemini --experimental-acp"'))
 
     def schema(self, s: ast.Schema) -> None:
         file = self.info.file(s)

@@ -314,6 +314,8 @@ class Model(Definition):
     properties: dict[str, Any] = field(default_factory=dict)
     prop_lines: dict[str, tuple[int, int]] = field(default_factory=dict)
     block: bool = False
+    acp_command: str | None = None  # `model NAME = acp "CMD ARGS"`: an ACP agent's command
+    acp_at: tuple[int, int] = (0, 0)  # where that command's string starts
 
 
 @_node
@@ -345,6 +347,8 @@ class Tool(Definition):
     properties: dict[str, str] = field(default_factory=dict)
     prop_lines: dict[str, tuple[int, int]] = field(default_factory=dict)
     block: bool = False
+    acp_command: str | None = None  # `model NAME = acp "CMD ARGS"`: an ACP agent's command
+    acp_at: tuple[int, int] = (0, 0)  # where that command's string starts
 
 
 @_node

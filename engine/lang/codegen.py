@@ -36,7 +36,7 @@ LINE_COMMENT = re.compile(r"\s*# line (\d+)")  # reads `line_comment` back
 # generated calls, which are then shorter to read and to compile.
 _SPEC_DEFAULTS = {"model": "None", "expecting": "None", "expecting_list": "False", "inherit": "None",
                   "escalation": "None", "provider": "None", "model_id": "None", "temperature": "None",
-                  "max_tokens": "None", "max_input_tokens": "None", "base_url": "None", "auth": "None", "headers": "{}"}
+                  "max_tokens": "None", "max_input_tokens": "None", "base_url": "None", "acp_command": "None", "auth": "None", "headers": "{}"}
 
 
 def _spec_call(cls: str, **args: str) -> str:
@@ -318,7 +318,8 @@ class CodeGen:
                           temperature=repr(_num_or_none(p.get("temperature"))),
                           max_tokens=repr(_int_or_none(p.get("max_tokens"))),
                           max_input_tokens=repr(_int_or_none(p.get("max_input_tokens"))),
-                          base_url=repr(p["base_url"] if isinstance(p.get("base_url"), str) else None))
+                          base_url=repr(p["base_url"] if isinstance(p.get("base_url"), str) else None),
+                          acp_command=repr(m.acp_command))
 
     def type_spec(self, t: ast.TypeRef) -> str:
         if t.name == "list":

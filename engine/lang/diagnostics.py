@@ -38,6 +38,7 @@ CODES: dict[str, str] = {
     "E0020": "cannot read file",
     "E0021": "prompts include each other",
     "E0022": "nests too deeply to run",
+    "E0023": "bad ACP agent command",
     "W0002": "agent has both delegate and use",
     "W0003": "program too large to check variables",
     "W0004": "unknown guardrail",

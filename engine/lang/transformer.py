@@ -167,11 +167,15 @@ class Builder:
 
     def d_model_short(self, t: Tree) -> ast.Model:
         name, ref = t.children
-        value = str(ref.children[0])
+        value = str(ref.children[0]) if ref.children else "acp"  # the keyword, as a model id
         provider, _, model_id = value.partition("/")
         if not model_id:
             provider, model_id = None, value
         return ast.Model(*_pos(t), name=str(name), provider=provider, model_id=model_id)
+
+    def d_model_acp(self, t: Tree) -> ast.Model:
+        name, command = t.children
+        return ast.Model(*_pos(t), name=str(name), acp_command=unescape(str(command)[1:-1]), acp_at=_pos(command))
 
     def d_model_block(self, t: Tree) -> ast.Model:
         name = str(t.children[0])

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.escalation import protocol
+from engine.runtime.acp.call import acp_command, call_acp_agent
 from engine.escalation.broker import EscalationError
 from engine.kernel.model import Origin
 from engine.flow.flow_api import AbortFlow, FlowError, StopTask
@@ -122,6 +123,10 @@ async def _call_once(
     if gate.blocked:
         raise GuardrailBlocked(f"input of agent {spec.name!r} blocked: {gate.blocked}")
     text = gate.retry_step if gate.retry_step is not None else str(gate.subject)
+    command = acp_command(run, key, spec)
+    if command is not None:  # an ACP agent answers (engine/runtime/acp), not ADK
+        reply = await call_acp_agent(run, key, spec, command, text)
+        return AgentOutcome(reply, reply, False)
     runner = run.runner_for(key)
     session = await run.session_service.create_session(app_name=runner.app_name, user_id=run.run_id)
     try:

@@ -57,6 +57,7 @@ class RunState:
     # Agent calls started in a tool that wait for a person, by the paused tool call's id
     # (engine/runtime/child_calls.py): the caller's agent call takes them up at the flow level.
     suspended: dict[str, Any] = field(default_factory=dict)
+    acp_agents: dict[str, Any] = field(default_factory=dict)  # ACP agents' processes (engine/runtime/acp/call.py)
 
     def agent_spec(self, key: str) -> AgentSpec | None:
         spec = self.workflow.AGENTS.get(key)
@@ -126,6 +127,10 @@ class RunState:
         for child in self.suspended.values():
             child.cancel()
         self.suspended.clear()
+        if self.acp_agents:
+            from engine.runtime.acp.call import close_agents
+
+            await close_agents(self)
         for runner in self._runners.values():
             try:
                 await runner.close()

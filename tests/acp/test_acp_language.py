@@ -1,0 +1,62 @@
+"""`model NAME = acp "CMD ARGS"`: parsed by both back ends, checked (E0023), generated safely."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli.acp_agent import agent_source
+from tests.lang.helpers import compile_text, load
+from tests.lang.test_fastparse import both
+
+AGENT = 'prompt p using model "coder": """Fix it"""\nagent main:\n    instruction p\n'
+
+
+def test_an_acp_model_names_its_command() -> None:
+    cls = load(f'model coder = acp "gemini --experimental-acp"\n{AGENT}')
+    assert cls.MODELS["coder"].acp_command == "gemini --experimental-acp"
+    assert cls.MODELS["coder"].provider is None
+
+
+def test_acp_stays_a_soft_keyword() -> None:
+    cls = load('model acp = acp\nmodel m = acp "x --acp"\nprompt p using model "acp": """hi"""\nagent acp:\n    instruction p\n')
+    assert cls.MODELS["acp"].model_id == "acp" and cls.MODELS["m"].acp_command == "x --acp"
+
+
+def test_both_parsers_agree_on_the_form() -> None:
+    for source in (f"model coder = acp 'claude-code-acp --flag \"a b\"'\n{AGENT}", "model acp = acp\n",
+                   'model c = acp "x"\nmodel d = acp\n'):
+        ref, fast = both(source)
+        assert ref is not None and ref == fast
+
+
+@pytest.mark.parametrize(("command", "said"), [
+    ('"gemini \'oops"', "the ACP command cannot be split into words (no closing quotation)"),
+    ('"   "', "the ACP command is empty"),
+    ('"trailing \\\\"', "cannot be split into words"),
+])
+def test_a_bad_command_is_one_positioned_error(command: str, said: str) -> None:
+    result = compile_text(f"model coder = acp {command}\n{AGENT}")
+    assert [(d.code, d.line, d.column) for d in result.diagnostics] == [("E0023", 1, 19)]
+    assert said in result.diagnostics[0].message and "'coder'" in result.diagnostics[0].message
+
+
+def test_hostile_command_text_is_only_ever_a_literal() -> None:
+    hostile = "x'); import os; os.system('touch /tmp/pwned'); ('"
+    cls = load(agent_source(hostile))
+    assert cls.MODELS["main"].acp_command == hostile
+
+
+def test_escalate_check_reports_it_in_text_and_json(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sr"
+    bad.write_text(f'model coder = acp "gemini \'oops"\n{AGENT}')
+    text = subprocess.run([sys.executable, "-m", "engine", "check", str(bad)], capture_output=True, text=True)
+    assert text.returncode == 1
+    assert f"{bad}:1:19: error[E0023]: model 'coder': the ACP command cannot be split" in text.stdout + text.stderr
+    as_json = subprocess.run([sys.executable, "-m", "engine", "check", str(bad), "--format", "json"],
+                             capture_output=True, text=True)
+    assert [(d["code"], d["line"], d["column"]) for d in json.loads(as_json.stdout)] == [("E0023", 1, 19)]
