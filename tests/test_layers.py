@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
     {"engine.lang"},
     {"rules", "engine.flow"},
     {"engine.kernel"},
-    {"engine", "engine.files", "engine.positions", "engine.text_safety", "engine.private", "engine.trusted",
+    {"engine", "engine.files", "engine.positions", "engine.text_safety", "engine.private", "engine.trusted", "engine.token_gate",
      "engine.demo", "engine.examples"},  # the leaves (demo and examples hold data files)
 ]
 
