@@ -103,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default: 8000; 0: any free port)")
 
+    mcp = sub.add_parser("mcp", help="an MCP server with the tool escalate_to_human (stdio; --http: behind a one-time token)")
+    mcp.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db)")
+    mcp.add_argument("--rules", metavar="R.yaml", help="rules file (default: the shipped rules, .escalate/rules.yaml over them)")
+    mcp.add_argument("--task", metavar="NAME", help="the task name the rules' taskOverrides match (default: this folder's name)")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP (a URL with a one-time token) instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="with --http: the address to listen on (default: 127.0.0.1)")
+    mcp.add_argument("--port", type=_port, default=8765, help="with --http: the port (default: 8765; 0: any free port)")
+
     for command in (console, check, comp, run, serve):
         command.add_argument("--allow-imports-outside", action="store_true",
                              help="let imports reach files outside the folder of the file given here")
@@ -170,6 +178,7 @@ _COMMANDS = {
     "serve": "engine.cli.serve_cmd",
     "worker": "engine.cli.worker_cmd",
     "trust": "engine.cli.trust_cmd",
+    "mcp": "engine.cli.mcp_cmd",
 }
 
 
