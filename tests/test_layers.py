@@ -19,7 +19,7 @@ TOPS = ("engine", "rules", "tui")
 # Top to bottom (docs/architecture.md): a package imports only its own layer and those below.
 # Within a layer, imports are allowed as long as they make no cycle.
 LAYERS: list[set[str]] = [
-    {"tui", "engine.cli", "engine.__main__"},
+    {"tui", "engine.cli", "engine.__main__", "engine.outside"},  # engine.outside: outside agents' desk
     {"engine.services"},
     {"engine.runtime"},
     {"engine.durable"},
