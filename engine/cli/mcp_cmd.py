@@ -45,10 +45,12 @@ async def _serve(args: argparse.Namespace, rules: object, project: Path) -> int:
     except DatabaseError as exc:
         write_line(f"escalate mcp: error: --db {exc}")
         return EXIT_USAGE
+    tool = EscalateTool(desk, project, args.task)
     try:
-        server = build_server(EscalateTool(desk, project, args.task))
+        server = build_server(tool)
         return await (_http(args, server) if args.http else _stdio(server))
     finally:
+        await tool.close()
         desk.close()
 
 

@@ -20,9 +20,19 @@ from engine.durable.owners import pid_gone
 PATH_PREFIX = "agent:"  # the runs table's `path` of an outside agent's session: `agent:claude`
 
 
+KEPT_KINDS = ("mcp",)  # agents whose requests outlive the process that asked: a client comes back for them
+
+
 def is_outside(row: dict[str, Any]) -> bool:
     """The run is an outside agent's session (not a workflow of ours)."""
     return str(row.get("path") or "").startswith(PATH_PREFIX)
+
+
+def is_kept(row: dict[str, Any]) -> bool:
+    """The run's requests are kept when their asker is gone: an MCP client that disconnected
+    asks again with the same `requestId` and gets the same escalation (or its decision), so
+    they wait for a decision or their deadline like any escalation."""
+    return str(row.get("path") or "") in {PATH_PREFIX + kind for kind in KEPT_KINDS}
 
 
 def asker_gone(row: dict[str, Any], now: float | None = None) -> bool:
@@ -39,7 +49,7 @@ def asker_gone(row: dict[str, Any], now: float | None = None) -> bool:
 def withdraw_if_gone(db: Database, row: dict[str, Any], now: float | None = None) -> list[str]:
     """Withdraw the pending escalations of this outside run when its askers are gone, and mark
     it aborted; returns the escalations withdrawn."""
-    if not is_outside(row) or row.get("status") not in ACTIVE or not asker_gone(row, now):
+    if not is_outside(row) or is_kept(row) or row.get("status") not in ACTIVE or not asker_gone(row, now):
         return []
     withdrawn = []
     for esc in db.pending_escalations([row["run_id"]]):

@@ -72,6 +72,13 @@ class Session:
     def run_id(self) -> str:
         return f"{self.kind}-{_digest(self.session_id)[:16]}"
 
+    @property
+    def keeps(self) -> bool:
+        """Its requests outlive the process that asked (engine/durable/askers.py KEPT_KINDS)."""
+        from engine.durable.askers import KEPT_KINDS
+
+        return self.kind in KEPT_KINDS
+
     def request_id(self, key: str, attempt: int = 1) -> str:
         """The escalation id of this session's request `key` (Claude Code's tool_use_id, an MCP
         requestId): the same on every call, so a request asked again is found, not raised again.
@@ -238,9 +245,11 @@ class OutsideDesk:
                     if inspect.isawaitable(told):
                         await told
         except BaseException:
-            # The asker is gone (cancelled, a signal): withdrawn, so nobody decides it into nothing.
+            # The asker is gone (cancelled, a signal): withdrawn, so nobody decides it into nothing
+            # (unless its client comes back for it: then it stays pending in the database).
             task.cancel()
-            self.withdraw(esc_id)
+            if not asker.keeps:
+                self.withdraw(esc_id)
             raise
         finally:
             self._leave_run(asker)

@@ -11,12 +11,14 @@ command runs.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.kernel.model import Decision, Escalation
 from engine.outside.core import OutsideDesk, OutsideError, Session, Waiting
 from engine.outside.mcp_tool import DESCRIPTION, INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME, BadArguments, parse, result
 
@@ -33,37 +35,68 @@ _CLIENT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 class EscalateTool:
-    """The tool's behaviour, whatever the transport: one desk, the project and task it asks for."""
+    """The tool's behaviour, whatever the transport: one desk, the project and task it asks for.
+
+    A call with a `requestId` waits in a task of its own, which the call only watches: a client
+    that cancels or drops the call (a client's tool timeout, a reconnection) leaves it waiting,
+    the process keeps its session's run alive, and the next call with the same `requestId` watches
+    the same wait. Without a `requestId` nobody can come back for it: the call cancelled, it is
+    withdrawn."""
 
     def __init__(self, desk: OutsideDesk, project: Path, task: str | None) -> None:
         self.desk = desk
         self.project = project
         self.task = task
+        self._waits: dict[str, asyncio.Task[Decision]] = {}  # escalation id -> the wait for it
+        self._watchers: dict[str, list[ProgressSink]] = {}  # escalation id -> the calls watching it
 
     def session(self, client: str) -> Session:
         """The MCP client's session in this project: one run, whatever the process serving it,
         so a requestId asked again after a restart is found."""
         task = self.task or self.project.name or "project"
-        return Session.of("mcp", f"{client}:{task}:{self.project}", self.project, task=task, agent=client,
-                          keeps=True)
+        return Session.of("mcp", f"{client}:{task}:{self.project}", self.project, task=task, agent=client)
 
     async def call(self, arguments: object, client: str, progress: "ProgressSink") -> dict[str, Any]:
         """The decision as the tool's result, or BadArguments / OutsideError (one line)."""
         ask = parse(arguments)
         asker = self.session(client)
         key = ask.request_id or f"call-{uuid.uuid4().hex}"
+        esc_id = await asyncio.to_thread(self.desk.free_id, asker, key)
+        wait = self._waits.get(esc_id)
+        if wait is None:
+            wait = asyncio.ensure_future(self._wait(asker, ask.escalation, key, esc_id))
+            self._waits[esc_id] = wait
+            wait.add_done_callback(lambda _: self._waits.pop(esc_id, None))
+        watchers = self._watchers.setdefault(esc_id, [])
+        watchers.append(progress)
+        try:
+            decision = await asyncio.shield(wait)
+        except asyncio.CancelledError:
+            if ask.request_id is None:  # nobody can come back for it: withdrawn, never decided into nothing
+                wait.cancel()
+                await asyncio.to_thread(self.desk.withdraw, esc_id)
+            raise
+        finally:
+            watchers.remove(progress)
+        return result(asker.task, ask.escalation, decision)
 
+    async def _wait(self, asker: Session, escalation: Escalation, key: str, esc_id: str) -> Decision:
         async def waiting(state: Waiting) -> None:
-            when = "" if state.deadline is None else " (the default applies at its deadline)"
-            await progress(state.waited, f"waiting for a human to decide {state.escalation_id}{when}")
+            when = "" if state.deadline is None else " (the rules' default applies at its deadline)"
+            for sink in list(self._watchers.get(esc_id, ())):
+                await sink(state.waited, f"waiting for a human to decide {state.escalation_id}{when}")
 
         try:
-            decision = await self.desk.decide(asker, ask.escalation, key=key, on_progress=waiting)
-        except BaseException:
-            if ask.request_id is None:  # nobody can come back for it: withdrawn, never decided into nothing
-                self.desk.withdraw(asker.request_id(key))
-            raise
-        return result(asker.task, ask.escalation, decision)
+            return await self.desk.decide(asker, escalation, key=key, on_progress=waiting)
+        finally:
+            self._watchers.pop(esc_id, None)
+
+    async def close(self) -> None:
+        """Stop waiting here (the server stops): what has a requestId stays pending for its client."""
+        waits = list(self._waits.values())
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
 
 
 class ProgressSink:
@@ -126,5 +159,8 @@ async def serve_stdio(server: "Server[Any]") -> None:
     """Serve on this process's stdin and stdout until the client closes them."""
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    except* (BrokenPipeError, ConnectionResetError):  # the client went away mid-write (killed): done too
+        pass
