@@ -12,6 +12,7 @@ once: use stdio for it. The SDK's own checks stay on (Host and Origin of a loopb
 from __future__ import annotations
 
 import json
+import signal
 import socket
 from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 COOKIE = "escalate_mcp_session"  # not serve's: a cookie carries no port, the two may share a host
 PATH = "/mcp"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 GRACE_SECONDS = 2.0  # on stop, open calls get this long before they are cancelled (and withdrawn)
 
 Scope = dict[str, Any]
@@ -113,10 +115,22 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 async def serve_http(server: "Server[Any]", sock: socket.socket, host: str, once: OneTimeToken) -> None:
-    """Serve until SIGTERM/SIGINT (uvicorn's own handlers): open calls are then cancelled."""
+    """Serve until SIGTERM, SIGINT or SIGHUP: open calls are then cancelled, and this returns."""
     import uvicorn
 
     app = TokenGateApp(server.streamable_http_app(streamable_http_path=PATH, host=host), once)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS,
                             access_log=False)
-    await uvicorn.Server(config).serve(sockets=[sock])
+    web = uvicorn.Server(config)
+
+    def stop(signum: int, frame: object) -> None:
+        web.should_exit = True
+
+    # uvicorn handles SIGINT and SIGTERM itself while it serves, then raises the signal again
+    # for the handler it found: this one, so that the command ends with exit 0, not killed.
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    try:
+        await web.serve(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
