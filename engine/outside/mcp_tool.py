@@ -117,7 +117,7 @@ def parse(arguments: object) -> Ask:
     if unknown:
         raise BadArguments(f"unknown argument {_quoted(unknown[0])} (expected: {', '.join(INPUT_SCHEMA['properties'])})")
     reason = arguments.get("reason")
-    if reason not in {r.value for r in Reason}:
+    if not isinstance(reason, str) or reason not in {r.value for r in Reason}:
         raise BadArguments(f"reason: expected one of {', '.join(r.value for r in Reason)}, not {_shown(reason)}")
     question = _text(arguments, "question", MAX_QUESTION, required=True)
     context = _text(arguments, "context", MAX_CONTEXT)

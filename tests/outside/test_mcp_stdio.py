@@ -151,6 +151,7 @@ async def test_a_deadline_passing_applies_the_default_as_timeout_default(desk, e
 
 HOSTILE = [
     ({"question": "q"}, "reason: expected one of"),
+    ({"reason": ["other"], "question": "q"}, "reason: expected one of"),
     ({"reason": "other"}, "question: expected a string, not null"),
     ({"reason": "other", "question": "   "}, "question: must not be empty"),
     ({"reason": "other", "question": 42}, "question: expected a string, not a number"),
