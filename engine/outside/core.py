@@ -162,14 +162,17 @@ class OutsideDesk:
     # -- requests ---------------------------------------------------------------------------------
 
     async def settle_tool(self, asker: Session, tool: str, args: dict[str, Any], verdict: ToolVerdict, *, key: str,
-                          on_progress: Progress | None = None, every: float = PROGRESS_SECONDS) -> ToolCallOutcome:
+                          on_progress: Progress | None = None, every: float = PROGRESS_SECONDS,
+                          reuse_within: float | None = None) -> ToolCallOutcome:
         """What the verdict makes of the call; for ASK, a tool approval (options approve/deny,
         the rules' reason, the full input in its context) decided by a person, a taught rule or
         the deadline's default (deny: fail closed). Only `outcome.runs` may run it, with
-        `outcome.args` when the person edited them (checked as JSON objects, then by the rules)."""
+        `outcome.args` when the person edited them (checked as JSON objects, then by the rules).
+        `reuse_within`: a decision under `key` older than this many seconds is not reused (a
+        key that names a call rather than one request of it: a new request is raised)."""
         if verdict.gate is not Gate.ASK:
             return await self._desk("").settle_tool(asker.run_id, asker.task, asker.agent, tool, dict(args), verdict)
-        esc_id = await asyncio.to_thread(self.free_id, asker, key)
+        esc_id = await asyncio.to_thread(self.free_id, asker, key, reuse_within)
         return await self._wait(asker, esc_id, lambda desk: desk.settle_tool(
             asker.run_id, asker.task, asker.agent, tool, dict(args), verdict), on_progress, every)
 
@@ -190,13 +193,17 @@ class OutsideDesk:
         self.services.broker.settle(esc_id, None)
         return True
 
-    def free_id(self, asker: Session, key: str) -> str:
+    def free_id(self, asker: Session, key: str, reuse_within: float | None = None) -> str:
         """The id this request has, or gets: the pending or decided escalation under `key`, else
-        a new one (never one withdrawn: a person may have seen it withdrawn)."""
+        a new one (never one withdrawn: a person may have seen it withdrawn; nor, with
+        `reuse_within`, one decided longer ago than that)."""
+        now = time.time()
         for attempt in range(1, MAX_ATTEMPTS + 1):
             esc_id = asker.request_id(key, attempt)
             row = self.db.get_escalation(esc_id)
-            if row is None or row["status"] != "withdrawn":
+            if row is None or row["status"] == "pending":
+                return esc_id
+            if row["status"] == "decided" and (reuse_within is None or (row["decided_at"] or 0.0) >= now - reuse_within):
                 return esc_id
         raise OutsideError(f"request {key!r} of session {asker.session_id!r} was withdrawn {MAX_ATTEMPTS} times: "
                            "not asked again")
