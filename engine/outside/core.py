@@ -279,7 +279,8 @@ class OutsideDesk:
 
 def cancel_on_signals(task: "asyncio.Task[Any]", *, watch_parent: bool = False) -> Callable[[], None]:
     """SIGTERM, SIGINT and SIGHUP cancel `task` (its request is withdrawn); with `watch_parent`
-    the parent process's death does too (an agent killed with SIGKILL leaves its hook behind).
+    the death of the parent, or of the parent's parent (the agent behind its hook's shell), does
+    too: an agent killed with SIGKILL leaves its hook behind.
     Returns the function that undoes it."""
     loop = asyncio.get_running_loop()
     signals = [s for s in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)) if s is not None]
@@ -287,10 +288,10 @@ def cancel_on_signals(task: "asyncio.Task[Any]", *, watch_parent: bool = False) 
         loop.add_signal_handler(sig, task.cancel)
     watcher: asyncio.Task[None] | None = None
     if watch_parent:
-        parent = os.getppid()
+        lineage = _lineage()
 
         async def watch() -> None:
-            while os.getppid() == parent:
+            while _lineage() == lineage:
                 await asyncio.sleep(0.5)
             task.cancel()
 
@@ -303,6 +304,19 @@ def cancel_on_signals(task: "asyncio.Task[Any]", *, watch_parent: bool = False) 
             watcher.cancel()
 
     return undo
+
+
+def _lineage() -> tuple[int, int | None]:
+    """This process's parent and the parent's parent: agents run hooks through a shell (`sh -c`),
+    which outlives an agent killed with SIGKILL; it is then given another parent. (Where /proc
+    is not there, the parent alone.)"""
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/stat", "rb") as stat:
+            # pid (comm) state ppid ...: comm may hold spaces and parentheses, so after the last ')'
+            return parent, int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return parent, None
 
 
 def _prefix() -> str:
