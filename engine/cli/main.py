@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     rules_schema = rules_sub.add_parser("schema", help="print the JSON Schema of a file format (for editors)")
     rules_schema.add_argument("kind", nargs="?", choices=("rules", "script", "answers"), default="rules",
                               help="which file format (default: rules)")
+    hook = sub.add_parser("hook", help="Claude Code's or Codex's hook: the rules, else a person, decide each tool call")
+    importlib.import_module("engine.cli.hook_cmd").arguments(hook)
+
     serve = sub.add_parser("serve", help="the console in a web browser, behind a one-time token")
     _console_arguments(serve)  # `serve` opens the same console, with the same arguments, in each browser session
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
@@ -179,6 +182,7 @@ _COMMANDS = {
     "worker": "engine.cli.worker_cmd",
     "trust": "engine.cli.trust_cmd",
     "mcp": "engine.cli.mcp_cmd",
+    "hook": "engine.cli.hook_cmd",
 }
 
 

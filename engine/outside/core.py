@@ -169,14 +169,17 @@ class OutsideDesk:
     # -- requests ---------------------------------------------------------------------------------
 
     async def settle_tool(self, asker: Session, tool: str, args: dict[str, Any], verdict: ToolVerdict, *, key: str,
-                          on_progress: Progress | None = None, every: float = PROGRESS_SECONDS) -> ToolCallOutcome:
+                          on_progress: Progress | None = None, every: float = PROGRESS_SECONDS,
+                          reuse_within: float | None = None) -> ToolCallOutcome:
         """What the verdict makes of the call; for ASK, a tool approval (options approve/deny,
         the rules' reason, the full input in its context) decided by a person, a taught rule or
         the deadline's default (deny: fail closed). Only `outcome.runs` may run it, with
-        `outcome.args` when the person edited them (checked as JSON objects, then by the rules)."""
+        `outcome.args` when the person edited them (checked as JSON objects, then by the rules).
+        `reuse_within`: a decision under `key` older than this many seconds is not reused (a
+        key that names a call rather than one request of it: a new request is raised)."""
         if verdict.gate is not Gate.ASK:
             return await self._desk("").settle_tool(asker.run_id, asker.task, asker.agent, tool, dict(args), verdict)
-        esc_id = await asyncio.to_thread(self.free_id, asker, key)
+        esc_id = await asyncio.to_thread(self.free_id, asker, key, reuse_within)
         return await self._wait(asker, esc_id, lambda desk: desk.settle_tool(
             asker.run_id, asker.task, asker.agent, tool, dict(args), verdict), on_progress, every)
 
@@ -197,13 +200,17 @@ class OutsideDesk:
         self.services.broker.settle(esc_id, None)
         return True
 
-    def free_id(self, asker: Session, key: str) -> str:
+    def free_id(self, asker: Session, key: str, reuse_within: float | None = None) -> str:
         """The id this request has, or gets: the pending or decided escalation under `key`, else
-        a new one (never one withdrawn: a person may have seen it withdrawn)."""
+        a new one (never one withdrawn: a person may have seen it withdrawn; nor, with
+        `reuse_within`, one decided longer ago than that)."""
+        now = time.time()
         for attempt in range(1, MAX_ATTEMPTS + 1):
             esc_id = asker.request_id(key, attempt)
             row = self.db.get_escalation(esc_id)
-            if row is None or row["status"] != "withdrawn":
+            if row is None or row["status"] == "pending":
+                return esc_id
+            if row["status"] == "decided" and (reuse_within is None or (row["decided_at"] or 0.0) >= now - reuse_within):
                 return esc_id
         raise OutsideError(f"request {key!r} of session {asker.session_id!r} was withdrawn {MAX_ATTEMPTS} times: "
                            "not asked again")
@@ -281,7 +288,8 @@ class OutsideDesk:
 
 def cancel_on_signals(task: "asyncio.Task[Any]", *, watch_parent: bool = False) -> Callable[[], None]:
     """SIGTERM, SIGINT and SIGHUP cancel `task` (its request is withdrawn); with `watch_parent`
-    the parent process's death does too (an agent killed with SIGKILL leaves its hook behind).
+    the death of the parent, or of the parent's parent (the agent behind its hook's shell), does
+    too: an agent killed with SIGKILL leaves its hook behind.
     Returns the function that undoes it."""
     loop = asyncio.get_running_loop()
     signals = [s for s in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)) if s is not None]
@@ -289,10 +297,10 @@ def cancel_on_signals(task: "asyncio.Task[Any]", *, watch_parent: bool = False) 
         loop.add_signal_handler(sig, task.cancel)
     watcher: asyncio.Task[None] | None = None
     if watch_parent:
-        parent = os.getppid()
+        lineage = _lineage()
 
         async def watch() -> None:
-            while os.getppid() == parent:
+            while _lineage() == lineage:
                 await asyncio.sleep(0.5)
             task.cancel()
 
@@ -305,6 +313,19 @@ def cancel_on_signals(task: "asyncio.Task[Any]", *, watch_parent: bool = False) 
             watcher.cancel()
 
     return undo
+
+
+def _lineage() -> tuple[int, int | None]:
+    """This process's parent and the parent's parent: agents run hooks through a shell (`sh -c`),
+    which outlives an agent killed with SIGKILL; it is then given another parent. (Where /proc
+    is not there, the parent alone.)"""
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/stat", "rb") as stat:
+            # pid (comm) state ppid ...: comm may hold spaces and parentheses, so after the last ')'
+            return parent, int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return parent, None
 
 
 def _prefix() -> str:
