@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import time
 
 import pytest
 
+from engine.durable.askers import withdraw_gone
+from engine.durable.database import Database
 from tests.outside.mcp_harness import WAIT, Desk, call, question
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -78,6 +81,11 @@ async def test_a_client_that_disconnects_asks_again_and_gets_the_same_escalation
         waiting.cancel()
     (row,) = desk.rows()
     assert row["status"] == "pending"  # kept for its client: not withdrawn
+    db = Database(desk.db_url)
+    try:  # whoever sweeps for gone askers (a hook, a console), even an hour later, leaves it be
+        assert withdraw_gone(db, now=time.time() + 3600) == []
+    finally:
+        db.close()
     async with desk.stdio() as client:  # a new client process, a new server process: the same request
         waiting = call(client, desk, **question(requestId="plan-42"))
         for _ in range(int(WAIT * 10)):  # it waits on the same escalation (its progress names it)
