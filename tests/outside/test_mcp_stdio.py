@@ -229,3 +229,37 @@ def test_escalate_mcp_imports_no_adk_genai_or_textual(desk, monkeypatch) -> None
     heavy = sorted(m for m in imported if m.split(".")[0] == "textual" or m.startswith(("google.adk", "google.genai")))
     assert heavy == []
     assert desk.rows()[0]["resolved_by"] == "timeout_default"
+
+
+def test_hostile_messages_on_the_wire_get_errors_not_a_traceback(desk) -> None:
+    """Raw JSON-RPC lines (what no SDK client would send): each gets an error or is dropped, the
+    server stays up and answers a good request after them."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "\x1b]0;x\x07evil", "version": "1"}}}
+    lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             "{not json", "[]", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                             "params": {"name": "escalate_to_human", "arguments": [1, 2]}}),
+             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 7}}),
+             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                         "params": {"name": "escalate_to_human", "arguments": {"reason": "other", "question": "q" * 2_000_000}}}),
+             json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})]
+    proc = subprocess.Popen(desk.command(), cwd=desk.project, env=desk.env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    replies: dict[int, dict] = {}
+    while 4 not in replies:  # (the test's timeout bounds this)
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else ""
+        reply = json.loads(line)
+        replies[reply.get("id")] = reply
+    proc.stdin.close()
+    proc.wait(60)
+    err = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 0 and "Traceback" not in err, err[-2000:]
+    assert "error" in replies[1] or replies[1]["result"]["isError"]
+    assert "error" in replies[2]
+    assert replies[3]["result"]["isError"] and "at most 4000" in replies[3]["result"]["content"][0]["text"]
+    assert [t["name"] for t in replies[4]["result"]["tools"]] == ["escalate_to_human"]
+    assert desk.rows() == []
