@@ -18,6 +18,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.durable.urls import DatabaseError
+from engine.kernel.errors import EscalationError
 from engine.kernel.model import Decision, Escalation
 from engine.outside.core import OutsideDesk, OutsideError, Session, Waiting
 from engine.outside.mcp_tool import DESCRIPTION, INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME, BadArguments, parse, result
@@ -72,6 +74,8 @@ class EscalateTool:
         try:
             decision = await asyncio.shield(wait)
         except asyncio.CancelledError:
+            if not _being_cancelled():  # the wait, not this call: withdrawn elsewhere
+                raise OutsideError(f"{esc_id} was withdrawn before anyone decided it") from None
             if ask.request_id is None:  # nobody can come back for it: withdrawn, never decided into nothing
                 wait.cancel()
                 await asyncio.to_thread(self.desk.withdraw, esc_id)
@@ -84,7 +88,10 @@ class EscalateTool:
         async def waiting(state: Waiting) -> None:
             when = "" if state.deadline is None else " (the rules' default applies at its deadline)"
             for sink in list(self._watchers.get(esc_id, ())):
-                await sink(state.waited, f"waiting for a human to decide {state.escalation_id}{when}")
+                try:
+                    await sink(state.waited, f"waiting for a human to decide {state.escalation_id}{when}")
+                except Exception:  # that call's client is gone (a closed stream): the wait goes on
+                    pass
 
         try:
             return await self.desk.decide(asker, escalation, key=key, on_progress=waiting)
@@ -97,6 +104,11 @@ class EscalateTool:
         for wait in waits:
             wait.cancel()
         await asyncio.gather(*waits, return_exceptions=True)
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class ProgressSink:
@@ -135,7 +147,7 @@ def build_server(tool: EscalateTool) -> "Server[Any]":
             return _error(types, f"unknown tool {params.name[:60]!r}: this server has only {TOOL_NAME}")
         try:
             answer = await tool.call(params.arguments, client_name(ctx), ProgressSink(ctx))
-        except (BadArguments, OutsideError) as exc:
+        except (BadArguments, OutsideError, DatabaseError, EscalationError) as exc:
             return _error(types, f"{TOOL_NAME}: {exc}")
         text = json.dumps(answer, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=answer)

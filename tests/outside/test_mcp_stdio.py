@@ -263,3 +263,19 @@ def test_hostile_messages_on_the_wire_get_errors_not_a_traceback(desk) -> None:
     assert replies[3]["result"]["isError"] and "at most 4000" in replies[3]["result"]["content"][0]["text"]
     assert [t["name"] for t in replies[4]["result"]["tools"]] == ["escalate_to_human"]
     assert desk.rows() == []
+
+
+async def test_withdrawn_elsewhere_the_call_ends_with_a_tool_error(desk) -> None:
+    """A console that withdraws the request (its run cancelled) ends the call with a clear
+    error, not a call that hangs or a cancelled request."""
+    async with desk.stdio() as client:
+        waiting = call(client, desk, **question(requestId="w-1"))
+        (listed,) = await desk.listed()
+        db = Database(desk.db_url)
+        try:
+            db.withdraw(listed["id"])
+        finally:
+            db.close()
+        result = await asyncio.wait_for(waiting, WAIT)
+    assert result.is_error and f"{listed['id']} was withdrawn" in result.content[0].text
+    assert "Traceback" not in desk.server_errors()
