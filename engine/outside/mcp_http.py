@@ -42,8 +42,11 @@ class TokenGateApp:
         self.once = once
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # the lifespan (websockets are not served)
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket: nothing here speaks it
+            await send({"type": "websocket.close", "code": 1008})
             return
         headers = _headers(scope)
         host = headers.get("host", "")
