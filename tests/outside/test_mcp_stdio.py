@@ -13,6 +13,7 @@ import pytest
 
 from engine.durable.askers import withdraw_gone
 from engine.durable.database import Database
+from tests.workers.conftest import pg_url, postgres_server  # noqa: F401  (fixtures)
 from tests.outside.mcp_harness import WAIT, Desk, call, question
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -278,4 +279,24 @@ async def test_withdrawn_elsewhere_the_call_ends_with_a_tool_error(desk) -> None
             db.close()
         result = await asyncio.wait_for(waiting, WAIT)
     assert result.is_error and f"{listed['id']} was withdrawn" in result.content[0].text
+    assert "Traceback" not in desk.server_errors()
+
+
+async def test_on_postgresql_a_disconnected_request_is_continued_and_answered(tmp_path, pg_url) -> None:
+    """The same on a real PostgreSQL server: asked, the client gone, asked again, answered."""
+    desk = Desk(tmp_path, pg_url, tmp_path / "servers.log")
+    async with desk.stdio() as client:
+        waiting = call(client, desk, **question(requestId="pg-1"))
+        (first,) = await desk.listed()
+        waiting.cancel()
+    async with desk.stdio() as client:
+        waiting = call(client, desk, **question(requestId="pg-1"))
+        for _ in range(int(WAIT * 10)):
+            if desk.progress:
+                break
+            await asyncio.sleep(0.1)
+        desk.answer(first["id"], "--text", "on PostgreSQL too")
+        answer = (await asyncio.wait_for(waiting, WAIT)).structured_content
+    assert (answer["escalationId"], answer["textResponse"], answer["resolvedBy"]) == (first["id"], "on PostgreSQL too", "human")
+    assert [r["status"] for r in desk.rows()] == ["decided"]
     assert "Traceback" not in desk.server_errors()
