@@ -208,6 +208,7 @@ async def test_hostile_arguments_are_a_tool_error_naming_the_field_and_nothing_i
     (["--rules", "missing.yaml"], "missing.yaml"),
     (["--db", "mysql://nobody@nowhere/x"], "--db"),
     (["--http", "--port", "99999"], "not a port number"),
+    (["--http", "--host", "192.0.2.1", "--port", "0"], "cannot listen on 192.0.2.1:0"),  # not this machine's
 ])
 def test_bad_arguments_are_one_line_and_exit_2(desk, argv, expected) -> None:
     out = subprocess.run(desk.command(*argv), cwd=desk.project, env=desk.env(), capture_output=True, text=True,
