@@ -66,7 +66,7 @@ class EscalateTool:
         esc_id = await asyncio.to_thread(self.desk.free_id, asker, key)
         wait = self._waits.get(esc_id)
         if wait is None:
-            wait = asyncio.ensure_future(self._wait(asker, ask.escalation, key, esc_id))
+            wait = asyncio.ensure_future(self._wait(asker, ask.escalation, key, esc_id, kept=ask.request_id is not None))
             self._waits[esc_id] = wait
             wait.add_done_callback(lambda _: self._waits.pop(esc_id, None))
         watchers = self._watchers.setdefault(esc_id, [])
@@ -76,15 +76,14 @@ class EscalateTool:
         except asyncio.CancelledError:
             if not _being_cancelled():  # the wait, not this call: withdrawn elsewhere
                 raise OutsideError(f"{esc_id} was withdrawn before anyone decided it") from None
-            if ask.request_id is None:  # nobody can come back for it: withdrawn, never decided into nothing
+            if ask.request_id is None:  # nobody can come back for it (the wait withdraws it)
                 wait.cancel()
-                await asyncio.to_thread(self.desk.withdraw, esc_id)
             raise
         finally:
             watchers.remove(progress)
         return result(asker.task, ask.escalation, decision)
 
-    async def _wait(self, asker: Session, escalation: Escalation, key: str, esc_id: str) -> Decision:
+    async def _wait(self, asker: Session, escalation: Escalation, key: str, esc_id: str, *, kept: bool) -> Decision:
         async def waiting(state: Waiting) -> None:
             when = "" if state.deadline is None else " (the rules' default applies at its deadline)"
             for sink in list(self._watchers.get(esc_id, ())):
@@ -95,11 +94,16 @@ class EscalateTool:
 
         try:
             return await self.desk.decide(asker, escalation, key=key, on_progress=waiting)
+        except asyncio.CancelledError:
+            if not kept:  # its call gone or the server stopping: withdrawn, never decided into nothing
+                await asyncio.to_thread(self.desk.withdraw, esc_id)
+            raise
         finally:
             self._watchers.pop(esc_id, None)
 
     async def close(self) -> None:
-        """Stop waiting here (the server stops): what has a requestId stays pending for its client."""
+        """Stop waiting here (the server stops): what has a requestId stays pending for its client,
+        the rest is withdrawn."""
         waits = list(self._waits.values())
         for wait in waits:
             wait.cancel()

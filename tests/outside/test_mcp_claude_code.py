@@ -36,7 +36,8 @@ def env_for(project: Project, model: ScriptedModel) -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `escalate` as installed
     # The scripted model calls the tool in its first turn: Claude Code must have connected the
     # server by then (by default `-p` does not wait) and list the tool itself (not behind ToolSearch).
-    env.update(MCP_CONNECTION_NONBLOCKING="false", ENABLE_TOOL_SEARCH="false")
+    env.update(MCP_CONNECTION_NONBLOCKING="false", ENABLE_TOOL_SEARCH="false",
+               MCP_TIMEOUT=str(int(WAIT * 1000)))  # the server's start, on a loaded machine
     return env
 
 
