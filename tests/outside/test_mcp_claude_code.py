@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,24 @@ def env_for(project: Project, model: ScriptedModel) -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `escalate` as installed
     # The scripted model calls the tool in its first turn: Claude Code must have connected the
     # server by then (by default `-p` does not wait) and list the tool itself (not behind ToolSearch).
-    env.update(MCP_CONNECTION_NONBLOCKING="false", ENABLE_TOOL_SEARCH="false",
-               MCP_TIMEOUT=str(int(WAIT * 1000)))  # the server's start, on a loaded machine
+    wait_ms = str(int(WAIT * 1000))  # the server's start, on a loaded machine
+    env.update(MCP_CONNECTION_NONBLOCKING="false", ENABLE_TOOL_SEARCH="false", MCP_TIMEOUT=wait_ms,
+               CLAUDE_CODE_MCP_STARTUP_WAIT_MS=wait_ms)
     return env
+
+
+def _asked(project: Project, claude: subprocess.Popen[bytes]) -> list[dict]:
+    """The pending escalation, once raised; Claude ending first fails with what it said."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        pending = [r for r in project.rows() if r["status"] == "pending"]
+        if pending:
+            return pending
+        if claude.poll() is not None:
+            out, err = claude.communicate()
+            raise AssertionError(f"Claude ended without asking: {out.decode()[-1500:]} {err.decode()[-1500:]}")
+        time.sleep(0.2)
+    raise AssertionError(f"nothing was asked within {WAIT:g} s")
 
 
 def test_claude_code_asks_through_escalate_mcp_and_reads_the_decision(project: Project, asking_model) -> None:
@@ -51,7 +67,7 @@ def test_claude_code_asks_through_escalate_mcp_and_reads_the_decision(project: P
     claude = subprocess.Popen([str(CLAUDE), "-p", "ask my person", "--output-format", "json", "--allowedTools", TOOL],
                               cwd=project.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        [row] = project.wait_pending()
+        [row] = _asked(project, claude)
         asked = row["payload"]["escalation"]
         assert (asked["question"], asked["task_id"], asked["reason"]) == (ASK["question"], "shop", "architecture_decision")
         assert claude.poll() is None  # Claude waits on the tool call
