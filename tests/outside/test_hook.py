@@ -55,6 +55,20 @@ def outputs(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
     return out, err
 
 
+def wait_owner(project: Project, run_id: str, pid: int) -> None:
+    """Until the session's run row is owned by process `pid` (it has begun waiting)."""
+    from engine.services import open_database
+
+    db = open_database(project.db_url, existing=True)
+    try:
+        deadline = time.monotonic() + WAIT
+        while f"-{pid}-" not in (db.get_run(run_id) or {}).get("owner", ""):
+            assert time.monotonic() < deadline, f"process {pid} never waited on {run_id}"
+            time.sleep(0.1)
+    finally:
+        db.close()
+
+
 def decision(out: bytes) -> dict:
     return json.loads(out)["hookSpecificOutput"]
 
@@ -124,7 +138,7 @@ def test_the_same_tool_use_id_continues_the_same_escalation(project: Project) ->
     first = start_hook(project, call(project))
     [row] = project.wait_pending()
     second = start_hook(project, call(project))  # asked again while the first still waits
-    time.sleep(1.0)  # the second has read the input and is waiting too (asserted below: one escalation)
+    wait_owner(project, row["run_id"], second.pid)  # the second waits too (and beats the session)
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert project.answer(row["id"], "--approve").returncode == 0
