@@ -64,8 +64,7 @@ def _hook(kind: str, args: argparse.Namespace) -> int:
     name = f"escalate hook {kind}"
     try:
         call = parse_call(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
-        answer = asyncio.run(answer_call(kind, call, rules_path=args.rules, db=args.db, task=args.task,
-                                         edits=AGENTS[kind].edits))
+        answer = asyncio.run(answer_call(AGENTS[kind], call, rules_path=args.rules, db=args.db, task=args.task))
     except BadInput as exc:
         return _fail(f"{name}: {exc}: no decision")
     except (asyncio.CancelledError, KeyboardInterrupt):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.escalation.desk import ToolCallOutcome, ToolVerdict
+    from engine.outside.agents import Agent
 
 MAX_INPUT_BYTES = 32 * 1024 * 1024  # a Write of a large file travels in tool_input
 PRE_TOOL_USE, PERMISSION_REQUEST, NOTIFICATION = "PreToolUse", "PermissionRequest", "Notification"
@@ -45,10 +46,10 @@ class HookCall:
     agent: str | None = None  # a subagent's type name (Claude Code's `agent_type` with `agent_id`)
     message: str = ""  # a Notification's text
 
-    @property
-    def key(self) -> str:
-        """The idempotency key of this call's request."""
-        if self.tool_use_id:
+    def key(self, *, by_call: bool = False) -> str:
+        """The idempotency key of this call's request: its tool_use_id, else (PermissionRequest
+        has none; `by_call`: the agent asks twice about one call) the call itself."""
+        if self.tool_use_id and not by_call:
             return self.tool_use_id
         shown = json.dumps([self.tool_name, self.tool_input], sort_keys=True, ensure_ascii=True, default=str)
         return "permission:" + hashlib.sha256(shown.encode("ascii")).hexdigest()[:32]
@@ -169,8 +170,8 @@ def _instructions(outcome: "ToolCallOutcome") -> str:
 # -- one hook call --------------------------------------------------------------------------------
 
 
-async def answer_call(kind: str, call: HookCall, *, rules_path: str | None, db: str | None, task: str | None,
-                      edits: bool = True) -> dict[str, Any] | None:
+async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None, db: str | None,
+                      task: str | None) -> dict[str, Any] | None:
     """The decision JSON for one hook call (None: no opinion). The rules first, opening nothing;
     a call they send to a person (and a PermissionRequest no rule decides: the agent was about to
     ask its person) waits for a decision in the database, withdrawn if this process is stopped.
@@ -181,20 +182,31 @@ async def answer_call(kind: str, call: HookCall, *, rules_path: str | None, db: 
     if call.event == NOTIFICATION or call.tool_input is None:
         return None
     rules = load_rules(call.cwd, rules_path)
-    asker = Session.of(kind, call.session_id, call.cwd, task=task, agent=call.agent)
+    asker = Session.of(agent.kind, call.session_id, call.cwd, task=task, agent=call.agent)
     verdict = tool_verdict(rules, asker, call.tool_name, call.tool_input)
-    if call.event == PERMISSION_REQUEST and verdict.rule is None and verdict.gate is Gate.ALLOW:
+    permission = call.event == PERMISSION_REQUEST
+    if permission and verdict.rule is None and verdict.gate is Gate.ALLOW:
         verdict = ToolVerdict(Gate.ASK)
     if verdict.gate is not Gate.ASK:
-        return verdict_answer(call.event, verdict, call.tool_name)
-    desk = await OutsideDesk.open(rules, db=db, identity=f"{kind} hook")
+        answer = verdict_answer(call.event, verdict, call.tool_name)
+        return None if _allows(answer) and not permission and not agent.pre_tool_allow else answer
+    desk = await OutsideDesk.open(rules, db=db, identity=f"{agent.kind} hook")
     me = asyncio.current_task()
     assert me is not None
     undo = cancel_on_signals(me, watch_parent=True)
     try:
-        outcome = await desk.settle_tool(asker, call.tool_name, call.tool_input, verdict, key=call.key,
-                                         reuse_within=PERMISSION_REUSE_SECONDS if call.event == PERMISSION_REQUEST else None)
+        outcome = await desk.settle_tool(asker, call.tool_name, call.tool_input, verdict,
+                                         key=call.key(by_call=agent.asks_twice),
+                                         reuse_within=PERMISSION_REUSE_SECONDS if permission or agent.asks_twice else None)
     finally:
         undo()
         desk.close()
-    return outcome_answer(call.event, outcome, edits=edits)
+    answer = outcome_answer(call.event, outcome, edits=agent.edits)
+    # An agent whose PreToolUse takes no allow: approved, the call goes on to its own approval,
+    # whose PermissionRequest finds the same decision (keyed by the call).
+    return None if _allows(answer) and not permission and not agent.pre_tool_allow else answer
+
+
+def _allows(answer: dict[str, Any] | None) -> bool:
+    out = (answer or {}).get("hookSpecificOutput", {})
+    return out.get("permissionDecision") == "allow" or out.get("decision", {}).get("behavior") == "allow"

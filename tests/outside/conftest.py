@@ -24,10 +24,16 @@ CLAUDE = HERE / "node_modules" / ".bin" / "claude"
 WAIT = 120.0  # seconds any one step may take on a loaded machine (never an assertion on time)
 
 
+def project_env() -> dict[str, str]:
+    """The environment of a process in the project: its database is the project's default one
+    (tests/conftest.py points ESCALATE_DB elsewhere for the rest of the suite)."""
+    return {k: v for k, v in os.environ.items() if k != "ESCALATE_DB"}
+
+
 def escalate(*argv: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None,
              timeout: float = WAIT) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, input=stdin, capture_output=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=env if env is not None else project_env())
 
 
 @dataclass
@@ -100,11 +106,10 @@ def model() -> Iterator[ScriptedModel]:
 
 
 def claude_env(project: Project, model: ScriptedModel) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    env = {k: v for k, v in project_env().items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
     env.update(HOME=str(project.home), ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-test",
                DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
                DISABLE_ERROR_REPORTING="1")
-    env.pop("ESCALATE_DB", None)
     return env
 
 
