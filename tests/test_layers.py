@@ -19,7 +19,7 @@ TOPS = ("engine", "rules", "tui")
 # Top to bottom (docs/architecture.md): a package imports only its own layer and those below.
 # Within a layer, imports are allowed as long as they make no cycle.
 LAYERS: list[set[str]] = [
-    {"tui", "engine.cli", "engine.__main__"},
+    {"tui", "engine.cli", "engine.__main__", "engine.outside"},  # engine.outside: outside agents' desk
     {"engine.services"},
     {"engine.runtime"},
     {"engine.durable"},
@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
     {"engine.lang"},
     {"rules", "engine.flow"},
     {"engine.kernel"},
-    {"engine", "engine.files", "engine.positions", "engine.text_safety", "engine.private", "engine.trusted",
+    {"engine", "engine.files", "engine.positions", "engine.text_safety", "engine.private", "engine.trusted", "engine.token_gate",
      "engine.demo", "engine.examples"},  # the leaves (demo and examples hold data files)
 ]
 

@@ -99,10 +99,21 @@ def build_parser() -> argparse.ArgumentParser:
     rules_schema = rules_sub.add_parser("schema", help="print the JSON Schema of a file format (for editors)")
     rules_schema.add_argument("kind", nargs="?", choices=("rules", "script", "answers"), default="rules",
                               help="which file format (default: rules)")
+    hook = sub.add_parser("hook", help="Claude Code's or Codex's hook: the rules, else a person, decide each tool call")
+    importlib.import_module("engine.cli.hook_cmd").arguments(hook)
+
     serve = sub.add_parser("serve", help="the console in a web browser, behind a one-time token")
     _console_arguments(serve)  # `serve` opens the same console, with the same arguments, in each browser session
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default: 8000; 0: any free port)")
+
+    mcp = sub.add_parser("mcp", help="an MCP server with the tool escalate_to_human (stdio; --http: behind a one-time token)")
+    mcp.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db)")
+    mcp.add_argument("--rules", metavar="R.yaml", help="rules file (default: the shipped rules, .escalate/rules.yaml over them)")
+    mcp.add_argument("--task", metavar="NAME", help="the task name the rules' taskOverrides match (default: this folder's name)")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP (a URL with a one-time token) instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="with --http: the address to listen on (default: 127.0.0.1)")
+    mcp.add_argument("--port", type=_port, default=8765, help="with --http: the port (default: 8765; 0: any free port)")
 
     for command in (console, check, comp, run, serve):
         command.add_argument("--allow-imports-outside", action="store_true",
@@ -173,6 +184,8 @@ _COMMANDS = {
     "serve": "engine.cli.serve_cmd",
     "worker": "engine.cli.worker_cmd",
     "trust": "engine.cli.trust_cmd",
+    "mcp": "engine.cli.mcp_cmd",
+    "hook": "engine.cli.hook_cmd",
 }
 
 

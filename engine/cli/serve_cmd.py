@@ -73,7 +73,7 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         port = await server.start()
     except OSError as exc:
-        write_line(f"escalate: error: cannot listen on {_netloc(args.host, args.port)}: "
+        write_line(f"escalate: error: cannot listen on {netloc(args.host, args.port)}: "
                    f"{os.strerror(exc.errno) if exc.errno else exc}")
         return EXIT_USAGE
     stop = asyncio.Event()
@@ -81,10 +81,10 @@ async def _serve(args: argparse.Namespace) -> int:
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, stop.set)
     try:
-        print(f"http://{_netloc(_shown_host(args.host), port)}/?token={server.gate.token}", flush=True)
-        write_line(f"escalate serve: the console on {_netloc(args.host, port)}: open the link above "
+        print(f"http://{netloc(shown_host(args.host), port)}/?token={server.gate.token}", flush=True)
+        write_line(f"escalate serve: the console on {netloc(args.host, port)}: open the link above "
                    "(it works once, in one browser); Ctrl+C stops")
-        if not _loopback(args.host):
+        if not loopback(args.host):
             write_line("escalate serve: warning: plain HTTP on the network: the link and the console can be read "
                        "on the way; prefer an SSH tunnel or a TLS proxy (docs/console.md)")
         await stop.wait()
@@ -106,7 +106,7 @@ def _log_to_stderr() -> None:
     log.propagate = False
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -115,11 +115,11 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _shown_host(host: str) -> str:
+def shown_host(host: str) -> str:
     """The host in the printed link: a wildcard address is no place a browser can go, the
     machine's name is."""
     return socket.gethostname() if host in ("", "0.0.0.0", "::") else host
 
 
-def _netloc(host: str, port: int) -> str:
+def netloc(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

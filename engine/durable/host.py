@@ -19,13 +19,12 @@ import asyncio
 import concurrent.futures
 import contextvars
 import logging
-import os
-import socket
 import time
-import uuid
 from typing import Awaitable, Callable, Protocol
 
 from engine.durable import steps
+from engine.durable.askers import is_outside, withdraw_if_gone
+from engine.durable.owners import new_owner, pid_gone
 from engine.durable.database import HEARTBEAT_SECONDS, Database, DatabaseError
 
 log = logging.getLogger("escalate.durable")
@@ -97,20 +96,6 @@ def owner_alive(owner: str, db: Database | None = None, heartbeat: float | None 
     return not (db is not None and silent and db.signals.owner_gone(owner))
 
 
-def pid_gone(owner: str) -> bool:
-    """True when `owner` names a process of this host that no longer exists."""
-    host, _, pid = owner.rpartition("-")[0].rpartition("-")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
 def trust_target(url: str) -> str:
     """The `--db` value naming this database again (a SQLite file's path as it is)."""
     from engine.durable.trust import shown, sqlite_file
@@ -134,7 +119,7 @@ class DurableHost:
     def __init__(self, db: Database, loop: asyncio.AbstractEventLoop) -> None:
         self.db = db
         self.loop = loop
-        self.owner = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.owner = new_owner()
         self.queue_name = f"escalate-{self.owner}"
         self.executor: RunExecutor | None = None
         self.draining = False  # a worker stopping: runs it takes from the queue now are left for others
@@ -297,6 +282,9 @@ class DurableHost:
         if refusal is not None:
             raise RunRefused(refusal)
         row = await asyncio.to_thread(self.db.get_run, run_id)
+        if row is not None and is_outside(row):  # an outside agent's session: no workflow of ours runs it
+            await asyncio.to_thread(withdraw_if_gone, self.db, row)
+            return False
         owner = row["owner"] if row else None
         beat = row["heartbeat"] if row else None
         dead = owner if owner and not await asyncio.to_thread(owner_alive, owner, self.db, beat) else None

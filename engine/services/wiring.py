@@ -65,6 +65,26 @@ class Services:
             self.db.close()
 
 
+async def open_decisions(db: Database | str | None, *, identity: str) -> Services:
+    """Services for a process that raises escalations and waits for their decisions without
+    running workflows (an outside agent's hook, the MCP server): the database, the decision
+    store, a broker hearing decisions made anywhere, the clock; no DBOS, no ADK (a hook runs for
+    every tool call). Raises DatabaseError (one line); a database opened here is closed then."""
+    from engine.durable.decisions import DecisionStore, who
+    from engine.durable.feed import Feed
+    from engine.escalation.broker import EscalationBroker
+    from engine.kernel.clock import RealClock
+    from engine.services.database import open_database
+
+    database = open_database(db) if db is None or isinstance(db, str) else db
+    clock = RealClock()
+    store = DecisionStore(database)
+    broker = EscalationBroker(clock, store=store, identity=who(identity))
+    feed = Feed(broker, store)
+    feed.start()  # decisions made elsewhere reach this process's waits at once
+    return Services(broker=broker, clock=clock, db=database, store=store, feed=feed)
+
+
 async def open_services(db: Database | str | None, *, identity: str, broker: EscalationBroker | None = None,
                         clock: Clock | None = None, hear_everything: bool = False,
                         worker_concurrency: int | None = None) -> Services:

@@ -1,7 +1,8 @@
 """Who may use the served console: whoever opened the one-time link first, in that browser, at
 that address, from a page this server served.
 
-The link carries a random token (256 bits). Its first use is exchanged for two secrets:
+The link carries a random one-time token (engine/token_gate.py). Its first use is exchanged for
+two secrets:
 
 - a session cookie (HttpOnly, SameSite=Strict) that lets the browser load the page and its
   static files. A cookie carries no port: the browser also sends it to any other server on the
@@ -19,20 +20,14 @@ first use: the same link opened again, by anyone, is refused.
 
 from __future__ import annotations
 
-import hmac
-import secrets
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from engine.token_gate import OneTimeToken, new_secret, same
+
 COOKIE = "escalate_session"
 KEY_PROTOCOL = "escalate-key."  # the websocket subprotocol the page's script offers: this + the key
-TOKEN_BYTES = 32
 MAX_PAGES = 64  # page secrets served and not yet used; older ones are forgotten (their page reloads)
-
-
-def _same(a: str, b: str) -> bool:
-    """Constant-time equality; a value that is not ASCII (a hostile cookie) is simply unequal."""
-    return hmac.compare_digest(a.encode("utf-8", "surrogateescape"), b.encode("utf-8", "surrogateescape"))
 
 
 @dataclass(frozen=True)
@@ -44,40 +39,43 @@ class Admission:
 
 
 class TokenGate:
-    """The one-time token, and the browser, address and pages it was exchanged for."""
+    """The one-time token (engine/token_gate.py), and the browser, address and pages it was
+    exchanged for."""
 
     def __init__(self, token: str | None = None) -> None:
-        self.token = token or secrets.token_urlsafe(TOKEN_BYTES)
-        self._admission: Admission | None = None
-        self._host: str | None = None
+        self._once = OneTimeToken(token)
+        self._key: str | None = None
         self._pages: OrderedDict[str, None] = OrderedDict()
 
     @property
+    def token(self) -> str:
+        return self._once.token
+
+    @property
     def spent(self) -> bool:
-        return self._admission is not None
+        return self._once.spent
 
     def exchange(self, offered: str, host: str) -> Admission | None:
         """The secrets for the first right token offered, pinning `host`; None for a wrong or
         spent token."""
-        if self._admission is not None or not _same(offered, self.token):
+        session = self._once.exchange(offered, host)
+        if session is None:
             return None
-        self._admission = Admission(secrets.token_urlsafe(TOKEN_BYTES), secrets.token_urlsafe(TOKEN_BYTES))
-        self._host = host.lower()
-        return self._admission
+        self._key = new_secret()
+        return Admission(session, self._key)
 
     def admits(self, cookie: str | None, host: str) -> bool:
         """The browser that used the token, at the address it used it at."""
-        return (cookie is not None and self._admission is not None and self._host is not None
-                and _same(cookie, self._admission.session) and _same(host.lower(), self._host))
+        return self._once.admits(cookie, host)
 
     @property
     def host(self) -> str | None:
         """The pinned `host[:port]`, once the token is spent."""
-        return self._host
+        return self._once.host
 
     def new_page(self) -> str:
         """A one-time page secret for a page about to be served."""
-        page = secrets.token_urlsafe(TOKEN_BYTES)
+        page = new_secret()
         self._pages[page] = None
         while len(self._pages) > MAX_PAGES:
             self._pages.popitem(last=False)
@@ -87,5 +85,4 @@ class TokenGate:
         """A websocket from a page served here (its secret is spent now, whatever follows)
         whose script holds the key."""
         known = self._pages.pop(page, 0) is None
-        return (known and offered_key is not None and self._admission is not None
-                and _same(offered_key, self._admission.key))
+        return known and offered_key is not None and self._key is not None and same(offered_key, self._key)

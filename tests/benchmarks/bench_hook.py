@@ -1,0 +1,170 @@
+"""Figures for outside agents' hooks (issue 24), printed, never asserted:
+
+1. `escalate hook claude` decided by a rule: wall time per call, process start included.
+2. A hook's request raised -> listed by a console's feed (a process hearing everything, as the
+   console does): from the row's raise time to the listing.
+3. Answered -> the hook prints its decision (the agent's tool then runs): from the decision's
+   write to the hook's output.
+4. 50 Claude sessions waiting at once on one database, each answered (approve or deny, at
+   random): lost, misrouted and doubled decisions counted.
+
+    PYTHONPATH=. python tests/benchmarks/bench_hook.py [--calls 30] [--sessions 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RULES = """escalationRules:
+  global:
+    - {pattern: "rm -rf", action: deny}
+    - {pattern: "touch", action: ask_user, timeout: 600}
+"""
+
+
+def call(root: Path, command: str, session: str, tool_use_id: str) -> bytes:
+    return json.dumps({"session_id": session, "cwd": str(root), "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": command}, "tool_use_id": tool_use_id,
+                       "permission_mode": "default", "transcript_path": "/dev/null"}).encode()
+
+
+def env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "ESCALATE_DB"}
+
+
+def hook(root: Path, stdin: bytes) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "hook", "claude"], cwd=root, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    assert proc.stdin is not None
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    return proc
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def show(name: str, values: list[float]) -> None:
+    ms = [v * 1000 for v in values]
+    print(f"{name}: n={len(ms)} median {sorted(ms)[len(ms) // 2]:.0f} ms, p95 {p95(ms):.0f} ms, max {max(ms):.0f} ms")
+
+
+def by_rule(root: Path, calls: int) -> None:
+    walls = []
+    for i in range(calls):
+        start = time.perf_counter()
+        proc = hook(root, call(root, "rm -rf build", "rule", f"r{i}"))
+        out = proc.stdout.read() if proc.stdout else b""
+        proc.wait()
+        walls.append(time.perf_counter() - start)
+        assert b'"deny"' in out, out
+    show("1. hook decided by a rule (process start included)", walls)
+    start = time.perf_counter()
+    for _ in range(calls):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    print(f"   (this machine now: a bare `python -c pass` takes {(time.perf_counter() - start) / calls * 1000:.0f} ms)")
+
+
+async def raised_and_answered(root: Path, rounds: int) -> None:
+    from engine.durable.decisions import DecisionStore, decision_to_json, pending_from_json, who
+    from engine.escalation.broker import RAISED
+    from engine.kernel.model import Audit, Decision, ResolvedBy, Response, ResponseType, escalation_digest
+    from engine.services import open_decisions
+
+    console = await open_decisions(f"sqlite:///{root / '.escalate' / 'escalate.db'}", identity="bench console")
+    assert console.feed is not None and console.db is not None
+    console.feed.start(everything=True)  # as a console: every escalation raised anywhere is listed
+    listed: dict[str, float] = {}
+    console.broker.subscribe(lambda e: listed.setdefault(e.pending.escalation.id, time.time()) if e.kind == RAISED else None)
+    store = DecisionStore(console.db)
+    to_list, to_run = [], []
+    for i in range(rounds):
+        proc = hook(root, call(root, f"touch f{i}", "answer", f"a{i}"))
+        while True:
+            rows = console.db.pending_escalations()
+            if rows and rows[0]["id"] in listed:
+                break
+            await asyncio.sleep(0.005)
+        row = rows[0]
+        to_list.append(listed[row["id"]] - row["created"])
+        pending = pending_from_json(row["payload"])
+        decision = Decision(row["id"], Response(ResponseType.OPTION, selected_option="approve"), ResolvedBy.HUMAN,
+                            time.time(), audit=Audit(via="bench"), decided_by=who("bench"),
+                            digest=escalation_digest(pending))
+        start = time.perf_counter()
+        store.decide(decision)
+        out = await asyncio.to_thread(proc.stdout.read) if proc.stdout else b""
+        to_run.append(time.perf_counter() - start)
+        proc.wait()
+        assert b'"allow"' in out, (out, decision_to_json(decision))
+    console.close()
+    show("2. raised -> listed in an open console's feed", to_list)
+    show("3. answered -> the hook prints allow (the tool runs)", to_run)
+
+
+def many(root: Path, sessions: int) -> None:
+    from engine.services import open_database
+
+    rng = random.Random(24)
+    procs = {f"s{i}": hook(root, call(root, f"touch many{i}", f"s{i}", "t1")) for i in range(sessions)}
+    db = open_database(f"sqlite:///{root / '.escalate' / 'escalate.db'}", existing=True)
+    deadline = time.monotonic() + 600
+    while True:
+        pending = [r for r in db.pending_escalations() if "many" in r["payload"]["escalation"]["context"]]
+        if len(pending) == sessions or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    print(f"4. {len(pending)} of {sessions} sessions waiting at once")
+    wanted: dict[str, str] = {}
+    for row in pending:
+        session_cmd = row["payload"]["extra"]["args"]["command"]
+        flag = rng.choice(["--approve", "--deny"])
+        wanted[session_cmd] = "allow" if flag == "--approve" else "deny"
+        subprocess.run([sys.executable, "-m", "engine", "answer", row["id"], flag, "--db", db.url], env=env(),
+                       capture_output=True, check=True)
+    lost = misrouted = 0
+    for name, proc in procs.items():
+        out = proc.stdout.read() if proc.stdout else b""
+        proc.wait()
+        if not out:
+            lost += 1
+            continue
+        got = json.loads(out)["hookSpecificOutput"]["permissionDecision"]
+        index = name[1:]
+        if wanted.get(f"touch many{index}") != got:
+            misrouted += 1
+    rows = [r for r in db.past_escalations() if "many" in r["payload"]["escalation"]["context"]]
+    ids = [r["id"] for r in rows]
+    doubled = len(ids) - len(set(ids)) + sum(1 for r in rows if r["status"] != "decided")
+    print(f"   lost {lost}, misrouted {misrouted}, decided twice or not at all {doubled} "
+          f"({len(rows)} escalations decided, one per session)")
+    db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--sessions", type=int, default=50)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "project"
+        (root / ".escalate").mkdir(parents=True)
+        (root / ".escalate" / "rules.yaml").write_text(RULES)
+        by_rule(root, args.calls)
+        asyncio.run(raised_and_answered(root, args.calls))
+        many(root, args.sessions)
+
+
+if __name__ == "__main__":
+    main()

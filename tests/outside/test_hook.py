@@ -1,0 +1,242 @@
+"""`escalate hook claude` as a process, fed the JSON Claude Code sends (fields checked against a
+real run: tests/outside/test_claude_code.py): hostile input, the same request asked twice, a
+hook killed with SIGTERM or SIGKILL, and what it imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import WAIT, Project, escalate, project_env
+
+ASK = """escalationRules:
+  global:
+    - pattern: "touch"
+      action: ask_user
+      timeout: 600
+"""
+
+
+def call(project: Project, tool_input: dict | None = None, *, event: str = "PreToolUse", tool_use_id: str = "toolu_1",
+         session: str = "s-1") -> bytes:
+    data = {"session_id": session, "transcript_path": str(project.home / "t.jsonl"), "cwd": str(project.root),
+            "prompt_id": "p", "permission_mode": "default", "effort": {"level": "high"}, "hook_event_name": event,
+            "tool_name": "Bash", "tool_input": tool_input or {"command": "touch marker", "description": "d"}}
+    if event == "PreToolUse":
+        data["tool_use_id"] = tool_use_id
+    return json.dumps(data).encode()
+
+
+def hook(project: Project, stdin: bytes, *extra: str) -> subprocess.CompletedProcess[bytes]:
+    return escalate("hook", "claude", *extra, cwd=project.root, stdin=stdin)
+
+
+def start_hook(project: Project, stdin: bytes) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "hook", "claude"], cwd=project.root, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=project_env())
+    assert proc.stdin is not None
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    return proc
+
+
+def outputs(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """(stdout, stderr) of a hook started with `start_hook`, once it ends (its stdin is closed)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.wait(timeout=WAIT)
+    return out, err
+
+
+def wait_owner(project: Project, run_id: str, pid: int) -> None:
+    """Until the session's run row is owned by process `pid` (it has begun waiting)."""
+    from engine.services import open_database
+
+    db = open_database(project.db_url, existing=True)
+    try:
+        deadline = time.monotonic() + WAIT
+        while f"-{pid}-" not in (db.get_run(run_id) or {}).get("owner", ""):
+            assert time.monotonic() < deadline, f"process {pid} never waited on {run_id}"
+            time.sleep(0.1)
+    finally:
+        db.close()
+
+
+def decision(out: bytes) -> dict:
+    return json.loads(out)["hookSpecificOutput"]
+
+
+# -- hostile input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stdin, says", [
+    (b"{not json", b"not JSON"),
+    (b"[1, 2]", b"not a JSON object"),
+    (b"\xff\xfe{}", b"not UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000, b"nested too deeply"),
+    (json.dumps({"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/", "tool_name": "Bash",
+                 "tool_input": "rm -rf /", "tool_use_id": "t"}).encode(), b"tool_input is not a JSON object"),
+    (json.dumps({"hook_event_name": "PreToolUse", "session_id": 7}).encode(), b"session_id is not a text"),
+    (json.dumps({"hook_event_name": "Stop", "session_id": "s"}).encode(), b"is not one of"),
+    (b"", b"not JSON"),
+], ids=["not-json", "array", "not-utf8", "deep", "tool-input-text", "session-number", "other-event", "empty"])
+def test_bad_input_is_one_line_a_non_blocking_error_and_never_an_approval(project: Project, stdin: bytes,
+                                                                           says: bytes) -> None:
+    done = hook(project, stdin)
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.count(b"\n") == 1 and says in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_enormous_input_is_refused_unread(project: Project) -> None:
+    huge = call(project, {"command": "touch marker", "pad": "x" * (33 * 1024 * 1024)})
+    done = hook(project, huge)
+    assert done.returncode == 1 and done.stdout == b"" and b"larger than 32 MB" in done.stderr
+
+
+def test_control_characters_and_osc_in_the_input_are_kept_as_data_never_obeyed(project: Project) -> None:
+    project.rules(ASK.replace("ask_user", "deny"))
+    nasty = {"command": "touch marker\x1b]52;c;cm0gLXJmIC8=\x07\x1b[2J\r\x00", "description": "\x9b31m"}
+    done = hook(project, call(project, nasty))
+    assert done.returncode == 0 and decision(done.stdout)["permissionDecision"] == "deny"
+    project.rules(ASK.replace("timeout: 600", "timeout: 1"))
+    done = hook(project, call(project, nasty, tool_use_id="toolu_2"))
+    assert decision(done.stdout)["permissionDecision"] == "deny"  # nobody answered: fail closed
+    [row] = project.rows()
+    assert row["payload"]["extra"]["args"] == nasty  # the full input, as it came
+    listed = escalate("runs", "--all", "--db", project.db_url, cwd=project.root)
+    assert b"\x1b" not in listed.stdout and b"\x07" not in listed.stdout
+
+
+def test_no_usable_database_is_one_line_and_no_decision(project: Project, tmp_path: Path) -> None:
+    project.rules(ASK)
+    (tmp_path / "file").write_text("")
+    done = hook(project, call(project), "--db", f"sqlite:///{tmp_path / 'file' / 'x.db'}")
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.count(b"\n") == 1 and b"no decision" in done.stderr and b"Traceback" not in done.stderr
+    done = hook(project, call(project), "--db", "postgresql://nobody@127.0.0.1:1/none")
+    assert done.returncode == 1 and done.stdout == b"" and done.stderr.count(b"\n") == 1
+
+
+def test_a_bad_rules_file_is_one_line_and_no_decision(project: Project) -> None:
+    project.rules("escalationRules:\n  global:\n    - pattern: [\n")
+    done = hook(project, call(project))
+    assert done.returncode == 1 and done.stdout == b"" and b"rules.yaml:" in done.stderr
+
+
+# -- one request, asked again; its asker gone ------------------------------------------------------
+
+
+def test_the_same_tool_use_id_continues_the_same_escalation(project: Project) -> None:
+    project.rules(ASK)
+    first = start_hook(project, call(project))
+    [row] = project.wait_pending()
+    second = start_hook(project, call(project))  # asked again while the first still waits
+    wait_owner(project, row["run_id"], second.pid)  # the second waits too (and beats the session)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert project.answer(row["id"], "--approve").returncode == 0
+    out, err = outputs(second)
+    assert decision(out)["permissionDecision"] == "allow", err
+    assert [r["id"] for r in project.rows()] == [row["id"]]
+    again = hook(project, call(project))  # once decided, asked again: the same decision, at once
+    assert decision(again.stdout)["permissionDecision"] == "allow"
+    assert len(project.rows()) == 1
+
+
+def test_sigterm_withdraws_and_a_new_call_raises_a_new_escalation(project: Project) -> None:
+    project.rules(ASK)
+    proc = start_hook(project, call(project))
+    [row] = project.wait_pending()
+    proc.send_signal(signal.SIGTERM)
+    _, err = outputs(proc)
+    assert proc.returncode == 1 and b"withdrawn" in err
+    assert project.wait_status(row["id"], "withdrawn")
+    again = start_hook(project, call(project))
+    pending = project.wait_pending()
+    assert [p["id"] for p in pending] == [row["id"] + ".2"]  # never the withdrawn one decided into nothing
+    again.kill()
+    again.wait()
+
+
+def test_sigkill_the_next_caller_withdraws_what_the_dead_hook_asked(project: Project) -> None:
+    from engine.durable.askers import withdraw_gone
+    from engine.services import open_database
+
+    project.rules(ASK)
+    proc = start_hook(project, call(project))
+    [row] = project.wait_pending()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    db = open_database(project.db_url, existing=True)
+    try:
+        deadline = time.monotonic() + WAIT
+        while row["id"] not in withdraw_gone(db):  # its pid is gone: once its last beat is old enough
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        assert db.get_run(row["run_id"])["status"] == "aborted"
+    finally:
+        db.close()
+    assert project.wait_status(row["id"], "withdrawn")
+
+
+def test_a_console_or_worker_never_resumes_a_claude_session(project: Project) -> None:
+    """DurableHost.resume, which consoles and workers call on interrupted runs, leaves an outside
+    session alone and withdraws what its dead hook asked."""
+    import asyncio
+
+    from engine.services import open_services
+
+    project.rules(ASK)
+    proc = start_hook(project, call(project))
+    [row] = project.wait_pending()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    async def resume() -> bool:
+        services = await open_services(project.db_url, identity="test console")
+        try:
+            assert services.host is not None
+            deadline = time.monotonic() + WAIT
+            while True:
+                resumed = await services.host.resume(row["run_id"])
+                assert resumed is False
+                if services.db.get_escalation(row["id"])["status"] == "withdrawn" or time.monotonic() > deadline:
+                    return resumed
+                await asyncio.sleep(0.5)
+        finally:
+            services.close()
+
+    asyncio.run(resume())
+    assert project.wait_status(row["id"], "withdrawn")
+
+
+# -- fast: what a hook imports ----------------------------------------------------------------------
+
+
+HEAVY = ("google.adk", "google.genai", "litellm", "textual", "aiohttp", "psycopg", "dbos")
+
+PROBE = """
+import io, sys
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
+from engine.cli.main import main
+code = main(["hook", "claude"])
+heavy = sorted({m.split(".")[0] + ("." + m.split(".")[1] if m.startswith("google.") and "." in m else "")
+                for m in sys.modules if m.startswith(%r)})
+print("HEAVY", heavy, code, file=sys.stderr)
+""" % (HEAVY,)
+
+
+@pytest.mark.parametrize("rules", ["deny", "ask"])
+def test_the_hook_imports_no_heavy_library(project: Project, rules: str) -> None:
+    project.rules(ASK.replace("ask_user", "deny") if rules == "deny" else ASK.replace("timeout: 600", "timeout: 1"))
+    done = subprocess.run([sys.executable, "-c", PROBE, call(project).decode()], cwd=project.root, capture_output=True,
+                          timeout=WAIT, env=project_env())
+    assert b"HEAVY [] 0" in done.stderr, done.stderr.decode()[-2000:]
+    assert decision(done.stdout)["permissionDecision"] == "deny"

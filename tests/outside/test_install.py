@@ -1,0 +1,101 @@
+"""`escalate hook install|uninstall claude|codex`: the agent's settings keep everything else and
+its order, installing twice changes nothing, uninstall removes exactly what install added, and a
+file that cannot be changed is left as it was."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conftest import Project, escalate
+
+THEIRS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(ls:*)"], "deny": ["Read(./.env)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "./lint.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],
+    },
+    "env": {"FOO": "1"},
+}
+
+
+def settings(project: Project, name: str = ".claude/settings.json") -> Path:
+    path = project.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(THEIRS, indent=4))
+    return path
+
+
+def test_install_keeps_the_rest_and_its_order_and_says_what_changed(project: Project) -> None:
+    path = settings(project)
+    done = escalate("hook", "install", "claude", "--project", str(project.root), cwd=project.root)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(path.read_text())
+    assert list(data) == list(THEIRS)
+    assert data["model"] == "opus" and data["permissions"] == THEIRS["permissions"] and data["env"] == THEIRS["env"]
+    assert list(data["hooks"]) == ["PreToolUse", "Stop", "PermissionRequest", "Notification"]
+    assert data["hooks"]["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]  # theirs first, untouched
+    mine = data["hooks"]["PreToolUse"][1]["hooks"][0]
+    assert mine["command"] == f"{sys.executable} -m engine hook claude" and mine["type"] == "command"
+    said = done.stdout.decode()
+    assert "added PreToolUse hook" in said and "added PermissionRequest hook" in said and "added Notification hook" in said
+    # The shipped rules let a tool approval wait for a person: the timeout says so.
+    assert mine["timeout"] == 3600 and "without a deadline" in said
+
+
+def test_installing_twice_changes_nothing(project: Project) -> None:
+    path = settings(project)
+    escalate("hook", "install", "claude", "--project", str(project.root), cwd=project.root)
+    before = path.read_bytes()
+    again = escalate("hook", "install", "claude", "--project", str(project.root), cwd=project.root)
+    assert again.returncode == 0 and b"nothing changed" in again.stdout
+    assert path.read_bytes() == before
+
+
+def test_the_timeout_is_above_the_longest_deadline_the_rules_allow(project: Project) -> None:
+    project.rules("""escalationRules:
+  global:
+    - {pattern: "touch", action: ask_user, timeout: 90}
+  defaults:
+    security_concern: {timeout: 120, onTimeout: stop}
+""")
+    done = escalate("hook", "install", "codex", "--project", str(project.root), cwd=project.root)
+    assert done.returncode == 0, done.stderr
+    data = json.loads((project.root / ".codex" / "hooks.json").read_text())
+    assert list(data["hooks"]) == ["PreToolUse", "PermissionRequest"]  # Codex has no Notification event
+    assert data["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] == 150
+    assert "above the longest deadline your rules give a tool approval (120 s)" in done.stdout.decode()
+
+
+def test_uninstall_removes_exactly_what_install_added(project: Project) -> None:
+    path = settings(project)
+    escalate("hook", "install", "claude", "--project", str(project.root), cwd=project.root)
+    done = escalate("hook", "uninstall", "claude", "--project", str(project.root), cwd=project.root)
+    assert done.returncode == 0 and done.stdout.count(b"removed") == 3
+    assert json.loads(path.read_text()) == THEIRS
+    assert list(json.loads(path.read_text())) == list(THEIRS)
+
+
+def test_user_settings_are_the_home_folder_s(project: Project) -> None:
+    env = {**__import__("conftest").project_env(), "HOME": str(project.home)}
+    done = escalate("hook", "install", "claude", "--user", cwd=project.root, env=env)
+    assert done.returncode == 0
+    assert "PreToolUse" in json.loads((project.home / ".claude" / "settings.json").read_text())["hooks"]
+
+
+def test_a_file_that_is_not_json_is_left_as_it_was(project: Project) -> None:
+    path = project.root / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"model": "opus",\n  oops}')
+    done = escalate("hook", "install", "claude", "--project", str(project.root), cwd=project.root)
+    assert done.returncode == 1 and done.stderr.count(b"\n") == 1 and b"settings.json:2:" in done.stderr
+    assert path.read_text() == '{"model": "opus",\n  oops}'
+
+
+def test_usage_errors_exit_2(project: Project) -> None:
+    both = escalate("hook", "install", "claude", "--project", ".", "--user", cwd=project.root)
+    assert both.returncode == 2
+    nowhere = escalate("hook", "install", "claude", "--project", str(project.root / "nope"), cwd=project.root)
+    assert nowhere.returncode == 2 and b"no such folder" in nowhere.stderr
