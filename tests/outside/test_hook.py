@@ -5,7 +5,6 @@ hook killed with SIGTERM or SIGKILL, and what it imports."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
