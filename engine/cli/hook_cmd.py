@@ -64,7 +64,7 @@ def _hook(kind: str, args: argparse.Namespace) -> int:
     name = f"escalate hook {kind}"
     try:
         call = parse_call(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
-        answer = asyncio.run(answer_call(AGENTS[kind], call, rules_path=args.rules, db=args.db, task=args.task))
+        asyncio.run(answer_call(AGENTS[kind], call, rules_path=args.rules, db=args.db, task=args.task, deliver=_deliver))
     except BadInput as exc:
         return _fail(f"{name}: {exc}: no decision")
     except (asyncio.CancelledError, KeyboardInterrupt):
@@ -72,11 +72,24 @@ def _hook(kind: str, args: argparse.Namespace) -> int:
     except Exception as exc:  # a rules file, the database: their errors are one line already
         text = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
         return _fail(f"{name}: {text}: no decision")
+    return 0
+
+
+def _deliver(answer: dict | None) -> None:
+    """The answer on stdout, then the process ends at once: the agent waits for the hook's end,
+    and closing the services (their news listener's thread, the interpreter's teardown) took
+    half a second more. What matters is written already: the decision and the session's row
+    are committed; the news socket left behind is removed by the next process that sends to it,
+    as a killed process's is (engine/durable/signals.py)."""
+    import os
+
     if answer is not None:
         import json
 
         sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _settings(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from engine.escalation.desk import ToolCallOutcome, ToolVerdict
@@ -171,16 +171,18 @@ def _instructions(outcome: "ToolCallOutcome") -> str:
 
 
 async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None, db: str | None,
-                      task: str | None) -> dict[str, Any] | None:
-    """The decision JSON for one hook call (None: no opinion). The rules first, opening nothing;
-    a call they send to a person (and a PermissionRequest no rule decides: the agent was about to
-    ask its person) waits for a decision in the database, withdrawn if this process is stopped.
-    Raises RulesError, DatabaseError (one line each)."""
+                      task: str | None, deliver: Callable[[dict[str, Any] | None], None]) -> None:
+    """`deliver(the decision JSON for one hook call)` (None: no opinion), as soon as it is known:
+    before the services close (the agent waits for the hook's end: `deliver` may end the process).
+    The rules first, opening nothing; a call they send to a person (and a PermissionRequest no
+    rule decides: the agent was about to ask its person) waits for a decision in the database,
+    withdrawn if this process is stopped. Raises RulesError, DatabaseError (one line each)."""
     from engine.escalation.desk import Gate, ToolVerdict
     from engine.outside.core import OutsideDesk, Session, cancel_on_signals, load_rules, tool_verdict
 
     if call.event == NOTIFICATION or call.tool_input is None:
-        return None
+        deliver(None)
+        return
     rules = load_rules(call.cwd, rules_path)
     asker = Session.of(agent.kind, call.session_id, call.cwd, task=task, agent=call.agent)
     verdict = tool_verdict(rules, asker, call.tool_name, call.tool_input)
@@ -189,7 +191,8 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
         verdict = ToolVerdict(Gate.ASK)
     if verdict.gate is not Gate.ASK:
         answer = verdict_answer(call.event, verdict, call.tool_name)
-        return None if _allows(answer) and not permission and not agent.pre_tool_allow else answer
+        deliver(None if _allows(answer) and not permission and not agent.pre_tool_allow else answer)
+        return
     desk = await OutsideDesk.open(rules, db=db, identity=f"{agent.kind} hook")
     me = asyncio.current_task()
     assert me is not None
@@ -198,13 +201,14 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
         outcome = await desk.settle_tool(asker, call.tool_name, call.tool_input, verdict,
                                          key=call.key(by_call=agent.asks_twice),
                                          reuse_within=PERMISSION_REUSE_SECONDS if permission or agent.asks_twice else None)
+        undo()
+        answer = outcome_answer(call.event, outcome, edits=agent.edits)
+        # An agent whose PreToolUse takes no allow: approved, the call goes on to its own
+        # approval, whose PermissionRequest finds the same decision (keyed by the call).
+        deliver(None if _allows(answer) and not permission and not agent.pre_tool_allow else answer)
     finally:
         undo()
         desk.close()
-    answer = outcome_answer(call.event, outcome, edits=agent.edits)
-    # An agent whose PreToolUse takes no allow: approved, the call goes on to its own approval,
-    # whose PermissionRequest finds the same decision (keyed by the call).
-    return None if _allows(answer) and not permission and not agent.pre_tool_allow else answer
 
 
 def _allows(answer: dict[str, Any] | None) -> bool:

@@ -5,7 +5,6 @@ hook killed with SIGTERM or SIGKILL, and what it imports."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -223,13 +222,18 @@ def test_a_console_or_worker_never_resumes_a_claude_session(project: Project) ->
 HEAVY = ("google.adk", "google.genai", "litellm", "textual", "aiohttp", "psycopg", "dbos")
 
 PROBE = """
-import io, sys
+import io, os, sys
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
+end = os._exit
+
+def report(code):  # the hook ends its process once it has answered: what was imported by then
+    heavy = sorted({m for m in sys.modules if m.startswith(%r)})
+    print("HEAVY", heavy, code, file=sys.stderr, flush=True)
+    end(code)
+
+os._exit = report
 from engine.cli.main import main
-code = main(["hook", "claude"])
-heavy = sorted({m.split(".")[0] + ("." + m.split(".")[1] if m.startswith("google.") and "." in m else "")
-                for m in sys.modules if m.startswith(%r)})
-print("HEAVY", heavy, code, file=sys.stderr)
+main(["hook", "claude"])
 """ % (HEAVY,)
 
 
