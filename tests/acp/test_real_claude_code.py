@@ -5,8 +5,8 @@ adapter asks escalate's permission over ACP; the person answers from the shell (
 answer --approve`); the command then runs through escalate's terminal capability, in the
 workspace.
 
-Needs the package installed (nothing here downloads it): set CLAUDE_CODE_ACP to its
-`node_modules/.bin/claude-code-acp`, e.g. after `npm install @zed-industries/claude-code-acp@0.16.2`.
+The package is pinned in tests/acp/package.json and installed by .ci/run (`npm ci --prefix
+tests/acp`); nothing here downloads it. CLAUDE_CODE_ACP may name another install.
 As root, the agent runs as another user (Claude Code refuses root with its permission modes).
 """
 
@@ -21,14 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from tests.acp.test_acp_cli import _pending
 from tests.unprivileged import as_other_user
 
-AGENT = os.environ.get("CLAUDE_CODE_ACP", "")
-pytestmark = pytest.mark.skipif(not AGENT or not Path(AGENT).exists(),
-                                reason="set CLAUDE_CODE_ACP to an installed claude-code-acp (npm)")
+AGENT = os.environ.get("CLAUDE_CODE_ACP") or str(Path(__file__).with_name("node_modules") / ".bin" / "claude-code-acp")
+
+
+def setup_module() -> None:
+    assert Path(AGENT).exists(), f"{AGENT} is missing: run `npm ci --prefix tests/acp` (.ci/run does)"
 
 
 def test_claude_code_asks_through_acp_and_the_shell_answers() -> None:
