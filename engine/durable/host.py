@@ -230,7 +230,7 @@ class DurableHost:
         client.enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
 
     def _launch(self, shared_queues: list[str]) -> None:
-        from dbos import DBOS
+        from dbos import DBOS, DBOSConfig
 
         from engine.durable.serialization import guard_pickle, serializer
 
@@ -240,7 +240,7 @@ class DurableHost:
             dbos_log.removeHandler(handler)
         dbos_log.setLevel(logging.ERROR)  # DBOS logs every launch at INFO
         self._workflow = _workflow_function()
-        DBOS(config={
+        config: DBOSConfig = {
             "name": APP_NAME,
             "system_database_url": self.db.url,
             "application_version": APP_VERSION,
@@ -249,7 +249,11 @@ class DurableHost:
             "log_level": "ERROR",
             "notification_listener_polling_interval_sec": 0.05,
             "serializer": serializer(),  # JSON: a database is data, never code
-        })
+        }
+        engine = self.db.dbos_engine()  # SQLite: WAL, synchronous=NORMAL (database.py dbos_engine)
+        if engine is not None:
+            config["system_database_engine"] = engine
+        DBOS(config=config)
         DBOS.listen_queues([self.queue_name, *shared_queues])
         try:
             DBOS.launch()
