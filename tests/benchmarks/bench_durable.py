@@ -118,6 +118,37 @@ async def bare_step(turns: int, folder: Path, own_engine: bool) -> float:
         db.close()
 
 
+def statements_per_turn(turns: int) -> None:
+    """SQL statements and commits a durable turn costs, by thread (counted: the host's load
+    does not move it)."""
+    import collections
+    import re
+    import threading
+
+    import sqlalchemy as sa
+
+    counts: collections.Counter[str] = collections.Counter()
+
+    def thread() -> str:  # dbos-executor-3, queue-worker-escalate-HOST-PID-ID, Thread-4 (queue...): one name each
+        return re.sub(r"(-escalate-.*| \(.*|_\d+|-\d+)$", "", threading.current_thread().name)
+
+    def statement(conn: Any, cursor: Any, sql: str, *rest: Any) -> None:
+        counts[f"{thread()}: {sql.split()[0]}"] += 1
+
+    def commit(conn: Any) -> None:
+        counts[f"{thread()}: COMMIT"] += 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", statement)
+    sa.event.listen(sa.engine.Engine, "commit", commit)
+    try:
+        asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True))
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", statement)
+        sa.event.remove(sa.engine.Engine, "commit", commit)
+    shown = ", ".join(f"{name} {n / turns:.2f}" for name, n in counts.most_common() if n >= turns / 20)
+    print(f"statements a durable turn, by thread ({turns} turns; open and close included): {shown}")
+
+
 # One round in another checkout of escalate (its own bench_durable.one_run): [in memory, durable] s a turn.
 _ROUND = """
 import asyncio, json, sys, tempfile
@@ -163,6 +194,7 @@ def turn_cost(turns: int, repeats: int = 5, trees: list[Path] | None = None) -> 
         add("cost", durable - memory)
         add("bare DBOS step, escalate's engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), True)))
         add("bare DBOS step, DBOS's own engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), False)))
+    statements_per_turn(turns)
     load = os.getloadavg()[0]
     print(f"per agent turn ({turns} sequential calls, median of {repeats} rounds, load {load:.1f}): ms")
     for name, values in figures.items():
