@@ -149,9 +149,10 @@ def statements_per_turn(turns: int) -> None:
     print(f"statements a durable turn, by thread ({turns} turns; open and close included): {shown}")
 
 
-# One round in another checkout of escalate (its own bench_durable.one_run): [in memory, durable] s a turn.
+# One round in a checkout of escalate (its own bench_durable.one_run): [[wall, CPU of the process] s a
+# turn, in memory and durable]. CPU counts every thread; the shared host moves it less than wall time.
 _ROUND = """
-import asyncio, json, sys, tempfile
+import asyncio, json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, "tests/benchmarks")
 import bench_durable as b
@@ -159,16 +160,21 @@ from engine.runtime.adk_setup import prepare_adk
 prepare_adk()
 asyncio.run(b.one_run(5, Path(tempfile.mkdtemp()), False))
 turns = int(sys.argv[1])
-print(json.dumps([asyncio.run(b.one_run(turns, Path(tempfile.mkdtemp()), d)) for d in (False, True)]))
+
+def timed(durable):
+    cpu = time.process_time()
+    wall = asyncio.run(b.one_run(turns, Path(tempfile.mkdtemp()), durable))
+    return [wall, (time.process_time() - cpu) / turns]
+
+print(json.dumps([timed(False), timed(True)]))
 """
 
 
-def _round_in(tree: Path, turns: int) -> tuple[float, float]:
+def _round_in(tree: Path, turns: int) -> list[list[float]]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run([sys.executable, "-c", _ROUND, str(turns)], cwd=tree, env=env, check=True,
                          capture_output=True, text=True).stdout
-    memory, durable = json.loads(out.strip().splitlines()[-1])
-    return memory, durable
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def turn_cost(turns: int, repeats: int = 5, trees: list[Path] | None = None) -> None:
@@ -182,16 +188,13 @@ def turn_cost(turns: int, repeats: int = 5, trees: list[Path] | None = None) -> 
 
     asyncio.run(one_run(5, Path(tempfile.mkdtemp()), False))  # imports and first-use costs
     for _ in range(repeats):
-        for tree in trees or []:
-            memory, durable = _round_in(tree, turns)
-            add(f"{tree} in memory", memory)
-            add(f"{tree} durable", durable)
-            add(f"{tree} cost", durable - memory)
-        memory = asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), False))
-        durable = asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True))
-        add("in memory", memory)
-        add("durable", durable)
-        add("cost", durable - memory)
+        for tree in [*(trees or []), ROOT]:  # each in a process of its own, this checkout too
+            (memory, memory_cpu), (durable, durable_cpu) = _round_in(tree, turns)
+            name = "this checkout" if tree == ROOT else str(tree)
+            add(f"{name} in memory", memory)
+            add(f"{name} durable", durable)
+            add(f"{name} cost", durable - memory)
+            add(f"{name} cost, CPU", durable_cpu - memory_cpu)
         add("bare DBOS step, escalate's engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), True)))
         add("bare DBOS step, DBOS's own engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), False)))
     statements_per_turn(turns)
