@@ -167,9 +167,10 @@ class Database:
     def dbos_engine(self) -> sa.Engine | None:
         """SQLite: the engine DBOS records steps with (`DBOSConfig["system_database_engine"]`),
         with DBOS's own connection settings (`_dbos_connection`) and ours: WAL and
-        `synchronous=NORMAL`. The engine DBOS makes itself keeps SQLite's default (FULL: a
-        WAL sync at every commit, two a step) and pings at every checkout; both are for a power
-        cut or a network, not a process crash (docs/durable.md). None on PostgreSQL: DBOS's own."""
+        `synchronous=NORMAL`. The engine DBOS makes itself keeps SQLite's default (FULL: an
+        fdatasync of the WAL at every commit that writes, one a step) and pings at every checkout:
+        for a power cut and a network, not a process crash (docs/durable.md). None on
+        PostgreSQL: DBOS makes its own."""
         if self._dbos_engine is None and sqlite_path(self.url) is not None:
             self._dbos_engine = sa.create_engine(engine_url(self.url), future=True)
             sa.event.listen(self._dbos_engine, "connect", _dbos_connection)
