@@ -26,7 +26,7 @@ import uuid
 from typing import Awaitable, Callable, Protocol
 
 from engine.durable import steps
-from engine.durable.database import HEARTBEAT_SECONDS, Database, DatabaseError
+from engine.durable.database import HEARTBEAT_SECONDS, STALE_AFTER, Database, DatabaseError
 
 log = logging.getLogger("escalate.durable")
 
@@ -270,7 +270,11 @@ class DurableHost:
 
         if self._beat_task is not None:
             self._beat_task.cancel()
-        self.db.release(self.owner)
+        try:
+            self.db.release(self.owner)
+        except Exception:  # the database is gone (a server stopped): its runs go stale unbeaten instead
+            log.warning("%s: this process's runs not released; they are interrupted after %s s",
+                        self.db.url, STALE_AFTER, exc_info=True)
         steps.disable()
         DBOS.destroy(workflow_completion_timeout_sec=0)
         if not self.loop.is_closed():
