@@ -272,9 +272,9 @@ class DurableHost:
             self._beat_task.cancel()
         try:
             self.db.release(self.owner)
-        except Exception:  # the database is gone (a server stopped): its runs go stale unbeaten instead
-            log.warning("%s: this process's runs not released; they are interrupted after %s s",
-                        self.db.url, STALE_AFTER, exc_info=True)
+        except Exception as exc:  # the database is gone (a server stopped): its runs go stale unbeaten instead
+            log.warning("%s: this process's runs not released (%s); they count as interrupted after %s s",
+                        self.db.url, str(exc).splitlines()[0][:200], STALE_AFTER)
         steps.disable()
         DBOS.destroy(workflow_completion_timeout_sec=0)
         if not self.loop.is_closed():
