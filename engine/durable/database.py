@@ -32,6 +32,9 @@ log = logging.getLogger("escalate.durable")
 ACTIVE = ("running", "waiting")
 QUEUED = "queued"  # `run --detach`: waiting in the workers' queue, owned by nobody yet
 HEARTBEAT_SECONDS = 2.0
+# How long the events writer gathers a batch: other processes (a console showing the run) see a
+# run's events this much later; the run's own row changes write them at once (update_run).
+EVENTS_LINGER = 0.05
 STALE_AFTER = 10.0  # an owner silent this long is gone: its runs are interrupted
 ESCALATION_ID_MAX = 96  # the escalations table's id column: a longer id names no row
 
@@ -128,12 +131,15 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self._events_queue: list[dict[str, Any]] = []
+        self._tokens_queue: dict[str, int] = {}  # run id -> its latest token count, not written yet
         self._events_lock = threading.Lock()
         self._events_pending = threading.Event()
+        self._events_hurry = threading.Event()  # someone waits for the queue (flush_events): no lingering
         self._events_busy = False
         self._events_writer: threading.Thread | None = None
         self._events_write = threading.Lock()  # held while a batch is taken and written
         self._events_failing = False  # the last batch could not be written (said once)
+        self._dbos_engine: sa.Engine | None = None
         path = sqlite_path(url)
         try:
             if path is not None:
@@ -155,6 +161,20 @@ class Database:
         self.flush_events()
         self.signals.close()
         self.engine.dispose()
+        if self._dbos_engine is not None:
+            self._dbos_engine.dispose()
+
+    def dbos_engine(self) -> sa.Engine | None:
+        """SQLite: the engine DBOS records steps with (`DBOSConfig["system_database_engine"]`),
+        with DBOS's own connection settings (`_dbos_connection`) and ours: WAL and
+        `synchronous=NORMAL`. The engine DBOS makes itself keeps SQLite's default (FULL: an
+        fdatasync of the WAL at every commit that writes, one a step) and pings at every checkout:
+        for a power cut and a network, not a process crash (docs/durable.md). None on
+        PostgreSQL: DBOS makes its own."""
+        if self._dbos_engine is None and sqlite_path(self.url) is not None:
+            self._dbos_engine = sa.create_engine(engine_url(self.url), future=True)
+            sa.event.listen(self._dbos_engine, "connect", _dbos_connection)
+        return self._dbos_engine
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -174,21 +194,24 @@ class Database:
                 mine = [row for row in self._events_queue if row["run_id"] == run_id]
                 if mine:
                     self._events_queue = [row for row in self._events_queue if row["run_id"] != run_id]
+                tokens = {run_id: self._tokens_queue.pop(run_id)} if run_id in self._tokens_queue else {}
             with self.engine.begin() as c:
-                if mine:
-                    c.execute(_events_insert(c), mine)
+                _write_batch(c, mine, tokens)
                 c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields)))
 
     def set_tokens(self, run_id: str, tokens: int) -> None:
-        """The run's token count so far (one writer per run: the process running it)."""
-        with self.engine.begin() as c:
-            if not c.execute(run_tokens.update().where(run_tokens.c.run_id == run_id).values(tokens=tokens)).rowcount:
-                c.execute(run_tokens.insert().values(run_id=run_id, tokens=tokens))
+        """The run's token count so far (one writer per run: the process running it), written
+        with the run's events: a model turn waits for no database write. A count lost to a
+        crash is counted again by the replay, which counts the recorded turns."""
+        with self._events_lock:
+            self._tokens_queue[run_id] = tokens
+            self._wake_writer()
 
     def tokens_of(self, run_ids: Iterable[str]) -> dict[str, int]:
         ids = list(run_ids)
         if not ids:
             return {}
+        self.flush_events()
         with self.engine.connect() as c:
             found = c.execute(sa.select(run_tokens.c.run_id, run_tokens.c.tokens).where(run_tokens.c.run_id.in_(ids)))
             return {row.run_id: row.tokens for row in found if _tokens_ok(row)}
@@ -438,17 +461,22 @@ class Database:
         row = dict(run_id=run_id, seq=seq, type=type_, time=time_, fields=json.dumps(fields, default=str))
         with self._events_lock:
             self._events_queue.append(row)
-            if self._events_writer is None or not self._events_writer.is_alive():
-                self._events_writer = threading.Thread(target=self._write_events, name="escalate-events", daemon=True)
-                self._events_writer.start()
-            self._events_pending.set()
+            self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        """(with _events_lock held)"""
+        if self._events_writer is None or not self._events_writer.is_alive():
+            self._events_writer = threading.Thread(target=self._write_events, name="escalate-events", daemon=True)
+            self._events_writer.start()
+        self._events_pending.set()
 
     def flush_events(self, timeout: float = 10.0) -> None:
-        """Wait until every queued event is written."""
+        """Wait until every queued event (and token count) is written."""
         deadline = time.monotonic() + timeout
+        self._events_hurry.set()
         while time.monotonic() < deadline:
             with self._events_lock:
-                if not self._events_queue and not self._events_busy:
+                if not self._events_queue and not self._tokens_queue and not self._events_busy:
                     return
             time.sleep(0.005)
 
@@ -456,18 +484,24 @@ class Database:
         while True:
             if not self._events_pending.wait(timeout=5.0):
                 with self._events_lock:
-                    if not self._events_queue:
+                    if not self._events_queue and not self._tokens_queue:
                         self._events_writer = None
                         return
+            # What a turn emits is written with what the next turns emit: one transaction every
+            # EVENTS_LINGER, not ~2 a turn, each of which took SQLite's lock from the step DBOS
+            # was recording (docs/durable.md, "What a turn costs").
+            self._events_hurry.wait(EVENTS_LINGER)
             with self._events_write:
                 with self._events_lock:
                     batch, self._events_queue = self._events_queue, []
+                    tokens, self._tokens_queue = self._tokens_queue, {}
                     self._events_pending.clear()
-                    self._events_busy = bool(batch)
+                    self._events_hurry.clear()
+                    self._events_busy = bool(batch or tokens)
                 try:
-                    if batch:
+                    if batch or tokens:
                         with self.engine.begin() as c:
-                            c.execute(_events_insert(c), batch)
+                            _write_batch(c, batch, tokens)
                     self._events_failing = False
                 except Exception:
                     # Kept for the next batch or the run's next update: what is stored stays a
@@ -477,6 +511,8 @@ class Database:
                     self._events_failing = True
                     with self._events_lock:
                         self._events_queue[:0] = batch
+                        for run_id, count in tokens.items():  # a newer count queued since wins
+                            self._tokens_queue.setdefault(run_id, count)
                 finally:
                     with self._events_lock:
                         self._events_busy = False
@@ -610,14 +646,21 @@ def _lost(row: Any) -> DecideResult:
     return DecideResult(False, checked.decision(held, row["id"]) if held is not None else None, row["resolved_by"], row["status"])
 
 
-def _events_insert(c: sa.Connection) -> Any:
-    """INSERT of events that skips one already stored: a batch is written again after a failure,
-    which may have come after its commit (a connection lost then)."""
+def _write_batch(c: sa.Connection, batch: list[dict[str, Any]], tokens: dict[str, int]) -> None:
+    """Events (an INSERT that skips one already stored: a batch is written again after a failure,
+    which may have come after its commit, a connection lost then) and token counts."""
+    if not batch and not tokens:
+        return
     if c.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
-    return insert(events).on_conflict_do_nothing()
+    if batch:
+        c.execute(insert(events).on_conflict_do_nothing(), batch)
+    if tokens:
+        upsert = insert(run_tokens)
+        c.execute(upsert.on_conflict_do_update(index_elements=[run_tokens.c.run_id], set_={"tokens": upsert.excluded.tokens}),
+                  [{"run_id": run_id, "tokens": count} for run_id, count in tokens.items()])
 
 
 def _create_file(path: Path) -> None:
@@ -641,6 +684,17 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.close()
+
+
+def _dbos_connection(dbapi_conn: Any, record: Any) -> None:
+    """DBOS's settings for its SQLite connections (dbos/_sys_db_sqlite.py `_create_engine`, which
+    a custom engine skips): every write transaction BEGIN IMMEDIATE, so that DBOS's
+    read-then-write transactions (dequeue, the owner check) serialize; foreign keys on; a long
+    busy wait. Then ours (WAL, synchronous=NORMAL)."""
+    dbapi_conn.isolation_level = "IMMEDIATE"
+    _sqlite_pragmas(dbapi_conn, record)
+    dbapi_conn.execute("PRAGMA busy_timeout=30000")
+    dbapi_conn.execute("PRAGMA foreign_keys=ON")
 
 
 def _why(exc: BaseException) -> str:

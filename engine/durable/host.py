@@ -25,7 +25,7 @@ from typing import Awaitable, Callable, Protocol
 from engine.durable import steps
 from engine.durable.askers import is_outside, withdraw_if_gone
 from engine.durable.owners import new_owner, pid_gone
-from engine.durable.database import HEARTBEAT_SECONDS, Database, DatabaseError
+from engine.durable.database import HEARTBEAT_SECONDS, STALE_AFTER, Database, DatabaseError
 
 log = logging.getLogger("escalate.durable")
 
@@ -215,7 +215,7 @@ class DurableHost:
         client.enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
 
     def _launch(self, shared_queues: list[str]) -> None:
-        from dbos import DBOS
+        from dbos import DBOS, DBOSConfig
 
         from engine.durable.serialization import guard_pickle, serializer
 
@@ -225,7 +225,7 @@ class DurableHost:
             dbos_log.removeHandler(handler)
         dbos_log.setLevel(logging.ERROR)  # DBOS logs every launch at INFO
         self._workflow = _workflow_function()
-        DBOS(config={
+        config: DBOSConfig = {
             "name": APP_NAME,
             "system_database_url": self.db.url,
             "application_version": APP_VERSION,
@@ -234,7 +234,11 @@ class DurableHost:
             "log_level": "ERROR",
             "notification_listener_polling_interval_sec": 0.05,
             "serializer": serializer(),  # JSON: a database is data, never code
-        })
+        }
+        engine = self.db.dbos_engine()  # SQLite: WAL, synchronous=NORMAL (database.py dbos_engine)
+        if engine is not None:
+            config["system_database_engine"] = engine
+        DBOS(config=config)
         DBOS.listen_queues([self.queue_name, *shared_queues])
         try:
             DBOS.launch()
@@ -251,7 +255,11 @@ class DurableHost:
 
         if self._beat_task is not None:
             self._beat_task.cancel()
-        self.db.release(self.owner)
+        try:
+            self.db.release(self.owner)
+        except Exception as exc:  # the database is gone (a server stopped): its runs go stale unbeaten instead
+            log.warning("%s: this process's runs not released (%s); they count as interrupted after %s s",
+                        self.db.url, str(exc).splitlines()[0][:200], STALE_AFTER)
         steps.disable()
         DBOS.destroy(workflow_completion_timeout_sec=0)
         if not self.loop.is_closed():

@@ -2,14 +2,17 @@
 
 1. Cost of durability per agent turn: a flow of N sequential scripted agent calls run in memory
    and as a durable run on SQLite (one model turn each), wall time per call, median of 5 runs
-   of each, interleaved (the machine is shared).
+   of each, interleaved (the machine is shared). Beside them, the floor: a bare DBOS workflow of
+   N steps returning a model turn's JSON, on the engine escalate gives DBOS and on the one DBOS
+   makes itself. `--trees DIR ...`: the same rounds for other checkouts of escalate too (e.g.
+   `git archive 4fad3c6 | tar -x -C /tmp/old`), each round one process per tree, interleaved.
 2. `escalate answer` in another process -> the waiting agent resumed: a run waits in
    `escalate run --wait`; the answer is written by a separate process; the time until the
    agent's next turn starts (its `decision` event), p50/p95 over K answers.
 3. Random kills (tests/durable/crash_harness.py): runs killed with SIGKILL at random points and
    continued until done; totals of decisions lost or doubled and finished steps repeated.
 
-Run: python tests/benchmarks/bench_durable.py [--turns N] [--answers K] [--kills K]
+Run: python tests/benchmarks/bench_durable.py [--turns N] [--rounds R] [--trees DIR ...] [--answers K] [--kills K]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT))
@@ -68,19 +72,136 @@ async def one_run(turns: int, folder: Path, durable: bool) -> float:
             host.close()
 
 
-def turn_cost(turns: int, repeats: int = 5) -> None:
+_BARE: list[Any] = []  # the bare workflow, registered with DBOS once per process
+
+
+def _bare_workflow() -> Any:
+    if not _BARE:
+        from dbos import DBOS
+
+        async def turn(i: int) -> list[dict[str, Any]]:
+            return [{"content": {"parts": [{"text": f"reply {i}"}], "role": "model"}}]
+
+        @DBOS.workflow(name="bench_bare_steps")
+        async def bare_steps(n: int) -> None:
+            for i in range(n):
+                await DBOS.run_step_async({"name": "model turn", "retries_allowed": False}, turn, i)
+
+        _BARE.append(bare_steps)
+    return _BARE[0]
+
+
+async def bare_step(turns: int, folder: Path, own_engine: bool) -> float:
+    """A DBOS workflow of `turns` steps and nothing else, configured as escalate configures DBOS
+    (JSON serializer), on escalate's engine for DBOS (`Database.dbos_engine`) or on DBOS's own."""
+    from dbos import DBOS, SetWorkflowID
+
+    from engine.durable.database import Database
+    from engine.durable.serialization import serializer
+
+    workflow = _bare_workflow()
+    db = Database(f"sqlite:///{folder / 'bare.db'}")
+    config: Any = {"name": "bench-bare", "system_database_url": db.url, "run_admin_server": False,
+                   "log_level": "ERROR", "serializer": serializer()}
+    if own_engine:
+        config["system_database_engine"] = db.dbos_engine()
+    DBOS(config=config)
+    DBOS.launch()
+    try:
+        started = time.perf_counter()
+        with SetWorkflowID(folder.name):
+            handle = await DBOS.start_workflow_async(workflow, turns)
+        await handle.get_result()
+        return (time.perf_counter() - started) / turns
+    finally:
+        DBOS.destroy(workflow_completion_timeout_sec=0)
+        db.close()
+
+
+def statements_per_turn(turns: int) -> None:
+    """SQL statements and commits a durable turn costs, by thread (counted: the host's load
+    does not move it)."""
+    import collections
+    import re
+    import threading
+
+    import sqlalchemy as sa
+
+    counts: collections.Counter[str] = collections.Counter()
+
+    def thread() -> str:  # dbos-executor-3, queue-worker-escalate-HOST-PID-ID, Thread-4 (queue...): one name each
+        return re.sub(r"(-escalate-.*| \(.*|_\d+|-\d+)$", "", threading.current_thread().name)
+
+    def statement(conn: Any, cursor: Any, sql: str, *rest: Any) -> None:
+        counts[f"{thread()}: {sql.split()[0]}"] += 1
+
+    def commit(conn: Any) -> None:
+        counts[f"{thread()}: COMMIT"] += 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", statement)
+    sa.event.listen(sa.engine.Engine, "commit", commit)
+    try:
+        asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True))
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", statement)
+        sa.event.remove(sa.engine.Engine, "commit", commit)
+    shown = ", ".join(f"{name} {n / turns:.2f}" for name, n in counts.most_common() if n >= turns / 20)
+    print(f"statements a durable turn, by thread ({turns} turns; open and close included): {shown}")
+
+
+# One round in a checkout of escalate (its own bench_durable.one_run): [[wall, CPU of the process] s a
+# turn, in memory and durable]. CPU counts every thread; the shared host moves it less than wall time.
+_ROUND = """
+import asyncio, json, sys, tempfile, time
+from pathlib import Path
+sys.path.insert(0, "tests/benchmarks")
+import bench_durable as b
+from engine.runtime.adk_setup import prepare_adk
+prepare_adk()
+asyncio.run(b.one_run(5, Path(tempfile.mkdtemp()), False))
+turns = int(sys.argv[1])
+
+def timed(durable):
+    cpu = time.process_time()
+    wall = asyncio.run(b.one_run(turns, Path(tempfile.mkdtemp()), durable))
+    return [wall, (time.process_time() - cpu) / turns]
+
+print(json.dumps([timed(False), timed(True)]))
+"""
+
+
+def _round_in(tree: Path, turns: int) -> list[list[float]]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, "-c", _ROUND, str(turns)], cwd=tree, env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def turn_cost(turns: int, repeats: int = 5, trees: list[Path] | None = None) -> None:
     from engine.runtime.adk_setup import prepare_adk
 
     prepare_adk()
-    memory: list[float] = []
-    durable: list[float] = []
+    figures: dict[str, list[float]] = {}
+
+    def add(name: str, seconds: float) -> None:
+        figures.setdefault(name, []).append(seconds * 1000)
+
     asyncio.run(one_run(5, Path(tempfile.mkdtemp()), False))  # imports and first-use costs
     for _ in range(repeats):
-        memory.append(asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), False)))
-        durable.append(asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True)))
-    m, d = statistics.median(memory) * 1000, statistics.median(durable) * 1000
-    print(f"per agent turn ({turns} sequential calls, median of {repeats}): in memory {m:.2f} ms, "
-          f"durable on SQLite {d:.2f} ms, cost of durability {d - m:.2f} ms")
+        for tree in [*(trees or []), ROOT]:  # each in a process of its own, this checkout too
+            (memory, memory_cpu), (durable, durable_cpu) = _round_in(tree, turns)
+            name = "this checkout" if tree == ROOT else str(tree)
+            add(f"{name} in memory", memory)
+            add(f"{name} durable", durable)
+            add(f"{name} cost", durable - memory)
+            add(f"{name} cost, CPU", durable_cpu - memory_cpu)
+        add("bare DBOS step, escalate's engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), True)))
+        add("bare DBOS step, DBOS's own engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), False)))
+    statements_per_turn(turns)
+    load = os.getloadavg()[0]
+    print(f"per agent turn ({turns} sequential calls, median of {repeats} rounds, load {load:.1f}): ms")
+    for name, values in figures.items():
+        print(f"  {name}: {statistics.median(values):.2f} (rounds: {', '.join(f'{v:.2f}' for v in values)})")
 
 
 def answer_latency(answers: int) -> None:
@@ -155,12 +276,14 @@ def kills(total: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--trees", type=Path, nargs="*", default=[], help="other checkouts of escalate, run side by side")
     parser.add_argument("--answers", type=int, default=40)
     parser.add_argument("--kills", type=int, default=1000)
     args = parser.parse_args()
     os.chdir(ROOT)
     if args.turns:
-        turn_cost(args.turns)
+        turn_cost(args.turns, args.rounds, [tree.resolve() for tree in args.trees])
     if args.answers:
         answer_latency(args.answers)
     if args.kills:
