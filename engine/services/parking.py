@@ -47,6 +47,7 @@ class Parking:
         self.store = store
         self.say = say
         self._requeueing: set[str] = set()  # claimed here, not on the queue yet
+        self._unparked: set[str] = set()  # executions ended here whose rows could not be parked yet
         self._heard: list[str] = []
         self._reader: asyncio.Task[None] | None = None
         self._stop: list[Callable[[], None]] = []
@@ -96,15 +97,23 @@ class Parking:
         if stopping:
             await asyncio.wait(stopping)
         self.router.forget(run_id)
+        return await self._leave(run_id)
+
+    async def _leave(self, run_id: str) -> bool:
+        """The rows of a run whose execution here has ended: its workflow off the queue, its row
+        parked, then woken if a decision came first. A failure (a busy database) is tried again
+        by the next sweep: until then this worker still owns the row, so nobody else would."""
         try:
             await self.host.end_execution(run_id)
-            if not await asyncio.to_thread(parking.park, self.db, run_id, self.host.owner):
-                return False
-        except Exception as exc:  # the run stays as a stopped process leaves it: taken over later
-            self.say(f"{run_id}: could not be parked: {_line(exc)}")
+            parked = await asyncio.to_thread(parking.park, self.db, run_id, self.host.owner)
+        except Exception as exc:
+            self.say(f"{run_id}: could not be parked yet: {_line(exc)}")
+            self._unparked.add(run_id)
             return False
-        await self.wake([run_id])  # decided before its row said parked
-        return True
+        self._unparked.discard(run_id)
+        if parked:
+            await self.wake([run_id])  # decided before its row said parked
+        return parked
 
     # -- waking ------------------------------------------------------------------------------
 
@@ -151,6 +160,8 @@ class Parking:
     async def sweep(self) -> None:
         """Every second: passed deadlines' defaults, parked runs nothing waits on, and runs
         claimed back by a process that died before queueing them."""
+        for run_id in list(self._unparked):
+            await self._leave(run_id)
         await asyncio.to_thread(self._apply_deadlines)
         await self.wake(await asyncio.to_thread(parking.ready, self.db))
         for run_id, claimer, beat in await asyncio.to_thread(parking.stuck, self.db):
