@@ -1,7 +1,8 @@
 """A worker's side of parked runs (engine/durable/parking.py): a run that pauses for a person
 leaves the worker, and a decided one comes back to the workers' queue.
 
-- Park: when a run executing here raises an escalation that waits for a person, its execution
+- Park: when a run executing here raises an escalation that waits for a person (at once when
+  every place is taken, else after PARK_AFTER: a quick answer reaches it in place), its execution
   is stopped as a stopping worker stops it (`detach`: nothing is recorded as its end), its
   workflow leaves the queue and its place (`DurableHost.end_execution`), and its row is parked.
   What stays is rows: the recorded steps and the pending escalation.
@@ -35,12 +36,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("escalate.worker")
 
 READ_AT_MOST = 500  # ids heard at once past this: every parked run is looked at instead
+# A waiting run keeps its place this long while the worker has free places: an answer given
+# meanwhile (a console, a rule, a script) reaches it in place, without a trip through the queue.
+# With every place taken, it parks at once.
+PARK_AFTER = 2.0
 
 
 class Parking:
     def __init__(self, router: "EngineRouter", broker: EscalationBroker, store: DecisionStore,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], places: int) -> None:
         self.router = router
+        self.places = places  # the worker's --concurrency
         self.host: DurableHost = router.host
         self.db: Database = router.db
         self.broker = broker
@@ -52,6 +58,7 @@ class Parking:
         self._reader: asyncio.Task[None] | None = None
         self._stop: list[Callable[[], None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopped = False
 
     def start(self) -> None:
         """Park runs as they wait; hear decisions (call on the worker's loop)."""
@@ -66,6 +73,7 @@ class Parking:
         self._stop = [self.broker.subscribe(self._on_event), self.store.listen(heard)]
 
     def stop(self) -> None:
+        self._stopped = True
         for stop in self._stop:
             stop()
         self._stop = []
@@ -76,11 +84,20 @@ class Parking:
 
     def _on_event(self, event: BrokerEvent) -> None:
         run_id = event.pending.escalation.run_id
-        if event.kind == RAISED and self.router.handle(run_id) is not None:
-            # Outside the run's context: DBOS's workflow context must not come along.
+        if event.kind != RAISED or self.router.handle(run_id) is None:
+            return
+        live = sum(1 for h in self.router.runs if not h.detached and not h.status.finished)
+        # Outside the run's context: DBOS's workflow context must not come along.
+        if live >= self.places:
             self._spawn(self.park(run_id))
+        else:
+            asyncio.get_running_loop().call_later(PARK_AFTER, lambda: self._spawn(self.park(run_id)),
+                                                  context=contextvars.Context())
 
     def _spawn(self, work: Any) -> None:
+        if self._stopped:  # a park timer fired as the worker stops: its runs are released instead
+            work.close()
+            return
         task = asyncio.get_running_loop().create_task(work, context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

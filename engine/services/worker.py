@@ -138,7 +138,7 @@ class Worker:
             if event.kind == RAISED else None)
         self.router = EngineRouter(services, self.say)
         assert services.store is not None
-        self.parking = Parking(self.router, services.broker, services.store, self.say)
+        self.parking = Parking(self.router, services.broker, services.store, self.say, self.concurrency)
         self.parking.start()
         loop = asyncio.get_running_loop()
         for line in host.notices:  # runs whose rows are not JSON: named once, never taken
