@@ -55,6 +55,12 @@ def claim_parked(db: Database, run_id: str, owner: str, now: float | None = None
     return done.rowcount == 1
 
 
+def queue_waits(db: Database) -> bool:
+    """Whether runs wait in the workers' queue (queued, not begun): a place is wanted."""
+    with db.engine.connect() as c:
+        return c.execute(sa.select(runs.c.run_id).where(runs.c.status == QUEUED).limit(1)).first() is not None
+
+
 def ready(db: Database, among: Iterable[str] | None = None) -> list[str]:
     """Parked runs with nothing pending (all of them, or those of the escalations `among`)."""
     query = sa.select(runs.c.run_id).where(runs.c.status == PARKED, ~_PENDING)

@@ -2,7 +2,7 @@
 leaves the worker, and a decided one comes back to the workers' queue.
 
 - Park: when a run executing here raises an escalation that waits for a person (at once when
-  every place is taken, else after PARK_AFTER: a quick answer reaches it in place), its execution
+  every place is taken and the queue holds more, else after PARK_AFTER: a quick answer reaches it in place), its execution
   is stopped as a stopping worker stops it (`detach`: nothing is recorded as its end), its
   workflow leaves the queue and its place (`DurableHost.end_execution`), and its row is parked.
   What stays is rows: the recorded steps and the pending escalation.
@@ -38,7 +38,7 @@ log = logging.getLogger("escalate.worker")
 READ_AT_MOST = 500  # ids heard at once past this: every parked run is looked at instead
 # A waiting run keeps its place this long while the worker has free places: an answer given
 # meanwhile (a console, a rule, a script) reaches it in place, without a trip through the queue.
-# With every place taken, it parks at once.
+# With every place taken and runs queued for one, it parks at once.
 PARK_AFTER = 2.0
 
 
@@ -88,11 +88,14 @@ class Parking:
             return
         live = sum(1 for h in self.router.runs if not h.detached and not h.status.finished)
         # Outside the run's context: DBOS's workflow context must not come along.
-        if live >= self.places:
-            self._spawn(self.park(run_id))
-        else:
-            asyncio.get_running_loop().call_later(PARK_AFTER, lambda: self._spawn(self.park(run_id)),
-                                                  context=contextvars.Context())
+        self._spawn(self._park_when_due(run_id, full=live >= self.places))
+
+    async def _park_when_due(self, run_id: str, *, full: bool) -> None:
+        """At once when every place is taken and runs wait in the queue for one; else after
+        PARK_AFTER, if it still waits then."""
+        if not (full and await asyncio.to_thread(parking.queue_waits, self.db)):
+            await asyncio.sleep(PARK_AFTER)
+        await self.park(run_id)
 
     def _spawn(self, work: Any) -> None:
         if self._stopped:  # a park timer fired as the worker stops: its runs are released instead

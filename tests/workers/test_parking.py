@@ -64,7 +64,7 @@ def test_one_place_three_waiting_runs_each_answered_from_another_process(tmp_pat
 def test_a_deadline_with_no_process_holding_the_run_applies_its_default_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'escalate.db'}"
     rules = tmp_path / "rules.yaml"
-    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 4, onTimeout: recommended}\n")
+    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 8, onTimeout: recommended}\n")
     workers = [WorkerProcess(url, tmp_path, concurrency=1, name=f"w{i}") for i in range(2)]
     db = Database(url)
     try:
