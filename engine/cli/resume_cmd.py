@@ -22,7 +22,7 @@ async def _resume(args: argparse.Namespace) -> int:
     from engine.escalation.answers import AnswersError, load_answers
     from rules.loader import RulesError, load_layered
 
-    from engine.durable.database import DatabaseError
+    from engine.durable.database import PARKED, DatabaseError
     from engine.services import open_database, open_services
 
     try:
@@ -44,7 +44,7 @@ async def _resume(args: argparse.Namespace) -> int:
         _err(f"{args.run_id}: queued for a worker, not started yet (escalate worker --db ... runs it)")
         db.close()
         return EXIT_USAGE
-    if row["status"] not in ("running", "waiting"):  # already over: report how it ended
+    if row["status"] not in ("running", "waiting", PARKED):  # already over: report how it ended
         db.close()
         return outcome_code(_Finished(row), _status(row["status"]), label)
     events = Path(args.events) if args.events else None

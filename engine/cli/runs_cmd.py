@@ -46,7 +46,7 @@ def describe_runs(db: Any, *, include_finished: bool = False, now: float | None 
     commands that decide it: one per option, in the same order), and `resume` for a run that no
     process runs. `db_arg`: the `--db` given, repeated in those commands."""
     from engine.cli.hints import answer_commands, resume_command
-    from engine.durable.database import ACTIVE, STALE_AFTER
+    from engine.durable.database import ACTIVE, PARKED, STALE_AFTER
     from engine.durable.decisions import pending_from_json
 
     now = now if now is not None else time.time()
@@ -66,7 +66,9 @@ def describe_runs(db: Any, *, include_finished: bool = False, now: float | None 
     listed = []
     for row in rows:
         status, asks = row["status"], pending.get(row["run_id"], [])
-        orphaned = status in ACTIVE and (row["heartbeat"] is None or row["heartbeat"] < now - STALE_AFTER)
+        if status == PARKED:  # no process holds it: its decision puts it back on the workers' queue
+            status = "waiting"
+        orphaned = row["status"] in ACTIVE and (row["heartbeat"] is None or row["heartbeat"] < now - STALE_AFTER)
         if orphaned:
             # Its process is gone (a headless run that exited 4 included): a run that waits for a
             # person says so; either way `escalate resume` or a console continues it.

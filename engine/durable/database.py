@@ -31,6 +31,9 @@ log = logging.getLogger("escalate.durable")
 # stored: an active run whose owner stopped beating).
 ACTIVE = ("running", "waiting")
 QUEUED = "queued"  # `run --detach`: waiting in the workers' queue, owned by nobody yet
+# Waiting for a person with no process holding it (a worker's run): rows only, until a decision
+# puts it back on the workers' queue (engine/durable/parking.py).
+PARKED = "parked"
 HEARTBEAT_SECONDS = 2.0
 # How long the events writer gathers a batch: other processes (a console showing the run) see a
 # run's events this much later; the run's own row changes write them at once (update_run).
@@ -221,10 +224,12 @@ class Database:
             row = c.execute(runs.select().where(runs.c.run_id == run_id)).mappings().first()
         return _run_out(row) if row else None  # a bad row: BadRow, one line naming it
 
-    def list_runs(self, *, include_finished: bool = False) -> list[dict[str, Any]]:
+    def list_runs(self, *, include_finished: bool = False, parked: bool = True) -> list[dict[str, Any]]:
+        """`parked`: with the runs parked at a person's decision (a worker's takeover scan,
+        which has nothing to take there, leaves out their thousands)."""
         query = runs.select().order_by(runs.c.started)
         if not include_finished:
-            query = query.where(runs.c.status.in_((*ACTIVE, QUEUED)))
+            query = query.where(runs.c.status.in_((*ACTIVE, QUEUED, *((PARKED,) if parked else ()))))
         with self.engine.connect() as c:
             return checked.valid(c.execute(query).mappings(), _run_out)
 

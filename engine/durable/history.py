@@ -35,7 +35,7 @@ def load_earlier(db: Database) -> StoreContents:
     runs = [
         StoredRun(r["run_id"], r["task"], r["workflow"], r["flow"], r["input"], r["status"], _summary(r["result"]),
                   r["error"], r["started"], r["finished"] or r["started"])
-        for r in db.list_runs(include_finished=True) if r["status"] not in ("running", "waiting")
+        for r in db.list_runs(include_finished=True) if r["status"] not in ("running", "waiting", "parked")
     ]
     entries = [HistoryEntry(*row) for row in db.agent_entries()]
     return StoreContents(records, entries, runs)

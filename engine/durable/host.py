@@ -22,10 +22,10 @@ import logging
 import time
 from typing import Awaitable, Callable, Protocol
 
-from engine.durable import steps
+from engine.durable import parking, steps
 from engine.durable.askers import is_outside, withdraw_if_gone
 from engine.durable.owners import new_owner, pid_gone
-from engine.durable.database import HEARTBEAT_SECONDS, STALE_AFTER, Database, DatabaseError
+from engine.durable.database import HEARTBEAT_SECONDS, PARKED, STALE_AFTER, Database, DatabaseError
 
 log = logging.getLogger("escalate.durable")
 
@@ -293,6 +293,10 @@ class DurableHost:
         if row is not None and is_outside(row):  # an outside agent's session: no workflow of ours runs it
             await asyncio.to_thread(withdraw_if_gone, self.db, row)
             return False
+        if row is not None and row["status"] == PARKED:  # rows only: continued here, first claimer wins
+            if not await asyncio.to_thread(parking.claim_parked, self.db, run_id, self.owner):
+                return False
+            row = await asyncio.to_thread(self.db.get_run, run_id)
         owner = row["owner"] if row else None
         beat = row["heartbeat"] if row else None
         dead = owner if owner and not await asyncio.to_thread(owner_alive, owner, self.db, beat) else None
@@ -306,6 +310,22 @@ class DurableHost:
         else:
             await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
         return True
+
+    # -- parked runs (engine/durable/parking.py) ------------------------------------------------
+
+    async def end_execution(self, run_id: str) -> None:
+        """A run that parks, its execution here over: its workflow leaves the queue and its
+        place (DBOS: cancelled), until `requeue`."""
+        from dbos import DBOS
+
+        await DBOS.cancel_workflow_async(run_id)
+
+    async def requeue(self, run_id: str) -> None:
+        """A parked run claimed back (parking.claim_ready): its workflow on the workers' queue
+        again, for the first worker with a free place to continue from its recorded steps."""
+        from dbos import DBOS
+
+        await DBOS.resume_workflow_async(run_id, queue_name=WORKERS_QUEUE)
 
     def keep_beating(self) -> None:
         if self._beat_task is None or self._beat_task.done():

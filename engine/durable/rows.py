@@ -31,7 +31,7 @@ TIME_MAX = 1e11  # epoch seconds (year 5138): past it, dates cannot be shown
 
 Time = Annotated[float, Field(ge=0, le=TIME_MAX, allow_inf_nan=False)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-RUN_STATUSES = ("queued", "running", "waiting", "done", "failed", "stopped", "aborted", "cancelled", "interrupted")
+RUN_STATUSES = ("queued", "running", "waiting", "parked", "done", "failed", "stopped", "aborted", "cancelled", "interrupted")
 
 
 class BadRow(DatabaseError):

@@ -2,7 +2,8 @@
 processes that died, until it is stopped.
 
 - The queue is DBOS's (`WORKERS_QUEUE`): a worker takes up to `concurrency` runs at a time
-  from it; a run waiting for a person keeps its place, as it is still running.
+  from it. A run that pauses for a person leaves the worker and its place (parked: rows only);
+  its decision, from any process, puts it back on the queue (engine/services/parking.py).
 - Takeover: every second the worker looks for active runs whose process is gone (on this host:
   its pid no longer exists; on PostgreSQL, anywhere: its connection's advisory lock is free and
   it has not beaten for `PRESENCE_GRACE`; otherwise: no heartbeat for `STALE_AFTER`), claims
@@ -27,6 +28,7 @@ from typing import Any, Callable
 from engine.durable import steps
 from engine.durable.database import ACTIVE, QUEUED, STALE_AFTER, Database
 from engine.durable.host import WORKERS_QUEUE, DurableHost, RunRefused, owner_alive
+from engine.services.parking import Parking
 from engine.services.wiring import Services, open_services
 
 TAKEOVER_SECONDS = 1.0
@@ -66,16 +68,26 @@ class EngineRouter:
             self.say(f"{run_id}: failed: {exc}")
             await asyncio.to_thread(self.db.update_run, run_id, status="failed", error=str(exc), finished=time.time())
             return
-        if row["status"] == QUEUED:
-            self.say(f"{run_id}: started ({row['task']})")
+        if row["status"] == QUEUED:  # with an owner: claimed back from parking, by a decision
+            self.say(f"{run_id}: {'continued' if row['owner'] else 'started'} ({row['task']})")
         await engine.execute_durable(run_id)
         handle = engine.run(run_id)
         if handle is not None and not handle.detached:
             ended = f"{handle.status.value}: {handle.error}" if handle.error else handle.status.value
             self.say(f"{run_id}: {ended}")
+            self.forget(run_id)  # over: a worker keeps nothing of the runs it ran
 
     async def resume(self, row: dict[str, Any]) -> Any:
         return await self.engine_for(row).resume_run(row["run_id"])
+
+    def handle(self, run_id: str) -> Any:
+        """The run executing here under this id, if any."""
+        return next((h for h in self.runs if h.id == run_id), None)
+
+    def forget(self, run_id: str) -> None:
+        """Drop a run that ended or parked here: a worker's memory does not grow with its runs."""
+        for engine in self._engines.values():
+            engine.runs[:] = [h for h in engine.runs if h.id != run_id]
 
     @property
     def runs(self) -> list[Any]:
@@ -92,6 +104,7 @@ class Worker:
         self.say = say
         self.host: DurableHost | None = None
         self.router: EngineRouter | None = None
+        self.parking: Parking | None = None
         self._taking: set[str] = set()  # takeovers in progress
         self._stop = asyncio.Event()
         self._now = asyncio.Event()  # a second signal: stop without waiting for steps
@@ -124,6 +137,9 @@ class Worker:
             f"{waiting_message(event.pending)} (answer it with: escalate answer {event.pending.escalation.id} ...)")
             if event.kind == RAISED else None)
         self.router = EngineRouter(services, self.say)
+        assert services.store is not None
+        self.parking = Parking(self.router, services.broker, services.store, self.say, self.concurrency)
+        self.parking.start()
         loop = asyncio.get_running_loop()
         for line in host.notices:  # runs whose rows are not JSON: named once, never taken
             self.say(line)
@@ -136,6 +152,7 @@ class Worker:
             await self._drain()
         finally:
             scan.cancel()
+            self.parking.stop()
             services.close()  # its runs are released: another worker takes them at once
         self.say(f"worker {host.owner}: stopped")
         return 0
@@ -175,6 +192,8 @@ class Worker:
         while True:
             try:
                 await self._take_over()
+                assert self.parking is not None
+                await self.parking.sweep()
             except Exception as exc:  # a busy database: the next scan tries again
                 self.say(f"takeover scan failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}")
             await asyncio.sleep(TAKEOVER_SECONDS)
@@ -182,7 +201,7 @@ class Worker:
     async def _take_over(self) -> None:
         assert self.host is not None
         me = self.host.owner
-        rows = await asyncio.to_thread(self.db.list_runs)
+        rows = await asyncio.to_thread(lambda: self.db.list_runs(parked=False))
         verdicts: dict[str, bool] = {}
         now = time.time()
         for row in rows:

@@ -36,10 +36,10 @@ def wait_until(condition, timeout: float = 120.0, what: str = "") -> None:
         time.sleep(0.1)
 
 
-def waiting_owners(db: Database) -> dict[str, str]:
-    """run id -> owner, for the runs waiting on a decision."""
+def waiting_runs(db: Database) -> set[str]:
+    """The runs waiting on a decision: parked (rows only), no worker holds them."""
     pending = {row["run_id"] for row in db.pending_escalations()}
-    return {r["run_id"]: r["owner"] for r in db.list_runs() if r["run_id"] in pending and r["status"] == "waiting"}
+    return {r["run_id"] for r in db.list_runs() if r["run_id"] in pending and r["status"] == "parked" and r["owner"] is None}
 
 
 def test_detach_queues_a_run_and_prints_its_id(tmp_path: Path, pg_url: str) -> None:
@@ -68,9 +68,9 @@ def test_two_workers_share_the_queue(tmp_path: Path, pg_url: str) -> None:
         for worker in workers:
             worker.wait_ready()
         ids = queue_runs(tmp_path, pg_url, 4)
-        # Each worker takes one run (concurrency 1), which then waits for a person.
-        wait_until(lambda: len(set(waiting_owners(db).values())) == 2, what="both workers running a run")
-        assert set(waiting_owners(db).values()) == {w.owner for w in workers}
+        # Each worker takes one run at a time (concurrency 1); a run waiting for a person leaves
+        # its worker, so all four wait at once.
+        wait_until(lambda: waiting_runs(db) == set(ids), what="all four runs waiting, parked")
 
         def all_done() -> bool:
             for row in db.pending_escalations():
@@ -83,7 +83,7 @@ def test_two_workers_share_the_queue(tmp_path: Path, pg_url: str) -> None:
         assert (report.runs, report.done, report.escalations) == (4, 4, 8), report
         assert (report.lost, report.doubled, report.misrouted) == (0, 0, 0), report
         ran_by = {db.get_run(run_id)["owner"] for run_id in ids}
-        assert ran_by == {w.owner for w in workers}
+        assert ran_by <= {w.owner for w in workers}
         assert [w.stop() for w in workers] == [0, 0]
     finally:
         for worker in workers:
@@ -107,10 +107,15 @@ def test_a_killed_worker_s_runs_are_taken_over(tmp_path: Path, any_url: str) -> 
     try:
         first.wait_ready()
         ids = queue_runs(tmp_path, any_url, 2)
-        wait_until(lambda: len(waiting_owners(db)) == 2, what="both runs waiting on the first worker")
+        wait_until(lambda: waiting_runs(db) == set(ids), what="both runs waiting")
         for row in db.pending_escalations():
             assert answer_directly(db, row)
-        time.sleep(0.2)  # the agents resume: the kill lands in a model turn or the command
+
+        def command_running() -> bool:  # the decisions put the runs back on the first worker
+            lines = steps.read_text().splitlines() if steps.exists() else []
+            return any('"tool run_command"' in line and '"live"' in line for line in lines)
+
+        wait_until(command_running, what="a command in flight on the first worker")
         first.kill()
         second = WorkerProcess(any_url, tmp_path, concurrency=3, name="second", env=env).wait_ready()
 

@@ -1,0 +1,104 @@
+"""Parked runs: a run waiting for a person that no process holds, kept as rows only.
+
+A worker's run that pauses for a person ends its execution (docs/durable.md, "A waiting run
+costs rows"): its recorded steps and its pending escalation stay, its row says `parked` and
+belongs to nobody. A decision, from any process, leaves the run with nothing pending; a worker
+then claims it (`claim_ready`: parked -> queued, first claimer wins) and puts it back on the
+workers' queue, where a worker continues it from its recorded steps.
+
+Each change is one conditional statement, so two processes never both act on one run. The
+worker's poll (`ready`, `overdue`, `stuck`) is what makes it correct, news only makes it fast:
+a decision heard late, a claimer killed between its claim and the queue, a deadline with no
+process to time it are all found by the next poll.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+
+from engine.durable import rows as checked
+from engine.durable.database import ACTIVE, PARKED, QUEUED, Database, escalations, runs
+
+_PENDING = sa.exists().where(escalations.c.run_id == runs.c.run_id, escalations.c.status == "pending")
+
+
+def park(db: Database, run_id: str, owner: str) -> bool:
+    """The run's execution has ended at a person's decision: its row is parked, owned by nobody
+    (its events written first: the row never says more than the log holds). False when `owner`
+    no longer holds it (taken over meanwhile): nothing changed."""
+    db.flush_events()
+    with db.engine.begin() as c:
+        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.owner == owner, runs.c.status.in_(ACTIVE))
+                         .values(status=PARKED, owner=None, heartbeat=None))
+    return done.rowcount == 1
+
+
+def claim_ready(db: Database, run_id: str, owner: str, now: float | None = None) -> bool:
+    """Claim a parked run that waits on nothing any more, to put it back on the queue: it is
+    `queued`, owned by the claimer until a worker starts it (a claimer that dies before queueing
+    it is found by `stuck`). First claimer wins."""
+    with db.engine.begin() as c:
+        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == PARKED, ~_PENDING)
+                         .values(status=QUEUED, owner=owner, heartbeat=now if now is not None else time.time()))
+    return done.rowcount == 1
+
+
+def claim_parked(db: Database, run_id: str, owner: str, now: float | None = None) -> bool:
+    """`escalate resume` (or a console) continues a parked run itself, waiting or not: it is
+    this process's, waiting. First claimer wins."""
+    with db.engine.begin() as c:
+        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == PARKED)
+                         .values(status="waiting", owner=owner, heartbeat=now if now is not None else time.time()))
+    return done.rowcount == 1
+
+
+def queue_waits(db: Database) -> bool:
+    """Whether runs wait in the workers' queue (queued, not begun): a place is wanted."""
+    with db.engine.connect() as c:
+        return c.execute(sa.select(runs.c.run_id).where(runs.c.status == QUEUED).limit(1)).first() is not None
+
+
+def ready(db: Database, among: Iterable[str] | None = None) -> list[str]:
+    """Parked runs with nothing pending (all of them, or those of the escalations `among`)."""
+    query = sa.select(runs.c.run_id).where(runs.c.status == PARKED, ~_PENDING)
+    if among is not None:
+        ids = list(among)
+        if not ids:
+            return []
+        query = query.where(runs.c.run_id.in_(sa.select(escalations.c.run_id).where(escalations.c.id.in_(ids))))
+    with db.engine.connect() as c:
+        return list(c.execute(query).scalars())
+
+
+def overdue(db: Database, now: float | None = None) -> list[dict[str, Any]]:
+    """Pending escalations of parked runs whose deadline has passed: their defaults are due,
+    and no process times them."""
+    now = now if now is not None else time.time()
+    query = (escalations.select()
+             .where(escalations.c.status == "pending", escalations.c.deadline <= now,
+                    escalations.c.run_id.in_(sa.select(runs.c.run_id).where(runs.c.status == PARKED)))
+             .order_by(escalations.c.deadline))
+    with db.engine.connect() as c:
+        return checked.valid(c.execute(query).mappings(), lambda row: checked.escalation(dict(row)))
+
+
+def stuck(db: Database) -> list[tuple[str, str, float | None]]:
+    """(run id, claimer, its heartbeat) of runs claimed back from parking that their claimer has
+    not handed to a worker yet, or died before it did: `queued` with an owner (their workflow
+    tells which: cancelled, never queued)."""
+    query = sa.select(runs.c.run_id, runs.c.owner, runs.c.heartbeat).where(runs.c.status == QUEUED, runs.c.owner.is_not(None))
+    with db.engine.connect() as c:
+        return [(run_id, owner, beat if isinstance(beat, float) else None) for run_id, owner, beat in c.execute(query)
+                if isinstance(run_id, str) and isinstance(owner, str)]
+
+
+def take_stuck(db: Database, run_id: str, owner: str, dead_owner: str, now: float | None = None) -> bool:
+    """Take over the claim of a claimer that is gone (first taker wins)."""
+    with db.engine.begin() as c:
+        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == QUEUED, runs.c.owner == dead_owner)
+                         .values(owner=owner, heartbeat=now if now is not None else time.time()))
+    return done.rowcount == 1
+

@@ -1,0 +1,219 @@
+"""A worker's side of parked runs (engine/durable/parking.py): a run that pauses for a person
+leaves the worker, and a decided one comes back to the workers' queue.
+
+- Park: when a run executing here raises an escalation that waits for a person (at once when
+  every place is taken and the queue holds more, else after PARK_AFTER: a quick answer reaches it in place), its execution
+  is stopped as a stopping worker stops it (`detach`: nothing is recorded as its end), its
+  workflow leaves the queue and its place (`DurableHost.end_execution`), and its row is parked.
+  What stays is rows: the recorded steps and the pending escalation.
+- Wake: a parked run with nothing pending is claimed back (first claimer wins) and put on the
+  workers' queue (`DurableHost.requeue`); a worker continues it from its recorded steps. News of
+  a decision wakes it at once; the poll (`sweep`, every second) finds what news missed.
+- Deadlines: no process times a parked run's escalation, so the poll applies the defaults of
+  passed deadlines, through the same first-writer-wins update as everywhere (once, whoever is
+  first: another worker, a console holding it listed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from engine.durable import parking
+from engine.durable.database import NEWS_IDS, Database
+from engine.durable.decisions import DecisionStore, pending_from_json
+from engine.durable.host import DurableHost, owner_alive
+from engine.escalation.broker import RAISED, BrokerEvent, EscalationBroker, NoTimeoutDefault, timeout_decision
+from engine.kernel.errors import RequestChanged
+from engine.runtime.run_status import RunStatus
+
+if TYPE_CHECKING:
+    from engine.services.worker import EngineRouter
+
+log = logging.getLogger("escalate.worker")
+
+READ_AT_MOST = 500  # ids heard at once past this: every parked run is looked at instead
+# A waiting run keeps its place this long while the worker has free places: an answer given
+# meanwhile (a console, a rule, a script) reaches it in place, without a trip through the queue.
+# With every place taken and runs queued for one, it parks at once.
+PARK_AFTER = 2.0
+
+
+class Parking:
+    def __init__(self, router: "EngineRouter", broker: EscalationBroker, store: DecisionStore,
+                 say: Callable[[str], None], places: int) -> None:
+        self.router = router
+        self.places = places  # the worker's --concurrency
+        self.host: DurableHost = router.host
+        self.db: Database = router.db
+        self.broker = broker
+        self.store = store
+        self.say = say
+        self._requeueing: set[str] = set()  # claimed here, not on the queue yet
+        self._unparked: set[str] = set()  # executions ended here whose rows could not be parked yet
+        self._heard: list[str] = []
+        self._reader: asyncio.Task[None] | None = None
+        self._stop: list[Callable[[], None]] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopped = False
+
+    def start(self) -> None:
+        """Park runs as they wait; hear decisions (call on the worker's loop)."""
+        loop = asyncio.get_running_loop()
+
+        def heard(message: str) -> None:  # on the listening thread
+            try:
+                loop.call_soon_threadsafe(self._hear, message)
+            except RuntimeError:  # the loop closed: the worker is stopping
+                pass
+
+        self._stop = [self.broker.subscribe(self._on_event), self.store.listen(heard)]
+
+    def stop(self) -> None:
+        self._stopped = True
+        for stop in self._stop:
+            stop()
+        self._stop = []
+        for task in list(self._tasks) + ([self._reader] if self._reader is not None else []):
+            task.cancel()
+
+    # -- parking -----------------------------------------------------------------------------
+
+    def _on_event(self, event: BrokerEvent) -> None:
+        run_id = event.pending.escalation.run_id
+        if event.kind != RAISED or self.router.handle(run_id) is None:
+            return
+        live = sum(1 for h in self.router.runs if not h.detached and not h.status.finished)
+        # Outside the run's context: DBOS's workflow context must not come along.
+        self._spawn(self._park_when_due(run_id, full=live >= self.places))
+
+    async def _park_when_due(self, run_id: str, *, full: bool) -> None:
+        """At once when every place is taken and runs wait in the queue for one; else after
+        PARK_AFTER, if it still waits then."""
+        if not (full and await asyncio.to_thread(parking.queue_waits, self.db)):
+            await asyncio.sleep(PARK_AFTER)
+        await self.park(run_id)
+
+    def _spawn(self, work: Any) -> None:
+        if self._stopped:  # a park timer fired as the worker stops: its runs are released instead
+            work.close()
+            return
+        task = asyncio.get_running_loop().create_task(work, context=contextvars.Context())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def park(self, run_id: str) -> bool:
+        """End the execution of a run that waits for a person here; False when it does not (a
+        decision came first, it is stopping, it was taken elsewhere)."""
+        handle = self.router.handle(run_id)
+        if handle is None or handle.detached or handle.status is not RunStatus.WAITING:
+            return False
+        if not any(p.escalation.run_id == run_id for p in self.broker.pending()):
+            return False  # answered meanwhile: it goes on here
+        stopping = self.router.detach({run_id})  # the check above and this, with no await between
+        if stopping:
+            await asyncio.wait(stopping)
+        self.router.forget(run_id)
+        return await self._leave(run_id)
+
+    async def _leave(self, run_id: str) -> bool:
+        """The rows of a run whose execution here has ended: its workflow off the queue, its row
+        parked, then woken if a decision came first. A failure (a busy database) is tried again
+        by the next sweep: until then this worker still owns the row, so nobody else would."""
+        try:
+            await self.host.end_execution(run_id)
+            parked = await asyncio.to_thread(parking.park, self.db, run_id, self.host.owner)
+        except Exception as exc:
+            self.say(f"{run_id}: could not be parked yet: {_line(exc)}")
+            self._unparked.add(run_id)
+            return False
+        self._unparked.discard(run_id)
+        if parked:
+            await self.wake([run_id])  # decided before its row said parked
+        return parked
+
+    # -- waking ------------------------------------------------------------------------------
+
+    async def wake(self, run_ids: list[str]) -> None:
+        """Put these parked runs back on the queue, those with nothing pending (first claimer wins)."""
+        for run_id in run_ids:
+            if run_id in self._requeueing:
+                continue
+            self._requeueing.add(run_id)
+            try:
+                if await asyncio.to_thread(parking.claim_ready, self.db, run_id, self.host.owner):
+                    await self.host.requeue(run_id)
+            except Exception as exc:  # claimed, not queued: the next sweep queues it
+                self.say(f"{run_id}: could not be queued again yet: {_line(exc)}")
+            finally:
+                self._requeueing.discard(run_id)
+
+    def _hear(self, message: str) -> None:
+        self._heard.append(message)
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(self._read(), context=contextvars.Context())
+
+    async def _read(self) -> None:
+        """News names escalations only: the rows say which parked runs now wait on nothing."""
+        while self._heard:
+            batch, self._heard = self._heard, []
+            ids: dict[str, None] = {}
+            everything = False
+            for message in batch:
+                kind, _, named = message.partition("\n")[0].partition(" ")
+                if kind == "*":
+                    everything = True
+                elif kind in ("decided", "withdrawn"):
+                    ids.update(dict.fromkeys(named.split(" ")[:NEWS_IDS]))
+            everything = everything or len(ids) > READ_AT_MOST
+            try:
+                ready = await asyncio.to_thread(parking.ready, self.db, None if everything else list(ids))
+                await self.wake(ready)
+            except Exception:  # a busy database: the sweep catches up
+                log.debug("reading news failed", exc_info=True)
+
+    # -- the poll ----------------------------------------------------------------------------
+
+    async def sweep(self) -> None:
+        """Every second: passed deadlines' defaults, parked runs nothing waits on, and runs
+        claimed back by a process that died before queueing them."""
+        for run_id in list(self._unparked):
+            await self._leave(run_id)
+        await asyncio.to_thread(self._apply_deadlines)
+        await self.wake(await asyncio.to_thread(parking.ready, self.db))
+        for run_id, claimer, beat in await asyncio.to_thread(parking.stuck, self.db):
+            if run_id in self._requeueing:
+                continue
+            if claimer != self.host.owner and await asyncio.to_thread(owner_alive, claimer, self.db, beat):
+                continue
+            if not await self._never_queued(run_id):
+                continue
+            self._requeueing.add(run_id)
+            try:
+                if await asyncio.to_thread(parking.take_stuck, self.db, run_id, self.host.owner, claimer):
+                    await self.host.requeue(run_id)
+            finally:
+                self._requeueing.discard(run_id)
+
+    def _apply_deadlines(self) -> None:
+        now = time.time()
+        for row in parking.overdue(self.db, now):
+            pending = pending_from_json(row["payload"])
+            try:
+                self.store.decide(timeout_decision(pending, now))  # the first writer wins: applied once
+            except (NoTimeoutDefault, RequestChanged):
+                continue
+
+    async def _never_queued(self, run_id: str) -> bool:
+        from dbos import DBOS
+
+        status = await DBOS.get_workflow_status_async(run_id)
+        return status is not None and status.status == "CANCELLED"
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return text or type(exc).__name__

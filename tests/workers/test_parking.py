@@ -1,0 +1,204 @@
+"""A run waiting for a person leaves its worker (parked: rows only) and its decision, from another
+process, puts it back on the queue, where a worker continues it from its recorded steps. Real
+`escalate worker` and `escalate answer` processes, real SQLite files and a real PostgreSQL
+server, SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.durable.database import Database
+from tests.workers.procs import ASK, ASK_SCRIPT, WorkerProcess, answer_args, answer_directly, audit, escalate
+from tests.workers.test_workers import queue_runs, wait_until, waiting_runs
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_url(request, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'escalate.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+def steps_env(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    steps = tmp_path / "steps.jsonl"
+    return steps, {**os.environ, "ESCALATE_STEP_AUDIT": str(steps)}
+
+
+def test_one_place_three_waiting_runs_each_answered_from_another_process(tmp_path: Path, any_url: str) -> None:
+    steps, env = steps_env(tmp_path)
+    worker = WorkerProcess(any_url, tmp_path, concurrency=1, env=env)
+    db = Database(any_url)
+    try:
+        worker.wait_ready()
+        ids = queue_runs(tmp_path, any_url, 3)
+        # One place: the first run waiting for a person does not keep the other two from theirs.
+        wait_until(lambda: waiting_runs(db) == set(ids), timeout=90, what="all three runs at their escalation")
+        listed = json.loads(escalate("runs", "--db", any_url, "--format", "json", cwd=tmp_path).stdout)
+        assert sorted((r["run_id"], r["status"], len(r["pending"])) for r in listed) == sorted((i, "waiting", 1) for i in ids)
+        for _ in range(2):  # each run asks twice: its agent, then its flow
+            for row in db.pending_escalations():
+                answered = escalate(*answer_args(row), "--db", any_url, cwd=tmp_path)
+                assert answered.returncode == 0, answered.stderr
+            wait_until(lambda: waiting_runs(db) == set(ids) or all(db.get_run(i)["status"] == "done" for i in ids),
+                       what="every answered run continued by the worker to its next wait or its end")
+        assert all(db.get_run(i)["status"] == "done" for i in ids)
+        report = audit(db, steps)
+        assert (report.done, report.escalations, report.lost, report.doubled, report.misrouted) == (3, 6, 0, 0, 0), report
+        assert (tmp_path / "ran.txt").read_text().split() == ["ran"] * 3  # each command once
+        assert worker.stop() == 0
+    finally:
+        worker.kill()
+        db.close()
+
+
+def test_a_deadline_with_no_process_holding_the_run_applies_its_default_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 8, onTimeout: recommended}\n")
+    workers = [WorkerProcess(url, tmp_path, concurrency=1, name=f"w{i}") for i in range(2)]
+    db = Database(url)
+    try:
+        for worker in workers:
+            worker.wait_ready()
+        done = escalate("run", str(ASK), "--script", str(ASK_SCRIPT), "--rules", str(rules), "--db", url, "--detach",
+                        cwd=tmp_path)
+        run_id = done.stdout.strip()
+        wait_until(lambda: waiting_runs(db) == {run_id}, what="the run parked at its first escalation")
+        first = f"{run_id}.2"
+        assert db.get_escalation(first)["status"] == "pending"  # its deadline is seconds away: nobody holds it
+        # Two workers poll; the default applies once, and the run goes on to its second question.
+        wait_until(lambda: any(r["id"] != first for r in db.pending_escalations()), what="the default applied")
+        row = db.get_escalation(first)
+        assert (row["status"], row["resolved_by"]) == ("decided", "timeout_default")
+        (second,) = db.pending_escalations()
+        assert answer_directly(db, second)
+        wait_until(lambda: db.get_run(run_id)["status"] == "done", what="the run done")
+        decisions = [e for e in db.events_of(run_id) if e["type"] == "decision"]
+        assert [(e["id"], e["resolvedBy"]) for e in decisions] == [(first, "timeout_default"), (second["id"], "human")]
+        assert json.loads(db.get_run(run_id)["result"]) == f"built | ship {run_id}"
+        assert [w.stop() for w in workers] == [0, 0]
+    finally:
+        for worker in workers:
+            worker.kill()
+        db.close()
+
+
+def test_kill_9_while_runs_park_and_while_decisions_requeue_them(tmp_path: Path) -> None:
+    """Workers killed at random moments while runs raise, park, are answered, claimed back and
+    continued: every run ends as an uninterrupted one does."""
+    url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    steps, env = steps_env(tmp_path)
+    db = Database(url)
+    ids = queue_runs(tmp_path, url, 5)
+    stop = threading.Event()
+
+    def answer_forever() -> None:  # another process's decisions, as soon as each is raised
+        answers = Database(url)
+        try:
+            while not stop.is_set():
+                for row in answers.pending_escalations():
+                    answer_directly(answers, row)
+                time.sleep(0.05)
+        finally:
+            answers.close()
+
+    answering = threading.Thread(target=answer_forever, daemon=True)
+    answering.start()
+    rng = random.Random(26)
+    kills = 0
+    try:
+        for round_ in range(40):
+            if all(db.get_run(i)["status"] == "done" for i in ids):
+                break
+            worker = WorkerProcess(url, tmp_path, concurrency=2, name=f"w{round_}", env=env).wait_ready()
+            time.sleep(rng.uniform(0.2, 2.5))
+            worker.kill()
+            kills += 1
+        last = WorkerProcess(url, tmp_path, concurrency=2, name="last", env=env).wait_ready()
+        wait_until(lambda: all(db.get_run(i)["status"] == "done" for i in ids), timeout=180, what="every run done")
+        assert last.stop() == 0
+    finally:
+        stop.set()
+        answering.join(10)
+        db.close()
+    db = Database(url)
+    try:
+        report = audit(db, steps)
+        assert (report.done, report.escalations, report.lost, report.doubled, report.misrouted) == (5, 10, 0, 0, 0), report
+        assert kills >= 1
+    finally:
+        db.close()
+
+
+def _dead_owner() -> str:
+    """An owner id naming a process of this host that no longer exists."""
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    return f"{socket.gethostname()}-{gone.pid}-deadbeef"
+
+
+def test_a_claimer_killed_between_its_claim_and_the_queue_is_finished_by_a_worker(tmp_path: Path) -> None:
+    """The window of `kill -9` inside a requeue, made exactly: the run's row says claimed back
+    (queued, by a process now gone) while its workflow is still off the queue. A worker's poll
+    puts it on the queue once, and it is continued."""
+    from engine.durable import parking
+
+    url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    steps, env = steps_env(tmp_path)
+    worker = WorkerProcess(url, tmp_path, concurrency=1, name="first", env=env)
+    db = Database(url)
+    second: WorkerProcess | None = None
+    try:
+        worker.wait_ready()
+        (run_id,) = queue_runs(tmp_path, url, 1)
+        wait_until(lambda: waiting_runs(db) == {run_id}, what="the run parked")
+        assert worker.stop() == 0  # nobody to wake it: the claim below is the only one
+        (row,) = db.pending_escalations()
+        assert answer_directly(db, row)
+        assert parking.claim_ready(db, run_id, _dead_owner())  # the claimer dies here
+        second = WorkerProcess(url, tmp_path, concurrency=1, name="second", env=env).wait_ready()
+        wait_until(lambda: bool(db.pending_escalations()), what="the run continued to its second question")
+        (row,) = db.pending_escalations()
+        assert answer_directly(db, row)
+        wait_until(lambda: db.get_run(run_id)["status"] == "done", what="the run done")
+        assert f"{run_id}: continued" in second.text
+        report = audit(db, steps)
+        assert (report.done, report.lost, report.doubled, report.misrouted) == (1, 0, 0, 0), report
+        assert second.stop() == 0
+    finally:
+        worker.kill()
+        if second is not None:
+            second.kill()
+        db.close()
+
+
+def test_resume_continues_a_parked_run_here(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    worker = WorkerProcess(url, tmp_path, concurrency=1)
+    db = Database(url)
+    try:
+        worker.wait_ready()
+        (run_id,) = queue_runs(tmp_path, url, 1)
+        wait_until(lambda: waiting_runs(db) == {run_id}, what="the run parked")
+        assert worker.stop() == 0
+        answers = tmp_path / "answers.yaml"
+        answers.write_text("- responseType: option\n  selectedOption: keep\n- responseType: text\n  textResponse: fine\n")
+        resumed = escalate("resume", run_id, "--answers", str(answers), "--db", url, cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+        row = db.get_run(run_id)
+        assert (row["status"], json.loads(row["result"])) == ("done", "built | fine")
+    finally:
+        worker.kill()
+        db.close()
