@@ -39,6 +39,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _pending_signals(pid: int) -> int:
+    """The process's signals sent but not yet delivered (/proc's ShdPnd and SigPnd masks)."""
+    masks = [line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+             if line.startswith(("ShdPnd:", "SigPnd:"))]
+    return sum(int(mask, 16) for mask in masks)
+
+
 def _wait(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
     end = time.monotonic() + timeout
     while not predicate():
@@ -64,6 +71,9 @@ def test_a_signal_cancels_runs_kills_their_commands_and_restores_the_terminal(tm
         [sleeper] = _pids_running(command)
         for each in signals:
             console.proc.send_signal(each)
+            # The kernel delivers standard signals still pending together lowest number first
+            # (SIGHUP before SIGTERM): the next one is sent once this one has been taken.
+            _wait(lambda: not _pending_signals(console.proc.pid), 10, "the signal to be delivered")
         assert console.exit_code() == 128 + signum, bytes(console.output[-2000:])
         _wait(lambda: not _alive(sleeper), 10, "the command to be killed")
         out = bytes(console.output)

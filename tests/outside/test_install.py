@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import Project, escalate
+from conftest import Project, escalate, project_env
 
 THEIRS = {
     "model": "opus",
@@ -79,7 +79,7 @@ def test_uninstall_removes_exactly_what_install_added(project: Project) -> None:
 
 
 def test_user_settings_are_the_home_folder_s(project: Project) -> None:
-    env = {**__import__("conftest").project_env(), "HOME": str(project.home)}
+    env = {**project_env(), "HOME": str(project.home)}
     done = escalate("hook", "install", "claude", "--user", cwd=project.root, env=env)
     assert done.returncode == 0
     assert "PreToolUse" in json.loads((project.home / ".claude" / "settings.json").read_text())["hooks"]
