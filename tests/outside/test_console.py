@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -38,9 +37,6 @@ async def test_a_claude_code_request_is_answered_in_the_console_with_one_key(pro
             assert asked.escalation.agent == "claude" and asked.escalation.task_id == "shop"
             assert asked.extra["tool"] == "Bash" and asked.extra["args"]["command"] == "touch marker"
             assert not (project.root / "marker").exists()
-            await pilot.pause(0.3)
-            if os.environ.get("ESCALATE_SCREENSHOTS"):  # README's picture: ESCALATE_SCREENSHOTS=screenshots
-                app.save_screenshot("claude-code-request.svg", os.environ["ESCALATE_SCREENSHOTS"])
             await pilot.press("1")  # [1] Approve: run Bash
             await wait_until(pilot, lambda: not session.pending(), 30, "the decision")
             result = await asyncio.to_thread(finish, claude)
