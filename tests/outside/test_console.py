@@ -37,6 +37,7 @@ async def test_a_claude_code_request_is_answered_in_the_console_with_one_key(pro
             assert asked.escalation.agent == "claude" and asked.escalation.task_id == "shop"
             assert asked.extra["tool"] == "Bash" and asked.extra["args"]["command"] == "touch marker"
             assert not (project.root / "marker").exists()
+            await pilot.pause(0.3)
             await pilot.press("1")  # [1] Approve: run Bash
             await wait_until(pilot, lambda: not session.pending(), 30, "the decision")
             result = await asyncio.to_thread(finish, claude)
@@ -72,14 +73,26 @@ async def test_a_claude_code_session_waiting_on_its_user_is_told_in_the_console(
         hook = await asyncio.to_thread(escalate, "hook", "claude", "--db", project.db_url, cwd=project.root,
                                        stdin=notification(project, message))
         assert hook.returncode == 0 and hook.stdout == b"" and hook.stderr == b"", hook.stderr  # no opinion
-        await wait_until(pilot, lambda: any("needs attention" in title for title, _ in told), 30, "the attention toast")
+        await wait_until(pilot, lambda: attention(told), 30, "the attention toast")
         await pilot.pause(0.2)
-        [(title, said)] = [t for t in told if "needs attention" in t[0]]
+        [(title, said)] = attention(told)
         assert title == "claude needs attention [shop]"
         assert said.startswith("Claude needs your permission to use Bash") and "[b]not markup[/b]" in said
         shot = screen_text(app)
         assert forbidden_in(shot) == [] and SHOWN in shot  # shown as signs, never as a sequence
         assert "claude needs attention [shop]" in shot
+
+        # News is a hint to look: naming the same run again, or a run that is not there, tells nothing.
+        run_id = session.db.list_runs(include_finished=True)[0]["run_id"]
+        for forged in (f"attention {run_id}", "attention nosuchrun", "attention " + "x" * 5000):
+            session.db.signals.committed(forged)
+        hook = await asyncio.to_thread(escalate, "hook", "claude", "--db", project.db_url, cwd=project.root,
+                                       stdin=notification(project, "Claude is waiting for your input"))
+        assert hook.returncode == 0 and hook.stdout == b"", hook.stderr
+        await wait_until(pilot, lambda: len(attention(told)) == 2, 30, "the second attention toast")
+        await pilot.pause(0.3)
+        assert [said for _, said in attention(told)][1].startswith("Claude is waiting for your input")
+        assert len(attention(told)) == 2
         await app.action_quit()
     # Recorded in the database, as an event of the session's run (the text as Claude Code sent it).
     from engine.services import open_database
@@ -87,7 +100,12 @@ async def test_a_claude_code_session_waiting_on_its_user_is_told_in_the_console(
     db = open_database(project.db_url, existing=True)
     try:
         [run] = [r for r in db.list_runs(include_finished=True) if r["workflow"] == "claude"]
-        [event] = db.events_of(run["run_id"])
+        first, second = db.events_of(run["run_id"])
     finally:
         db.close()
-    assert run["task"] == "shop" and event["type"] == "attention" and event["message"] == message
+    assert run["task"] == "shop" and first["type"] == second["type"] == "attention"
+    assert first["message"] == message and first["notification_type"] == "permission_prompt"
+
+
+def attention(told: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [t for t in told if "needs attention" in t[0]]
