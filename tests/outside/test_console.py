@@ -109,3 +109,11 @@ async def test_a_claude_code_session_waiting_on_its_user_is_told_in_the_console(
 
 def attention(told: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [t for t in told if "needs attention" in t[0]]
+
+
+def test_an_attention_event_is_one_line_of_visible_text_in_the_events_panel() -> None:
+    from tui.format import event_line
+
+    line = event_line("attention", {"agent": "claude", "message": f"waiting {HOSTILE}\nsecond line [b]x[/b]"}).plain
+    assert line.startswith("! claude needs attention: waiting ") and SHOWN in line and "[b]x[/b]" in line
+    assert forbidden_in(line) == [] and "\n" not in line
