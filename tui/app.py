@@ -131,6 +131,7 @@ class EscalateApp(DecideActions, App[int]):
                     return
                 self._announce_import()
                 self.session.list_waiting()  # every pending decision, listed at once
+                self._watch_attention()
             await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
             # The start dialog too: `s` and the keys typed right after it reach the dialog.
             await asyncio.to_thread(importlib.import_module, "tui.screens.start_run")
@@ -142,6 +143,22 @@ class EscalateApp(DecideActions, App[int]):
         self.post_message(EngineReady())
         if self.session.db is not None:
             await self._continue_interrupted()
+
+    def _watch_attention(self) -> None:
+        """Outside agents' sessions waiting on their person (a Claude Code permission dialog, an
+        idle prompt): told as a decision is, by a toast, the bell and a desktop notification."""
+        from tui.attention import AttentionWatch
+
+        AttentionWatch(self.session.db, self._needs_attention).start()  # stops with the database
+
+    def _needs_attention(self, note: Any) -> None:
+        from tui.desktop_notify import desktop_notification
+
+        title = f"{one_line(note.agent, 40)} needs attention [{one_line(note.task, 40)}]"
+        body = one_line(note.message or note.title or "waiting for its user", 300)
+        self.notify(f"{body} ({note.run_id})", title=title, severity="warning", markup=False, timeout=15)
+        self.bell()
+        self._write_terminal(desktop_notification(title, body, os.environ))
 
     def _tell_bad_rows(self) -> None:
         """A row of the database that is not what escalate writes is skipped: said once, here."""

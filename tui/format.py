@@ -191,6 +191,9 @@ def event_line(event_type: str, fields: dict[str, Any]) -> Text:
         return _line("⇢", f"{_name(f.get('source'))} → {_name(f.get('target'))} denied: {one_line(f.get('reason', ''), 70)}", "magenta")
     if event_type == "flow_result":
         return _line("■", f"result: {one_line(f.get('result', ''), RESULT_LIMIT)}", "bold green")
+    if event_type == "attention":  # an outside agent's session waits on its person (engine/outside/core.py)
+        return _line("!", f"{_name(f.get('agent'))} needs attention: {one_line(f.get('message') or f.get('title', ''), 100)}",
+                     "bold yellow")
     if event_type == "log":
         if isinstance(f.get("output"), dict):  # a command's output (run_command): read whole, to a limit
             return _line("⚙", f"{one_line(f.get('message', ''), 110)}: {command_output(f['output'])}", "blue")

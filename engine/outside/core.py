@@ -286,6 +286,49 @@ class OutsideDesk:
             self.db.update_run(asker.run_id, status="done", finished=time.time(), heartbeat=None)
 
 
+ATTENTION = "attention"  # a run's event, and the news naming its run: its session waits on its person
+MAX_ATTENTION_TEXT = 2000  # characters of a notification's message kept (a line to show, not a log)
+
+
+def note_attention(db: Any, asker: Session, message: str, *, title: str = "", kind: str = "") -> int:
+    """Record that the session waits on its person (Claude Code's Notification: its permission
+    dialog, an idle prompt) as an `attention` event of its run (made if new), and send the news
+    `attention <run id>`: a console that hears it reads the run's events (a hint to look, like
+    every message). Returns the event's seq. The text is kept as given: whoever shows it makes it
+    visible (engine/text_safety.py)."""
+    import json
+
+    import sqlalchemy as sa
+
+    from engine.durable.database import events
+    from engine.runtime.events import utc_now_iso
+
+    fields = {"agent": asker.agent, "message": message[:MAX_ATTENTION_TEXT], "title": title[:200],
+              "notification_type": kind[:100]}
+    row = {"run_id": asker.run_id, "type": ATTENTION, "time": utc_now_iso(), "fields": json.dumps(fields)}
+    news = f"{ATTENTION} {asker.run_id}"
+    if db.get_run(asker.run_id) is None:
+        now = time.time()
+        try:
+            db.create_run(run_id=asker.run_id, task=asker.task, workflow=asker.kind, path=f"{_prefix()}{asker.kind}",
+                          flow=None, input=asker.session_id, script=None, rules=None, workspace=str(asker.project),
+                          status="done", started=now, finished=now, owner=None, heartbeat=None)
+        except sa.exc.IntegrityError:  # another hook of the session made it meanwhile
+            pass
+    for _ in range(MAX_ATTEMPTS):  # two hooks of one session at once: the later takes the next seq
+        try:
+            with db.engine.begin() as c:
+                last = c.execute(sa.select(sa.func.max(events.c.seq)).where(events.c.run_id == asker.run_id)).scalar()
+                seq = int(last or 0) + 1
+                c.execute(events.insert().values(seq=seq, **row))
+                db.signals.in_transaction(c, news)
+            db.signals.committed(news)
+            return seq
+        except sa.exc.IntegrityError:
+            continue
+    raise OutsideError(f"session {asker.session_id!r}: its notification could not be recorded")
+
+
 def cancel_on_signals(task: "asyncio.Task[Any]", *, watch_parent: bool = False) -> Callable[[], None]:
     """SIGTERM, SIGINT and SIGHUP cancel `task` (its request is withdrawn); with `watch_parent`
     the death of the parent, or of the parent's parent (the agent behind its hook's shell), does

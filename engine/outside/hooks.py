@@ -44,7 +44,9 @@ class HookCall:
     tool_input: dict[str, Any] | None = None
     tool_use_id: str = ""
     agent: str | None = None  # a subagent's type name (Claude Code's `agent_type` with `agent_id`)
-    message: str = ""  # a Notification's text
+    message: str = ""  # a Notification's text, its title and its notification_type
+    title: str = ""
+    kind: str = ""
 
     def key(self, *, by_call: bool = False) -> str:
         """The idempotency key of this call's request: its tool_use_id, else (PermissionRequest
@@ -81,7 +83,8 @@ def parse_call(raw: bytes) -> HookCall:
         raise BadInput("cwd is not an existing absolute folder")
     agent = _text(data, "agent_type") if data.get("agent_id") else ""
     if event == NOTIFICATION:
-        return HookCall(event, session, project, message=_text(data, "message"))
+        return HookCall(event, session, project, agent=agent[:100] or None, message=_text(data, "message"),
+                        title=_text(data, "title"), kind=_text(data, "notification_type"))
     tool = _text(data, "tool_name")
     if not tool or len(tool) > 200:
         raise BadInput("tool_name must be a text of 1 to 200 characters")
@@ -180,7 +183,11 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
     from engine.escalation.desk import Gate, ToolVerdict
     from engine.outside.core import OutsideDesk, Session, cancel_on_signals, load_rules, tool_verdict
 
-    if call.event == NOTIFICATION or call.tool_input is None:
+    if call.event == NOTIFICATION:
+        await asyncio.to_thread(_note_attention, agent, call, db, task)
+        deliver(None)
+        return
+    if call.tool_input is None:
         deliver(None)
         return
     rules = load_rules(call.cwd, rules_path)
@@ -209,6 +216,20 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
     finally:
         undo()
         desk.close()
+
+
+def _note_attention(agent: "Agent", call: HookCall, db: str | None, task: str | None) -> None:
+    """A Notification (the session waits on its person): an attention event of the session's run,
+    shown by the consoles open on the database. No opinion is given either way."""
+    from engine.outside.core import Session, note_attention
+    from engine.services.database import open_database
+
+    database = open_database(db)
+    try:
+        note_attention(database, Session.of(agent.kind, call.session_id, call.cwd, task=task, agent=call.agent),
+                       call.message, title=call.title, kind=call.kind)
+    finally:
+        database.close()
 
 
 def _allows(answer: dict[str, Any] | None) -> bool:
