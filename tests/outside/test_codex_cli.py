@@ -1,0 +1,197 @@
+"""The real Codex CLI (0.171.0, from npm: tests/outside/package.json) in `codex exec` against a
+scripted Responses API (openai_server.py): its model calls the shell tool with `touch marker`;
+the hook, installed by `escalate hook install codex --project` as the README says, sends the call
+to a person; the command must not run while the escalation waits; `escalate answer` (or a rule,
+or the deadline) decides; Codex's last message and the files tell what happened.
+
+Codex is configured as a user would: a custom model provider in `$CODEX_HOME/config.toml`, the
+project marked trusted (what `codex exec --trust` writes: an untrusted project's `.codex/` is not
+read). Two choices are the test's own: `--dangerously-bypass-hook-trust` (Codex runs a new hook
+only once a person has reviewed it in its TUI; this flag is its documented way for automation
+that vets its hooks itself) and `--sandbox danger-full-access` inside the test's temporary
+project (Codex's Linux sandbox is not what is tested here). `codex exec` never asks for approval
+(its policy is `never`), so PreToolUse is where the decision is made: denied, or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Iterator
+
+import pytest
+from conftest import HERE, WAIT, Project, escalate, project_env
+from openai_server import ScriptedResponses
+
+CODEX = HERE / "node_modules" / ".bin" / "codex"
+KEY = "ESCALATE_TEST_OPENAI_KEY"
+ASK_TOUCH = """escalationRules:
+  global:
+    - pattern: "touch"
+      action: ask_user
+      timeout: 600
+"""
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedResponses]:
+    scripted = ScriptedResponses().start()
+    yield scripted
+    scripted.stop()
+
+
+class Codex:
+    def __init__(self, project: Project, model: ScriptedResponses) -> None:
+        if not CODEX.exists():
+            pytest.skip(f"{CODEX} is not installed: run `npm ci` in {HERE} (.ci/run does)")
+        self.project = project
+        self.home = project.home / ".codex"
+        self.last = project.home / "last-message.txt"
+        self.home.mkdir(exist_ok=True)
+        (self.home / "config.toml").write_text(
+            'model = "scripted"\nmodel_provider = "scripted"\ncheck_for_update_on_startup = false\n'
+            f'[model_providers.scripted]\nname = "scripted"\nbase_url = {json.dumps(model.url)}\n'
+            f'env_key = "{KEY}"\nwire_api = "responses"\n'
+            f'[projects.{json.dumps(str(project.root))}]\ntrust_level = "trusted"\n'
+            '[analytics]\nenabled = false\n')
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def install(self) -> None:
+        done = escalate("hook", "install", "codex", "--project", str(self.project.root), cwd=self.project.root)
+        assert done.returncode == 0, done.stderr.decode()
+
+    def start(self, prompt: str = "make the marker") -> subprocess.Popen[bytes]:
+        env = {k: v for k, v in project_env().items() if not k.startswith(("OPENAI_", "CODEX_"))}
+        env.update(HOME=str(self.project.home), CODEX_HOME=str(self.home), **{KEY: "sk-test"})
+        self.proc = subprocess.Popen(
+            [str(CODEX), "exec", "--strict-config", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+             "--sandbox", "danger-full-access", "--color", "never", "-o", str(self.last), prompt],
+            cwd=self.project.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return self.proc
+
+    def finish(self) -> str:
+        """Codex's last message, once it ended well."""
+        assert self.proc is not None
+        _, err = self.proc.communicate(timeout=WAIT)
+        assert self.proc.returncode == 0, err.decode()[-3000:]
+        return self.last.read_text()
+
+
+@pytest.fixture
+def codex(project: Project, model: ScriptedResponses) -> Iterator[Codex]:
+    agent = Codex(project, model)
+    yield agent
+    if agent.proc is not None and agent.proc.poll() is None:
+        agent.proc.kill()
+        agent.proc.communicate()
+
+
+def _raised(project: Project, codex: Codex) -> dict:
+    [row] = project.wait_pending()
+    assert not (project.root / "marker").exists(), "the command ran while its escalation waited"
+    assert codex.proc is not None and codex.proc.poll() is None
+    escalation = row["payload"]["escalation"]
+    assert escalation["question"] == "Allow codex to call the tool Bash?"  # Codex names its shell tool Bash
+    assert escalation["task_id"] == "shop"  # the project folder's name
+    assert "touch marker" in escalation["context"]
+    assert [o["id"] for o in escalation["options"]] == ["approve", "deny"]
+    return row
+
+
+def test_approved_from_the_shell_the_command_runs(project: Project, codex: Codex) -> None:
+    project.rules(ASK_TOUCH)
+    codex.install()
+    codex.start()
+    row = _raised(project, codex)
+    listed = escalate("runs", "--db", project.db_url, "--format", "json", cwd=project.root)
+    [run] = json.loads(listed.stdout)
+    assert run["workflow"] == "codex" and run["status"] == "waiting" and run["pending"][0]["id"] == row["id"]
+    assert project.answer(row["id"], "--approve").returncode == 0
+    last = codex.finish()
+    assert (project.root / "marker").exists()
+    assert last.startswith("RESULT:") and "exited with code 0" in last and "blocked" not in last
+    assert project.wait_status(row["id"], "decided")["resolved_by"] == "human"
+
+
+def test_denied_with_instructions_the_model_reads_them(project: Project, codex: Codex, model: ScriptedResponses) -> None:
+    project.rules(ASK_TOUCH)
+    codex.install()
+    codex.start()
+    row = _raised(project, codex)
+    assert project.answer(row["id"], "--deny", "--instructions", "use the build folder instead").returncode == 0
+    last = codex.finish()
+    assert not (project.root / "marker").exists()
+    [output] = model.tool_outputs()
+    assert "denied by a human" in output and "use the build folder instead" in output
+    assert last == f"RESULT: {output}"
+
+
+def test_approved_with_edited_arguments_codex_refuses_them_saying_why(project: Project, codex: Codex,
+                                                                     model: ScriptedResponses) -> None:
+    project.rules(ASK_TOUCH)
+    codex.install()
+    codex.start()
+    row = _raised(project, codex)
+    assert project.answer(row["id"], "--approve", "--args", json.dumps({"command": "touch edited"})).returncode == 0
+    codex.finish()
+    assert not (project.root / "marker").exists() and not (project.root / "edited").exists()
+    [output] = model.tool_outputs()
+    assert "edited arguments, which this agent cannot take" in output and "touch edited" in output
+
+
+def test_a_rule_that_allows_decides_without_a_person(project: Project, codex: Codex) -> None:
+    project.rules("""escalationRules:
+  global:
+    - pattern: "touch marker"
+      action: allow
+""")
+    codex.install()
+    codex.start()
+    assert codex.finish().startswith("RESULT:")
+    assert (project.root / "marker").exists()
+    assert project.rows() == []  # decided by the rule: nothing raised, no database needed
+
+
+def test_a_rule_that_stops_the_task_blocks_the_call(project: Project, codex: Codex, model: ScriptedResponses) -> None:
+    """Codex 0.171 refuses `continue: false` and `stopReason` in a PreToolUse answer: an answer
+    carrying them is invalid, and Codex runs the call as if no hook had spoken."""
+    project.rules("""escalationRules:
+  global:
+    - pattern: "touch"
+      action: stop
+""")
+    codex.install()
+    codex.start()
+    codex.finish()
+    assert not (project.root / "marker").exists()
+    [output] = model.tool_outputs()
+    assert "stopped the task" in output
+
+
+def test_nobody_answers_the_default_denies_as_timeout_default(project: Project, codex: Codex,
+                                                              model: ScriptedResponses) -> None:
+    project.rules(ASK_TOUCH.replace("timeout: 600", "timeout: 2"))
+    codex.install()
+    codex.start()
+    codex.finish()
+    assert not (project.root / "marker").exists()
+    [output] = model.tool_outputs()
+    assert "denied by the timeout default" in output
+    [row] = project.rows()
+    assert row["status"] == "decided" and row["resolved_by"] == "timeout_default"
+
+
+def test_codex_killed_its_request_is_withdrawn_and_the_call_never_runs(project: Project, codex: Codex,
+                                                                       model: ScriptedResponses) -> None:
+    """SIGKILL to `codex`: the npm package's Node wrapper. On Node older than 22.15 it runs the
+    native binary as a child, which outlives it; the hook sees its parent's parent gone and
+    withdraws. A failed hook would let that Codex run the call: it is told no instead."""
+    project.rules(ASK_TOUCH)
+    codex.install()
+    proc = codex.start()
+    row = _raised(project, codex)
+    proc.kill()
+    proc.communicate(timeout=WAIT)  # the native Codex, if it outlived the wrapper, ends with its turn
+    assert project.wait_status(row["id"], "withdrawn")["decision"] is None
+    assert not (project.root / "marker").exists()
+    assert all("request was withdrawn" in output for output in model.tool_outputs())
