@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from typing import Iterator
 
 import pytest
 from conftest import HERE, WAIT, Project, escalate, project_env
 from openai_server import ScriptedResponses
+from test_hook import outputs
 
 CODEX = HERE / "node_modules" / ".bin" / "codex"
 KEY = "ESCALATE_TEST_OPENAI_KEY"
@@ -195,3 +197,57 @@ def test_codex_killed_its_request_is_withdrawn_and_the_call_never_runs(project: 
     assert project.wait_status(row["id"], "withdrawn")["decision"] is None
     assert not (project.root / "marker").exists()
     assert all("request was withdrawn" in output for output in model.tool_outputs())
+
+
+# What Codex 0.171.0 refuses in a hook's answer (its binary's "unsupported ..." messages): an
+# answer carrying any of these is a failed hook, and the call runs. Checked without the CLI too.
+REFUSED = {"PreToolUse": {"continue", "stopReason", "suppressOutput", "updatedInput"},
+           "PermissionRequest": {"continue", "stopReason", "suppressOutput", "updatedInput", "updatedPermissions"}}
+
+
+def _hook_input(project: Project, event: str) -> bytes:
+    """What the real CLI sent (session_id ... tool_use_id), PermissionRequest without tool_use_id."""
+    data = {"session_id": "01a21a3b-a432-73a2-9e3d-44a1448f139a", "turn_id": "01a21a3b-a444-7e22-bade-65b036c954a1",
+            "transcript_path": str(project.home / "rollout.jsonl"), "cwd": str(project.root), "hook_event_name": event,
+            "model": "scripted", "permission_mode": "bypassPermissions", "tool_name": "Bash",
+            "tool_input": {"command": "touch marker"}}
+    if event == "PreToolUse":
+        data["tool_use_id"] = "call_1"
+    return json.dumps(data).encode()
+
+
+def _refused_fields(event: str, answer: dict) -> set[str]:
+    out = answer.get("hookSpecificOutput", {})
+    found = (set(answer) | set(out) | set(out.get("decision", {}))) & REFUSED[event]
+    if out.get("permissionDecision") in ("allow", "ask") or out.get("decision", {}).get("interrupt"):
+        found.add(str(out.get("permissionDecision") or "interrupt"))
+    return found
+
+
+@pytest.mark.parametrize("event", ["PreToolUse", "PermissionRequest"])
+def test_a_stop_rule_answers_codex_with_nothing_it_refuses(project: Project, event: str) -> None:
+    project.rules(ASK_TOUCH.replace("ask_user", "stop"))
+    done = escalate("hook", "codex", cwd=project.root, stdin=_hook_input(project, event))
+    answer = json.loads(done.stdout)
+    assert done.returncode == 0 and _refused_fields(event, answer) == set()
+    assert "stopped the task" in json.dumps(answer)
+
+
+@pytest.mark.parametrize("event", ["PreToolUse", "PermissionRequest"])
+def test_a_stopped_hook_denies_codex_the_call(project: Project, event: str) -> None:
+    import signal
+
+    project.rules(ASK_TOUCH)
+    hook = subprocess.Popen([sys.executable, "-m", "engine", "hook", "codex"], cwd=project.root, env=project_env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert hook.stdin is not None
+    hook.stdin.write(_hook_input(project, event))
+    hook.stdin.close()
+    [row] = project.wait_pending()
+    hook.send_signal(signal.SIGTERM)
+    out, err = outputs(hook)
+    assert hook.returncode == 0, err.decode()
+    answer = json.loads(out)
+    text = json.dumps(answer)
+    assert '"deny"' in text and "request was withdrawn" in text and _refused_fields(event, answer) == set()
+    assert project.wait_status(row["id"], "withdrawn")["decision"] is None
