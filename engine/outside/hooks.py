@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -185,6 +185,10 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
     if call.event == NOTIFICATION or call.tool_input is None:
         deliver(None)
         return
+    if agent.asks_twice and "description" in call.tool_input:
+        # Codex (0.171) adds the model's justification to a PermissionRequest's input as
+        # `description`, which its PreToolUse for the same call had not: the same call, one request.
+        call = replace(call, tool_input={k: v for k, v in call.tool_input.items() if k != "description"})
     rules = load_rules(call.cwd, rules_path)
     asker = Session.of(agent.kind, call.session_id, call.cwd, task=task, agent=call.agent)
     verdict = tool_verdict(rules, asker, call.tool_name, call.tool_input)

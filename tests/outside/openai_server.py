@@ -21,8 +21,9 @@ TOOL = "exec_command"
 
 
 class ScriptedResponses:
-    def __init__(self, command: str = "touch marker") -> None:
+    def __init__(self, command: str = "touch marker", **extra: Any) -> None:
         self.command = command
+        self.extra = extra  # more arguments of the call (`sandbox_permissions`, `justification`)
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -58,7 +59,7 @@ class ScriptedResponses:
         if TOOL in offered:
             return {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:20]}",
                     "call_id": f"call_{uuid.uuid4().hex[:20]}", "name": TOOL,
-                    "arguments": json.dumps({"cmd": self.command})}
+                    "arguments": json.dumps({"cmd": self.command, **self.extra})}
         return {"type": "message", "role": "assistant", "id": f"msg_{uuid.uuid4().hex[:20]}",
                 "content": [{"type": "output_text", "text": "ok", "annotations": []}]}
 

@@ -1,23 +1,27 @@
-"""The real Codex CLI (0.171.0, from npm: tests/outside/package.json) in `codex exec` against a
-scripted Responses API (openai_server.py): its model calls the shell tool with `touch marker`;
-the hook, installed by `escalate hook install codex --project` as the README says, sends the call
-to a person; the command must not run while the escalation waits; `escalate answer` (or a rule,
-or the deadline) decides; Codex's last message and the files tell what happened.
+"""The real Codex CLI (0.171.0, from npm: tests/outside/package.json) against a scripted Responses
+API (openai_server.py): its model calls the shell tool with `touch marker`; the hook, installed
+by `escalate hook install codex --project` as the README says, sends the call to a person; the
+command must not run while the escalation waits; `escalate answer` (or a rule, or the deadline)
+decides; Codex's last message and the files tell what happened.
 
 Codex is configured as a user would: a custom model provider in `$CODEX_HOME/config.toml`, the
 project marked trusted (what `codex exec --trust` writes: an untrusted project's `.codex/` is not
-read). Two choices are the test's own: `--dangerously-bypass-hook-trust` (Codex runs a new hook
-only once a person has reviewed it in its TUI; this flag is its documented way for automation
-that vets its hooks itself) and `--sandbox danger-full-access` inside the test's temporary
-project (Codex's Linux sandbox is not what is tested here). `codex exec` never asks for approval
-(its policy is `never`), so PreToolUse is where the decision is made: denied, or nothing.
+read), the installed hooks trusted as its hook review does (Codex runs a new hook only once
+trusted). `codex exec` never asks for approval (its policy is `never`), so there PreToolUse is
+where the decision is made: denied, or nothing; it runs with `--sandbox danger-full-access`
+inside the test's temporary project (Codex's Linux sandbox is not what is tested). Codex as its
+TUI drives it, through `codex app-server` (approval `on-request`, sandbox read-only), asks twice:
+PreToolUse, then its own approval's PermissionRequest.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import queue
 import subprocess
 import sys
+import threading
 from typing import Iterator
 
 import pytest
@@ -58,17 +62,30 @@ class Codex:
             '[analytics]\nenabled = false\n')
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def install(self) -> None:
-        done = escalate("hook", "install", "codex", "--project", str(self.project.root), cwd=self.project.root)
-        assert done.returncode == 0, done.stderr.decode()
-
-    def start(self, prompt: str = "make the marker") -> subprocess.Popen[bytes]:
+    def env(self) -> dict[str, str]:
         env = {k: v for k, v in project_env().items() if not k.startswith(("OPENAI_", "CODEX_"))}
         env.update(HOME=str(self.project.home), CODEX_HOME=str(self.home), **{KEY: "sk-test"})
+        return env
+
+    def install(self) -> None:
+        """`escalate hook install codex --project`, then trusted as a person does in Codex's hook
+        review (its app server's `hooks/list`, then `hooks.state` written with their hashes)."""
+        done = escalate("hook", "install", "codex", "--project", str(self.project.root), cwd=self.project.root)
+        assert done.returncode == 0, done.stderr.decode()
+        with AppServer(self) as app:
+            [listed] = app.request("hooks/list", {"cwds": [str(self.project.root)]})["data"]
+            assert {h["eventName"] for h in listed["hooks"]} == {"preToolUse", "permissionRequest"}, listed
+            trusted = {h["key"]: {"trusted_hash": h["currentHash"]} for h in listed["hooks"]}
+            app.request("config/value/write", {"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": trusted})
+            [listed] = app.request("hooks/list", {"cwds": [str(self.project.root)]})["data"]
+            assert {h["trustStatus"] for h in listed["hooks"]} == {"trusted"}, listed
+
+    def start(self, prompt: str = "make the marker") -> subprocess.Popen[bytes]:
         self.proc = subprocess.Popen(
-            [str(CODEX), "exec", "--strict-config", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+            [str(CODEX), "exec", "--strict-config", "--skip-git-repo-check",
              "--sandbox", "danger-full-access", "--color", "never", "-o", str(self.last), prompt],
-            cwd=self.project.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            cwd=self.project.root, env=self.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
         return self.proc
 
     def finish(self) -> str:
@@ -77,6 +94,66 @@ class Codex:
         _, err = self.proc.communicate(timeout=WAIT)
         assert self.proc.returncode == 0, err.decode()[-3000:]
         return self.last.read_text()
+
+
+class AppServer:
+    """`codex app-server`: the JSON-RPC server (one JSON object a line on stdio) Codex's own
+    clients drive. Every notification and every request it makes of its client is kept; a
+    request for approval is declined (the test checks none is made)."""
+
+    def __init__(self, codex: Codex) -> None:
+        self.proc = subprocess.Popen([str(CODEX), "app-server"], cwd=codex.project.root, env=codex.env(),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.lines: queue.Queue[dict | None] = queue.Queue()
+        self.seen: list[dict] = []
+        self.asked: list[dict] = []  # requests Codex made of its client
+        self.ids = itertools.count(1)
+        threading.Thread(target=self._read, daemon=True).start()
+        self.request("initialize", {"clientInfo": {"name": "escalate-test", "version": "1"}})
+        self._send({"method": "initialized"})
+
+    def __enter__(self) -> "AppServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+        self.lines.put(None)
+
+    def _send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def next(self) -> dict:
+        message = self.lines.get(timeout=WAIT)
+        assert message is not None, "codex app-server ended"
+        if "method" in message:
+            self.seen.append(message)
+            if "id" in message:
+                self.asked.append(message)
+                self._send({"id": message["id"], "result": {"decision": "decline"}})
+        return message
+
+    def request(self, method: str, params: dict) -> dict:
+        mine = next(self.ids)
+        self._send({"id": mine, "method": method, "params": params})
+        while True:
+            message = self.next()
+            if message.get("id") == mine and "method" not in message:
+                assert "error" not in message, message
+                return message["result"]
+
+    def until(self, method: str) -> dict:
+        while True:
+            message = self.next()
+            if message.get("method") == method:
+                return message
 
 
 @pytest.fixture
@@ -251,3 +328,33 @@ def test_a_stopped_hook_denies_codex_the_call(project: Project, event: str) -> N
     text = json.dumps(answer)
     assert '"deny"' in text and "request was withdrawn" in text and _refused_fields(event, answer) == set()
     assert project.wait_status(row["id"], "withdrawn")["decision"] is None
+
+
+def test_interactive_codex_asks_twice_one_escalation_answers_both(project: Project) -> None:
+    """Codex as its TUI drives it (the app server; approval `on-request`, sandbox read-only): the
+    model asks to run outside the sandbox, so PreToolUse fires, then Codex's own approval, whose
+    PermissionRequest hook (its input adds the justification as `description`) is answered from
+    the same decision: one escalation, and Codex asks its client nothing."""
+    model = ScriptedResponses(sandbox_permissions="require_escalated", justification="make the marker").start()
+    try:
+        codex = Codex(project, model)
+        project.rules(ASK_TOUCH)
+        codex.install()
+        with AppServer(codex) as app:
+            thread = app.request("thread/start", {"cwd": str(project.root), "approvalPolicy": "on-request",
+                                                  "sandbox": "read-only"})["thread"]["id"]
+            app.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "make the marker"}]})
+            [row] = project.wait_pending()
+            assert not (project.root / "marker").exists()
+            assert project.answer(row["id"], "--approve").returncode == 0
+            app.until("turn/completed")
+        hooks = [m["params"]["run"]["eventName"] for m in app.seen if m.get("method") == "hook/completed"]
+        assert hooks == ["preToolUse", "permissionRequest"], app.seen
+        assert app.asked == []  # the PermissionRequest hook answered: no approval dialog
+        assert (project.root / "marker").exists()
+        [decided] = project.rows()
+        assert decided["id"] == row["id"] and decided["resolved_by"] == "human"
+        [output] = model.tool_outputs()
+        assert "exited with code 0" in output
+    finally:
+        model.stop()
