@@ -11,7 +11,8 @@ exec` sets to `never`: the call runs. So: an approval with edited arguments is a
 refusal naming the edited call; a `stop` rule as a plain denial; a request withdrawn while Codex may
 still be alive as a denial; and PreToolUse with a denial or nothing: an approved call goes on to
 Codex's own approval, whose PermissionRequest (where Codex asks: not in `codex exec`) is answered
-from the same decision (both are keyed by the call, decided within the last two minutes).
+from the same decision (both are keyed by the call without the `description` Codex adds to the
+second, decided within the last two minutes).
 """
 
 from __future__ import annotations
