@@ -3,11 +3,16 @@
 Claude Code: `.claude/settings.json` in the project (`--user`: `~/.claude/settings.json`), events
 PreToolUse, PermissionRequest and Notification. Codex: `.codex/hooks.json` in the project
 (`--user`: `$CODEX_HOME/hooks.json`, else `~/.codex/hooks.json`), events PreToolUse and
-PermissionRequest. Codex refuses `updatedInput` (it fails closed), so an approval with edited
-arguments is answered there as a refusal naming the edited call; and its PreToolUse is answered
-with a denial or nothing (allow is not taken there by every Codex version): an approved call goes
-on to Codex's own approval, whose PermissionRequest is answered from the same decision (both are
-keyed by the call, decided within the last two minutes).
+PermissionRequest. Codex (0.171.0, checked with the real CLI: tests/outside/test_codex_cli.py)
+refuses in a hook's answer, as invalid, `updatedInput` and PreToolUse's `permissionDecision:
+"allow"`, `continue: false` and `stopReason`, and PermissionRequest's `interrupt: true`; an invalid
+answer, like a hook that fails, lets the call go on to Codex's own approval policy, which `codex
+exec` sets to `never`: the call runs. So: an approval with edited arguments is answered there as a
+refusal naming the edited call; a `stop` rule as a plain denial; a request withdrawn while Codex may
+still be alive as a denial; and PreToolUse with a denial or nothing: an approved call goes on to
+Codex's own approval, whose PermissionRequest (where Codex asks: not in `codex exec`) is answered
+from the same decision (both are keyed by the call without the `description` Codex adds to the
+second, decided within the last two minutes).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class Agent:
     edits: bool  # it takes `updatedInput`
     pre_tool_allow: bool  # its PreToolUse takes permissionDecision "allow" (else: deny, or nothing)
     asks_twice: bool  # a call it lets through at PreToolUse may come back as a PermissionRequest
+    stops: bool  # it takes a denial that stops the task ("continue": false, "interrupt": true)
+    fails_open: bool  # it runs a call whose hook failed (Codex's approval policy decides; `codex exec` never asks)
 
     def settings_file(self, project: Path | None) -> Path:
         """The file `hook install` changes: the project's (`project`), else the user's."""
@@ -40,7 +47,9 @@ class Agent:
 
 AGENTS = {
     "claude": Agent("claude", "Claude Code", (PRE_TOOL_USE, PERMISSION_REQUEST, NOTIFICATION), ".claude/settings.json",
-                    edits=True, pre_tool_allow=True, asks_twice=False),
+                    edits=True, pre_tool_allow=True, asks_twice=False, stops=True,
+                    fails_open=False),
     "codex": Agent("codex", "Codex", (PRE_TOOL_USE, PERMISSION_REQUEST), ".codex/hooks.json",
-                   edits=False, pre_tool_allow=False, asks_twice=True),
+                   edits=False, pre_tool_allow=False, asks_twice=True, stops=False,
+                   fails_open=True),
 }

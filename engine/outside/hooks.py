@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -29,6 +29,7 @@ EVENTS = (PRE_TOOL_USE, PERMISSION_REQUEST, NOTIFICATION)
 # A PermissionRequest carries no tool_use_id: it is keyed by its call, and a decision on the same
 # call this recent answers it again (the dialog that follows an approval at PreToolUse).
 PERMISSION_REUSE_SECONDS = 120.0
+WITHDRAWN = "Not run: the hook was stopped before anyone answered, and its request was withdrawn"
 
 
 class BadInput(ValueError):
@@ -138,8 +139,9 @@ def deny(event: str, reason: str, *, stop: bool = False) -> dict[str, Any]:
     return out
 
 
-def verdict_answer(event: str, verdict: "ToolVerdict", tool: str) -> dict[str, Any] | None:
-    """What a rule's verdict (not ASK) says to the agent; None: no rule, no opinion."""
+def verdict_answer(event: str, verdict: "ToolVerdict", tool: str, *, stops: bool = True) -> dict[str, Any] | None:
+    """What a rule's verdict (not ASK) says to the agent; None: no rule, no opinion. `stops`: the
+    agent takes a stop with a denial (Codex refuses one: its call is denied, the task goes on)."""
     from engine.escalation.desk import Gate, denial
 
     if verdict.rule is None and verdict.gate is Gate.ALLOW:
@@ -147,21 +149,21 @@ def verdict_answer(event: str, verdict: "ToolVerdict", tool: str) -> dict[str, A
     if verdict.gate is Gate.ALLOW:
         return allow(event, f"allowed by {verdict.by}")
     if verdict.gate is Gate.STOP:
-        return deny(event, f"The tool call {tool} stopped the task ({verdict.by}).", stop=True)
+        return deny(event, f"The tool call {tool} stopped the task ({verdict.by}).", stop=stops)
     return deny(event, denial(tool, verdict.by))
 
 
-def outcome_answer(event: str, outcome: "ToolCallOutcome", *, edits: bool = True) -> dict[str, Any]:
+def outcome_answer(event: str, outcome: "ToolCallOutcome", *, edits: bool = True, stops: bool = True) -> dict[str, Any]:
     """What a person's (or the default's) decision says to the agent. `edits`: the agent takes
     edited input; where it does not (Codex fails closed on updatedInput), an approval with edited
-    arguments is refused, saying why."""
+    arguments is refused, saying why. `stops`: as for verdict_answer."""
     if outcome.runs:
         if outcome.args is not None and not edits:
             return deny(event, "The person approved this call with edited arguments, which this agent cannot take: "
                                f"run this instead if it is still right: {json.dumps(outcome.args, ensure_ascii=False)}")
         instructions = _instructions(outcome)
         return allow(event, outcome.message, outcome.args, instructions)
-    return deny(event, outcome.message, stop=outcome.stops)
+    return deny(event, outcome.message, stop=outcome.stops and stops)
 
 
 def _instructions(outcome: "ToolCallOutcome") -> str:
@@ -190,6 +192,10 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
     if call.tool_input is None:
         deliver(None)
         return
+    if agent.asks_twice and "description" in call.tool_input:
+        # Codex (0.171) adds the model's justification to a PermissionRequest's input as
+        # `description`, which its PreToolUse for the same call had not: the same call, one request.
+        call = replace(call, tool_input={k: v for k, v in call.tool_input.items() if k != "description"})
     rules = load_rules(call.cwd, rules_path)
     asker = Session.of(agent.kind, call.session_id, call.cwd, task=task, agent=call.agent)
     verdict = tool_verdict(rules, asker, call.tool_name, call.tool_input)
@@ -197,25 +203,32 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
     if permission and verdict.rule is None and verdict.gate is Gate.ALLOW:
         verdict = ToolVerdict(Gate.ASK)
     if verdict.gate is not Gate.ASK:
-        answer = verdict_answer(call.event, verdict, call.tool_name)
+        answer = verdict_answer(call.event, verdict, call.tool_name, stops=agent.stops)
         deliver(None if _allows(answer) and not permission and not agent.pre_tool_allow else answer)
         return
     desk = await OutsideDesk.open(rules, db=db, identity=f"{agent.kind} hook")
     me = asyncio.current_task()
     assert me is not None
     undo = cancel_on_signals(me, watch_parent=True)
+    withdrawn = False
     try:
         outcome = await desk.settle_tool(asker, call.tool_name, call.tool_input, verdict,
                                          key=call.key(by_call=agent.asks_twice),
                                          reuse_within=PERMISSION_REUSE_SECONDS if permission or agent.asks_twice else None)
         undo()
-        answer = outcome_answer(call.event, outcome, edits=agent.edits)
+        answer = outcome_answer(call.event, outcome, edits=agent.edits, stops=agent.stops)
         # An agent whose PreToolUse takes no allow: approved, the call goes on to its own
         # approval, whose PermissionRequest finds the same decision (keyed by the call).
         deliver(None if _allows(answer) and not permission and not agent.pre_tool_allow else answer)
+    except asyncio.CancelledError:
+        if not agent.fails_open:
+            raise
+        withdrawn = True
     finally:
         undo()
         desk.close()
+    if withdrawn:  # withdrawn (by now), yet the agent may be alive: a failed hook would let it run the call
+        deliver(deny(call.event, WITHDRAWN))
 
 
 def _note_attention(agent: "Agent", call: HookCall, db: str | None, task: str | None) -> None:

@@ -1,6 +1,6 @@
 """`escalate hook codex` fed the JSON Codex's hook documentation gives (PreToolUse and
-PermissionRequest for its shell tool, `tool_name: Bash`). Not the real Codex CLI: its npm package
-needs OpenAI's Responses API (a scripted one of those is future work, docs/outside.md says so).
+PermissionRequest for its shell tool, `tool_name: Bash`; the real Codex CLI sends the same:
+test_codex_cli.py, which also drives its PermissionRequest through `codex app-server`).
 Codex fails closed on `updatedInput` and its PreToolUse is answered with a denial or nothing."""
 
 from __future__ import annotations
