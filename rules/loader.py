@@ -6,7 +6,6 @@ the shipped default for that section; a section that is present (even empty) rep
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -42,25 +41,27 @@ _RE2_SYNTAX = "rule regexes use RE2 syntax: no backreferences or lookaround"
 _shipped: Rules | None = None
 
 
-def load_rules(path: Path | str | None = None) -> Rules:
-    """The rules of `path` over the shipped defaults; None gives the shipped defaults."""
+def load_rules(path: Path | str | None = None, *, checked_in: Path | None = None) -> Rules:
+    """The rules of `path` over the shipped defaults; None gives the shipped defaults.
+    `checked_in`: the folder remembering which texts passed the schema (parse_rules)."""
     if path is None:
         return default_rules()
-    return parse_rules(read_text(str(path)), str(path), base=default_rules())
+    return parse_rules(read_text(str(path)), str(path), base=default_rules(), checked_in=checked_in)
 
 
 def load_layered(explicit: Path | str | None, base: Path | str | None = None, workspace: Path | None = None) -> Rules:
     """The rules a command runs with: `--rules` when given (taught rules are saved there too);
     else `base` (the shipped rules, or the demo's) with the workspace's taught-rules file
-    (`.escalate/rules.yaml`) layered over it when that file exists."""
-    if explicit is not None:
-        return load_rules(explicit)
-    rules = load_rules(base)
+    (`.escalate/rules.yaml`) layered over it when that file exists. The workspace's
+    `.escalate/` remembers which texts passed the schema (rules/checked.py)."""
     top = workspace_rules_path(workspace)
+    if explicit is not None:
+        return load_rules(explicit, checked_in=top.parent)
+    rules = load_rules(base, checked_in=top.parent)
     if not top.is_file():
         return rules
     text = read_text(str(top))
-    return layer_rules(rules, _notify_if_trusted(parse_rules(text, str(top), base=Rules()), top, text))
+    return layer_rules(rules, _notify_if_trusted(parse_rules(text, str(top), base=Rules(), checked_in=top.parent), top, text))
 
 
 def _notify_if_trusted(rules: Rules, path: Path, text: str) -> Rules:
@@ -71,6 +72,8 @@ def _notify_if_trusted(rules: Rules, path: Path, text: str) -> Rules:
 
     if rules.notify is None or rules_trusted(path, text.encode("utf-8")):
         return rules
+    import logging  # only to say so: a hook loads these rules at every tool call
+
     logging.getLogger("escalate.rules").warning(
         "%s: its notify command %s is not run: this file's content is not trusted "
         "(to trust it as it is now: escalate rules trust %s)", path, list(rules.notify.command), path)
@@ -111,14 +114,29 @@ def default_rules() -> Rules:
     return _shipped
 
 
-def parse_rules(text: str, file: str, base: Rules | None = None) -> Rules:
-    """Validate `text`; raises RulesError on the first problem (nothing half-applies)."""
-    from rules.schema import RulesFile, validate_document
-
+def parse_rules(text: str, file: str, base: Rules | None = None, *, checked_in: Path | None = None) -> Rules:
+    """Validate `text`; raises RulesError on the first problem (nothing half-applies).
+    `checked_in`: a folder (the project's `.escalate/`) remembering the texts that passed the
+    schema check, which is then skipped for them (rules/checked.py); the checks here always run."""
     reader = Reader(text, file)
     rules = _RulesParser(reader).parse(base if base is not None else default_rules())
-    validate_document(RulesFile, reader, what="the rules file")  # what the checks above do not cover
+    if checked_in is None:
+        _check_schema(reader)
+        return rules
+    from rules import checked
+
+    key = checked.digest(text)
+    if not checked.was_checked(checked_in, key):
+        _check_schema(reader)
+        checked.remember(checked_in, key)
     return rules
+
+
+def _check_schema(reader: Reader) -> None:
+    """What the checks of _RulesParser do not cover: rules/schema.py's models (pydantic)."""
+    from rules.schema import RulesFile, validate_document
+
+    validate_document(RulesFile, reader, what="the rules file")
 
 
 class _RulesParser:

@@ -18,6 +18,7 @@ import math
 import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from engine.cli.output import write_line
 
@@ -56,26 +57,39 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _hook(kind: str, args: argparse.Namespace) -> int:
-    import asyncio
-
     from engine.outside.agents import AGENTS
-    from engine.outside.hooks import MAX_INPUT_BYTES, BadInput, answer_call, parse_call
+    from engine.outside.hooks import MAX_INPUT_BYTES, BadInput, decide_by_rules, parse_call
 
-    name = f"escalate hook {kind}"
+    agent, name = AGENTS[kind], f"escalate hook {kind}"
     try:
         call = parse_call(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
-        asyncio.run(answer_call(AGENTS[kind], call, rules_path=args.rules, db=args.db, task=args.task, deliver=_deliver))
+        answer, asked = decide_by_rules(agent, call, rules_path=args.rules, task=args.task)
     except BadInput as exc:
         return _fail(f"{name}: {exc}: no decision")
+    except KeyboardInterrupt:
+        return _fail(f"{name}: stopped before a decision")
+    except Exception as exc:  # a rules file: its errors are one line already
+        return _fail(f"{name}: {_line(exc)}: no decision")
+    if asked is None:  # decided by the rules (or nothing to decide): no asyncio, no database
+        _deliver(answer)
+    import asyncio
+
+    from engine.outside.hooks import ask_person
+
+    try:
+        asyncio.run(ask_person(agent, call, asked, db=args.db, deliver=_deliver))
     except (asyncio.CancelledError, KeyboardInterrupt):
         return _fail(f"{name}: stopped before a decision: the request was withdrawn")
-    except Exception as exc:  # a rules file, the database: their errors are one line already
-        text = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
-        return _fail(f"{name}: {text}: no decision")
+    except Exception as exc:  # the database: its errors are one line already
+        return _fail(f"{name}: {_line(exc)}: no decision")
     return 0
 
 
-def _deliver(answer: dict | None) -> None:
+def _line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
+
+
+def _deliver(answer: dict | None) -> NoReturn:
     """The answer on stdout, then the process ends at once: the agent waits for the hook's end,
     and closing the services (their news listener's thread, the interpreter's teardown) took
     half a second more. What matters is written already: the decision and the session's row
