@@ -244,3 +244,60 @@ def test_the_hook_imports_no_heavy_library(project: Project, rules: str) -> None
                           timeout=WAIT, env=project_env())
     assert b"HEAVY [] 0" in done.stderr, done.stderr.decode()[-2000:]
     assert decision(done.stdout)["permissionDecision"] == "deny"
+
+
+# -- fast: a call the rules decide ------------------------------------------------------------------
+
+# What a call the rules decide does not need: the rules' schema models (pydantic: their check is
+# remembered per rules text in .escalate/rules-checked.json), the database, asyncio, the broker
+# and desk that wait for a person, and the parser of every other command.
+RULE_PATH_SKIPS = ("pydantic", "sqlalchemy", "asyncio", "dbos", "engine.escalation.broker", "engine.escalation.desk",
+                   "engine.services", "engine.durable.database", "engine.kernel.responses", "rules.schema")
+
+
+def rule_path_imports(project: Project) -> list[str]:
+    """Which of RULE_PATH_SKIPS a hook decided by the rules has imported when it answers."""
+    probe = PROBE.replace(repr(HEAVY), repr(RULE_PATH_SKIPS))
+    done = subprocess.run([sys.executable, "-c", probe, call(project).decode()], cwd=project.root, capture_output=True,
+                          timeout=WAIT, env=project_env())
+    assert decision(done.stdout)["permissionDecision"] == "deny", done.stderr.decode()[-2000:]
+    line = next(l for l in done.stderr.decode().splitlines() if l.startswith("HEAVY "))
+    return sorted({name.split(".")[0] if not name.startswith(("engine.", "rules.")) else name
+                   for name in json.loads(line.split(" ", 1)[1].rsplit(" ", 1)[0].replace("'", '"'))})
+
+
+def test_a_call_the_rules_decide_imports_no_schema_database_or_asyncio(project: Project) -> None:
+    project.rules(ASK.replace("ask_user", "deny"))
+    first = rule_path_imports(project)
+    assert "pydantic" in first and "rules.schema" in first  # a rules text never seen: checked by the schema
+    cache = project.root / ".escalate" / "rules-checked.json"
+    assert cache.stat().st_mode & 0o777 == 0o600
+    assert rule_path_imports(project) == []
+    project.rules(ASK.replace("ask_user", "deny").replace("touch", "touch "))  # another text: checked again
+    assert "pydantic" in rule_path_imports(project)
+    assert rule_path_imports(project) == []
+
+
+@pytest.mark.parametrize("cache", ["not ours", "not JSON", "wrong shape"])
+def test_a_schema_cache_not_written_by_us_is_not_believed(project: Project, cache: str) -> None:
+    project.rules(ASK.replace("ask_user", "deny"))
+    rule_path_imports(project)
+    path = project.root / ".escalate" / "rules-checked.json"
+    if cache == "not ours":  # what a clone or another user's copy gives: the digest right, the mode open
+        path.chmod(0o644)
+    elif cache == "not JSON":
+        path.write_text("__import__('os').system('touch pwned')")
+    else:
+        path.write_text(json.dumps({"version": 1, "checked": ["../../etc/passwd"] + json.loads(path.read_text())["checked"]}))
+    assert "pydantic" in rule_path_imports(project)  # checked by the schema again
+    assert not (project.root / "pwned").exists()
+    assert path.stat().st_mode & 0o777 == 0o600 and rule_path_imports(project) == []
+
+
+def test_a_rules_file_the_schema_refuses_is_refused_at_every_call(project: Project) -> None:
+    project.rules(ASK.replace("ask_user", "deny") + "notify: {command: [true], extra: 1}\n")
+    for _ in range(2):
+        done = hook(project, call(project))
+        assert done.returncode == 1 and done.stdout == b"", done.stderr
+        assert b"rules.yaml" in done.stderr and b"Traceback" not in done.stderr
+    assert not (project.root / ".escalate" / "rules-checked.json").exists()
