@@ -41,7 +41,9 @@ def call(root: Path, command: str, session: str, tool_use_id: str) -> bytes:
 
 
 def env(tree: str | None = None) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if k != "ESCALATE_DB"}
+    # Bytecode cached, as an installed escalate has it (pip compiles at install): a
+    # PYTHONDONTWRITEBYTECODE in the environment would compile every module at every call.
+    out = {k: v for k, v in os.environ.items() if k not in ("ESCALATE_DB", "PYTHONDONTWRITEBYTECODE")}
     if tree is not None:
         out["PYTHONPATH"] = tree
     return out
