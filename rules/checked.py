@@ -39,46 +39,16 @@ def digest(text: str) -> str:
 
 def was_checked(folder: Path, key: str) -> bool:
     """True when `folder`'s cache, believed, holds `key`."""
-    return key in _read(folder / CACHE_NAME)
+    return key in _keys(read_private_json(folder / CACHE_NAME, MAX_BYTES))
 
 
 def remember(folder: Path, key: str) -> None:
-    """Add `key` to `folder`'s cache (0600, replaced whole), when `folder` is this user's
-    folder; a failure only costs the next process the schema check again."""
-    try:
-        info = os.lstat(folder)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-            return
-        keys = [k for k in _read(folder / CACHE_NAME) if k != key][-(KEEP - 1):] + [key]
-        temp = folder / f".{CACHE_NAME}.{os.getpid()}"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="ascii") as out:
-                json.dump({"version": VERSION, "checked": keys}, out)
-            os.replace(temp, folder / CACHE_NAME)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-    except OSError:
-        pass
+    """Add `key` to `folder`'s cache; a failure only costs the next process the schema check."""
+    keys = [k for k in _keys(read_private_json(folder / CACHE_NAME, MAX_BYTES)) if k != key][-(KEEP - 1):]
+    write_private_json(folder, CACHE_NAME, {"version": VERSION, "checked": keys + [key]})
 
 
-def _read(path: Path) -> list[str]:
-    """The digests of a cache this user wrote, else none."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return []
-    try:
-        info = os.fstat(fd)
-        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077
-                or info.st_size > MAX_BYTES):
-            return []
-        data = json.loads(os.read(fd, MAX_BYTES + 1).decode("ascii"))
-    except (OSError, ValueError, RecursionError):
-        return []
-    finally:
-        os.close(fd)
+def _keys(data: object) -> list[str]:
     if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("checked"), list):
         return []
     keys = data["checked"]
@@ -89,3 +59,52 @@ def _read(path: Path) -> list[str]:
 
 def _hex(text: str) -> bool:
     return all(c in "0123456789abcdef" for c in text)
+
+
+# -- a JSON file of this user's alone (this cache, rules/snapshot.py's) ----------------------------
+
+
+def read_private_json(path: Path, max_bytes: int) -> object:
+    """`path`'s JSON when it is a regular file of this user's with no access for others, at
+    most `max_bytes`; else None (never an error: a cache not believed is a cache missed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077
+                or info.st_size > max_bytes):
+            return None
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return json.loads(b"".join(chunks).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_private_json(folder: Path, name: str, data: object) -> None:
+    """`folder/name` replaced whole by `data` as JSON, 0600, when `folder` is this user's folder
+    (not a link); nothing on failure."""
+    try:
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            return
+        temp = folder / f".{name}.{os.getpid()}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, ensure_ascii=False)
+            os.replace(temp, folder / name)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+    except (OSError, ValueError):
+        pass
