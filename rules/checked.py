@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import stat
-from importlib import resources
 from pathlib import Path
 
 CACHE_NAME = "rules-checked.json"
@@ -33,6 +32,8 @@ def digest(text: str) -> str:
     """The key of `text` checked by this escalate's schema."""
     global _schema_source
     if _schema_source is None:
+        from importlib import resources
+
         _schema_source = resources.files("rules").joinpath("schema.py").read_bytes()
     return hashlib.sha256(_schema_source + b"\x00" + text.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -18,6 +18,8 @@ from rules.model import (
     ALWAYS_ASK, DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_NOTIFY_SECONDS,
     MAX_SECONDS, REQUIRE_CONFIRMATION, Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride,
 )
+from rules import snapshot
+from rules.layering import layered
 from rules.workspace import workspace_rules_path
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
@@ -53,54 +55,26 @@ def load_layered(explicit: Path | str | None, base: Path | str | None = None, wo
     """The rules a command runs with: `--rules` when given (taught rules are saved there too);
     else `base` (the shipped rules, or the demo's) with the workspace's taught-rules file
     (`.escalate/rules.yaml`) layered over it when that file exists. The workspace's
-    `.escalate/` remembers which texts passed the schema (rules/checked.py)."""
+    `.escalate/` remembers which texts passed the schema (rules/checked.py) and, over the
+    shipped rules, what the files gave (rules/snapshot.py: no YAML read while they are unchanged)."""
     top = workspace_rules_path(workspace)
+    ident = None
+    if base is None:
+        ident = snapshot.identity(Path(explicit) if explicit is not None else top)  # before reading them
+        parts = snapshot.recall(top.parent, ident)
+        if parts is not None:  # the very files it was made from: the text is the one parsed then
+            return layered(parts, top, None)
+    text = None
     if explicit is not None:
-        return load_rules(explicit, checked_in=top.parent)
-    rules = load_rules(base, checked_in=top.parent)
-    if not top.is_file():
-        return rules
-    text = read_text(str(top))
-    return layer_rules(rules, _notify_if_trusted(parse_rules(text, str(top), base=Rules(), checked_in=top.parent), top, text))
-
-
-def _notify_if_trusted(rules: Rules, path: Path, text: str) -> Rules:
-    """A workspace file comes with the folder (a cloned repository): its rules only restrict or
-    ask, but its `notify` command would run a program, so it runs only once the person has
-    trusted the file's exact content (`escalate rules trust FILE`); until then it is named."""
-    from engine.trusted import rules_trusted
-
-    if rules.notify is None or rules_trusted(path, text.encode("utf-8")):
-        return rules
-    import logging  # only to say so: a hook loads these rules at every tool call
-
-    logging.getLogger("escalate.rules").warning(
-        "%s: its notify command %s is not run: this file's content is not trusted "
-        "(to trust it as it is now: escalate rules trust %s)", path, list(rules.notify.command), path)
-    return replace(rules, notify=None)
-
-
-def layer_rules(base: Rules, top: Rules) -> Rules:
-    """`top` over `base`, merged rather than replaced: its rules are checked first, its task
-    overrides add to the base's (their flags can only ask more), its defaults win per reason,
-    and its policy replaces the base's when it has one."""
-    tasks = dict(base.task_overrides)
-    for task, override in top.task_overrides.items():
-        under = base.override(task)
-        if under is not None:
-            name = next(n for n, o in base.task_overrides.items() if o is under)
-            tasks.pop(name, None)
-            switched = dict(under.switched_at) | dict(override.switched_at)  # the top file's line when both set it
-            override = TaskOverride(override.always_ask or under.always_ask,
-                                    override.require_confirmation or under.require_confirmation,
-                                    override.rules + under.rules, task, tuple(switched.items()))
-        tasks[task] = override
-    return replace(
-        base, global_rules=top.global_rules + base.global_rules, task_overrides=tasks,
-        defaults={**base.defaults, **top.defaults}, budgets={**base.budgets, **top.budgets},
-        notify=top.notify or base.notify,
-        policy=top.policy if top.policy != PolicyConfig() else base.policy,
-    )
+        parts = [load_rules(explicit, checked_in=top.parent)]
+    else:
+        parts = [load_rules(base, checked_in=top.parent)]
+        if top.is_file():
+            text = read_text(str(top))
+            parts.append(parse_rules(text, str(top), base=Rules(), checked_in=top.parent))
+    if ident is not None:
+        snapshot.keep(top.parent, ident, parts)
+    return layered(parts, top, text)
 
 
 def default_rules() -> Rules:

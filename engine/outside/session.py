@@ -56,7 +56,13 @@ class Session:
 
 def load_rules(project: Path, given: str | None) -> "Rules":
     """The rules as `run` loads them: `--rules`, else the shipped rules with the project's
-    `.escalate/rules.yaml` over them. Raises rules.loader.RulesError (one line)."""
+    `.escalate/rules.yaml` over them; from the project's snapshot of them while those files are
+    unchanged (no YAML imported: rules/snapshot.py). Raises rules.loader.RulesError (one line)."""
+    from rules.layering import remembered
+
+    rules = remembered(given, workspace=project)
+    if rules is not None:
+        return rules
     from rules.loader import load_layered
 
     return load_layered(given, workspace=project)
