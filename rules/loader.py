@@ -6,7 +6,6 @@ the shipped default for that section; a section that is present (even empty) rep
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -19,6 +18,8 @@ from rules.model import (
     ALWAYS_ASK, DEFAULT_BUDGET, DEFAULT_TIMEOUT, DEFAULT_WARN_AT, MAX_AGENT_DEPTH, MAX_BUDGET_TOKENS, MAX_NOTIFY_SECONDS,
     MAX_SECONDS, REQUIRE_CONFIRMATION, Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride,
 )
+from rules import snapshot
+from rules.layering import layered
 from rules.workspace import workspace_rules_path
 from rules.yamlnodes import Reader, YamlError, YamlUnreadable, did_you_mean, read_text
 
@@ -42,62 +43,38 @@ _RE2_SYNTAX = "rule regexes use RE2 syntax: no backreferences or lookaround"
 _shipped: Rules | None = None
 
 
-def load_rules(path: Path | str | None = None) -> Rules:
-    """The rules of `path` over the shipped defaults; None gives the shipped defaults."""
+def load_rules(path: Path | str | None = None, *, checked_in: Path | None = None) -> Rules:
+    """The rules of `path` over the shipped defaults; None gives the shipped defaults.
+    `checked_in`: the folder remembering which texts passed the schema (parse_rules)."""
     if path is None:
         return default_rules()
-    return parse_rules(read_text(str(path)), str(path), base=default_rules())
+    return parse_rules(read_text(str(path)), str(path), base=default_rules(), checked_in=checked_in)
 
 
 def load_layered(explicit: Path | str | None, base: Path | str | None = None, workspace: Path | None = None) -> Rules:
     """The rules a command runs with: `--rules` when given (taught rules are saved there too);
     else `base` (the shipped rules, or the demo's) with the workspace's taught-rules file
-    (`.escalate/rules.yaml`) layered over it when that file exists."""
-    if explicit is not None:
-        return load_rules(explicit)
-    rules = load_rules(base)
+    (`.escalate/rules.yaml`) layered over it when that file exists. The workspace's
+    `.escalate/` remembers which texts passed the schema (rules/checked.py) and, over the
+    shipped rules, what the files gave (rules/snapshot.py: no YAML read while they are unchanged)."""
     top = workspace_rules_path(workspace)
-    if not top.is_file():
-        return rules
-    text = read_text(str(top))
-    return layer_rules(rules, _notify_if_trusted(parse_rules(text, str(top), base=Rules()), top, text))
-
-
-def _notify_if_trusted(rules: Rules, path: Path, text: str) -> Rules:
-    """A workspace file comes with the folder (a cloned repository): its rules only restrict or
-    ask, but its `notify` command would run a program, so it runs only once the person has
-    trusted the file's exact content (`escalate rules trust FILE`); until then it is named."""
-    from engine.trusted import rules_trusted
-
-    if rules.notify is None or rules_trusted(path, text.encode("utf-8")):
-        return rules
-    logging.getLogger("escalate.rules").warning(
-        "%s: its notify command %s is not run: this file's content is not trusted "
-        "(to trust it as it is now: escalate rules trust %s)", path, list(rules.notify.command), path)
-    return replace(rules, notify=None)
-
-
-def layer_rules(base: Rules, top: Rules) -> Rules:
-    """`top` over `base`, merged rather than replaced: its rules are checked first, its task
-    overrides add to the base's (their flags can only ask more), its defaults win per reason,
-    and its policy replaces the base's when it has one."""
-    tasks = dict(base.task_overrides)
-    for task, override in top.task_overrides.items():
-        under = base.override(task)
-        if under is not None:
-            name = next(n for n, o in base.task_overrides.items() if o is under)
-            tasks.pop(name, None)
-            switched = dict(under.switched_at) | dict(override.switched_at)  # the top file's line when both set it
-            override = TaskOverride(override.always_ask or under.always_ask,
-                                    override.require_confirmation or under.require_confirmation,
-                                    override.rules + under.rules, task, tuple(switched.items()))
-        tasks[task] = override
-    return replace(
-        base, global_rules=top.global_rules + base.global_rules, task_overrides=tasks,
-        defaults={**base.defaults, **top.defaults}, budgets={**base.budgets, **top.budgets},
-        notify=top.notify or base.notify,
-        policy=top.policy if top.policy != PolicyConfig() else base.policy,
-    )
+    ident = None
+    if base is None:
+        ident = snapshot.identity(Path(explicit) if explicit is not None else top)  # before reading them
+        parts = snapshot.recall(top.parent, ident)
+        if parts is not None:  # the very files it was made from: the text is the one parsed then
+            return layered(parts, top, None)
+    text = None
+    if explicit is not None:
+        parts = [load_rules(explicit, checked_in=top.parent)]
+    else:
+        parts = [load_rules(base, checked_in=top.parent)]
+        if top.is_file():
+            text = read_text(str(top))
+            parts.append(parse_rules(text, str(top), base=Rules(), checked_in=top.parent))
+    if ident is not None:
+        snapshot.keep(top.parent, ident, parts)
+    return layered(parts, top, text)
 
 
 def default_rules() -> Rules:
@@ -111,14 +88,29 @@ def default_rules() -> Rules:
     return _shipped
 
 
-def parse_rules(text: str, file: str, base: Rules | None = None) -> Rules:
-    """Validate `text`; raises RulesError on the first problem (nothing half-applies)."""
-    from rules.schema import RulesFile, validate_document
-
+def parse_rules(text: str, file: str, base: Rules | None = None, *, checked_in: Path | None = None) -> Rules:
+    """Validate `text`; raises RulesError on the first problem (nothing half-applies).
+    `checked_in`: a folder (the project's `.escalate/`) remembering the texts that passed the
+    schema check, which is then skipped for them (rules/checked.py); the checks here always run."""
     reader = Reader(text, file)
     rules = _RulesParser(reader).parse(base if base is not None else default_rules())
-    validate_document(RulesFile, reader, what="the rules file")  # what the checks above do not cover
+    if checked_in is None:
+        _check_schema(reader)
+        return rules
+    from rules import checked
+
+    key = checked.digest(text)
+    if not checked.was_checked(checked_in, key):
+        _check_schema(reader)
+        checked.remember(checked_in, key)
     return rules
+
+
+def _check_schema(reader: Reader) -> None:
+    """What the checks of _RulesParser do not cover: rules/schema.py's models (pydantic)."""
+    from rules.schema import RulesFile, validate_document
+
+    validate_document(RulesFile, reader, what="the rules file")
 
 
 class _RulesParser:

@@ -5,7 +5,8 @@ The hook reads the agent's JSON on stdin and prints its decision JSON on stdout 
 nothing (no opinion: the agent's own permissions apply). Anything wrong (bad input, an
 unreadable rules file or database) is one line on stderr and exit 1, which both agents take as a
 non-blocking error: never an approval, never a traceback. It imports no ADK, google.genai,
-LiteLLM, Textual, aiohttp or DBOS (tests/outside/test_imports.py): it runs for every tool call.
+LiteLLM, Textual, aiohttp or DBOS, and a call the rules decide no asyncio, database, PyYAML
+or pydantic either (tests/outside/test_hook.py, docs/outside.md "Speed"): it runs for every tool call.
 
 Exit codes: hook 0 answered (or no opinion), 1 not answered (a non-blocking error); install and
 uninstall 0, 1 the file cannot be changed, 2 usage.
@@ -18,6 +19,7 @@ import math
 import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from engine.cli.output import write_line
 
@@ -56,26 +58,47 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _hook(kind: str, args: argparse.Namespace) -> int:
-    import asyncio
-
     from engine.outside.agents import AGENTS
-    from engine.outside.hooks import MAX_INPUT_BYTES, BadInput, answer_call, parse_call
+    from engine.outside.hooks import MAX_INPUT_BYTES, NOTIFICATION, BadInput, decide_by_rules, parse_call
 
-    name = f"escalate hook {kind}"
+    agent, name = AGENTS[kind], f"escalate hook {kind}"
     try:
         call = parse_call(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
-        asyncio.run(answer_call(AGENTS[kind], call, rules_path=args.rules, db=args.db, task=args.task, deliver=_deliver))
+        answer, asked = decide_by_rules(agent, call, rules_path=args.rules, task=args.task)
     except BadInput as exc:
         return _fail(f"{name}: {exc}: no decision")
+    except KeyboardInterrupt:
+        return _fail(f"{name}: stopped before a decision")
+    except Exception as exc:  # a rules file: its errors are one line already
+        return _fail(f"{name}: {_line(exc)}: no decision")
+    if call.event == NOTIFICATION:  # no opinion; the consoles are told the session waits on its person
+        from engine.outside.hooks import note_attention
+
+        try:
+            note_attention(agent, call, db=args.db, task=args.task)
+        except Exception as exc:  # the database: its errors are one line already
+            return _fail(f"{name}: {_line(exc)}: the notification was not recorded")
+        _deliver(None)
+    if asked is None:  # decided by the rules (or nothing to decide): no asyncio, no database
+        _deliver(answer)
+    import asyncio
+
+    from engine.outside.hooks import ask_person
+
+    try:
+        asyncio.run(ask_person(agent, asked, db=args.db, deliver=_deliver))
     except (asyncio.CancelledError, KeyboardInterrupt):
         return _fail(f"{name}: stopped before a decision: the request was withdrawn")
-    except Exception as exc:  # a rules file, the database: their errors are one line already
-        text = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
-        return _fail(f"{name}: {text}: no decision")
+    except Exception as exc:  # the database: its errors are one line already
+        return _fail(f"{name}: {_line(exc)}: no decision")
     return 0
 
 
-def _deliver(answer: dict | None) -> None:
+def _line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
+
+
+def _deliver(answer: dict | None) -> NoReturn:
     """The answer on stdout, then the process ends at once: the agent waits for the hook's end,
     and closing the services (their news listener's thread, the interpreter's teardown) took
     half a second more. What matters is written already: the decision and the session's row

@@ -14,7 +14,6 @@ import sys
 from typing import Sequence
 
 from engine.cli.output import EXIT_OK, EXIT_USAGE, write_line
-from engine.kernel.responses import kinds
 from engine.text_safety import utf8_text
 
 
@@ -27,6 +26,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from engine.kernel.responses import kinds
+
     parser = _Parser(prog="escalate", description="Terminal escalation console for multi-agent LLM workflows.")
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     # `escalate` alone opens the console on the bundled demo: the console's defaults.
@@ -170,6 +171,18 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The whole tree, but for an agent's hook (`hook claude|codex ...`, run at every tool call
+    of every agent session) its own branch alone: the same arguments and messages, without
+    building (and importing for) every other command's."""
+    if len(argv) >= 2 and argv[0] == "hook" and argv[1] in ("claude", "codex"):
+        parser = _Parser(prog="escalate")
+        hook = parser.add_subparsers(dest="command", parser_class=_Parser).add_parser("hook")
+        importlib.import_module("engine.cli.hook_cmd").arguments(hook)
+        return parser
+    return build_parser()
+
+
 # command name -> module with `main(args) -> int`
 _COMMANDS = {
     None: "engine.cli.console_cmd",
@@ -202,8 +215,7 @@ def _dispatch(argv: Sequence[str] | None) -> tuple[str | None, int]:
     # escaped rather than a UnicodeEncodeError traceback.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parser_for(sys.argv[1:] if argv is None else argv).parse_args(argv)
     for name in TEXT_ARGUMENTS:
         if isinstance(getattr(args, name, None), str):
             setattr(args, name, utf8_text(getattr(args, name)))

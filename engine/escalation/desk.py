@@ -16,7 +16,6 @@ import itertools
 import json
 from collections import Counter
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any, Awaitable, Callable
 
 from engine.escalation.broker import APPROVE, DENY, EscalationBroker
@@ -38,6 +37,8 @@ from engine.kernel.model import (
     TimeoutPolicy,
 )
 from engine.escalation.protocol import decider
+from engine.escalation.verdict import Gate, ToolVerdict, denial, gate_of, tool_verdict
+from engine.escalation.verdict import rule_name as _rule_name
 from engine.kernel.responses import kind_of
 from rules.model import Action, AskedBy, Rule, Rules, switch_key
 
@@ -84,28 +85,6 @@ async def minted(escalation: Escalation, clock: Clock, record: RecordStep,
 
     esc_id, created = await record("escalation", mint)
     return replace(escalation, id=esc_id, created_at=created)
-
-
-class Gate(StrEnum):
-    """What the rules say of a tool call (a str: the console shows and compares the value)."""
-
-    ALLOW = "allow"  # it runs
-    DENY = "deny"  # refused by a rule
-    STOP = "stop"  # a rule stops the task
-    ASK = "ask"  # a person confirms it first
-
-
-@dataclass(frozen=True)
-class ToolVerdict:
-    """The rules' verdict on one tool call, computed once (`EscalationDesk.tool_verdict`) and
-    carried through the confirmation pause to `settle_tool`, never computed again."""
-
-    gate: Gate
-    rule: Rule | None = None  # the rule that decided; None: no rule matched
-
-    @property
-    def by(self) -> str:
-        return _rule_name(self.rule)
 
 
 @dataclass(frozen=True)
@@ -161,23 +140,10 @@ class EscalationDesk:
     def tool_verdict(self, task: str, tool: str, args: dict[str, Any]) -> ToolVerdict:
         """What the rules say about a tool call, with the rule that decided (nothing counted:
         the console previews edits with it)."""
-        rule = self.rules.match_tool(task, tool, args)
-        return ToolVerdict(self._gate_of(task, rule), rule)
+        return tool_verdict(self.rules, task, tool, args)
 
     def _gate_of(self, task: str, rule: Rule | None) -> Gate:
-        """The gate for a call the rules matched to `rule` (None: no rule) in `task`."""
-        if rule is not None and rule.action is Action.DENY:
-            return Gate.DENY
-        if rule is not None and rule.action is Action.STOP:
-            return Gate.STOP
-        override = self.rules.override(task)
-        if rule is not None and rule.taught and rule.action is Action.ALLOW:
-            # A person allowed exactly this call: no confirmation is asked again, unless the
-            # task says every escalation waits for a human (alwaysAsk).
-            return Gate.ASK if override is not None and override.always_ask else Gate.ALLOW
-        if (rule is not None and rule.action is Action.ASK_USER) or (override and override.require_confirmation):
-            return Gate.ASK
-        return Gate.ALLOW
+        return gate_of(self.rules, task, rule)
 
     async def settle_tool(self, run_id: str, task: str, agent: str, tool: str, args: dict[str, Any],
                           verdict: ToolVerdict) -> ToolCallOutcome:
@@ -333,17 +299,6 @@ def _rule_decision(escalation: Escalation, rule: Rule, now: float) -> Decision:
         response, stops = Response(ResponseType.SKIP), rule.action is Action.STOP
     return Decision(escalation.id, response, ResolvedBy.RULE, now, f"decided by {_rule_name(rule)}", stops,
                     Audit(rule=_rule_name(rule)))
-
-
-def denial(tool: str, by: str) -> str:
-    """What the agent is told of a denied tool call, whoever denied it (a rule, a person, the
-    answers file, the timeout default): one wording, so that a script's `when: "denied"` and an
-    agent's reading of it never depend on who it was. `by` names who, after "denied by"."""
-    return f"The tool call {tool} was denied by {by}. Do not retry it."
-
-
-def _rule_name(rule: Rule | None) -> str:
-    return rule.describe() if rule else "the rules"
 
 
 def rule_key(rule: Rule) -> tuple[str, str, str]:

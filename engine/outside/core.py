@@ -22,7 +22,6 @@ the waiting task withdraws the escalation (the asker is gone: SIGTERM, a client'
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import os
 import signal
@@ -32,59 +31,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from engine.durable.owners import new_owner
-from engine.escalation.desk import EscalationDesk, Gate, ToolCallOutcome, ToolVerdict
+from engine.escalation.desk import EscalationDesk, ToolCallOutcome
+from engine.escalation.verdict import Gate, ToolVerdict
 from engine.kernel.model import Decision, Escalation
+from engine.outside.session import Session, load_rules, tool_verdict
 
 if TYPE_CHECKING:
     from engine.services.wiring import Services
     from rules.model import Rules
 
+__all__ = ["OutsideDesk", "OutsideError", "Session", "Waiting", "cancel_on_signals", "load_rules", "longest_wait",
+           "tool_verdict"]
+
 T = TypeVar("T")
 
-KINDS = ("claude", "codex", "mcp")  # the runs table's `workflow` of an outside session
 PROGRESS_SECONDS = 5.0
 MAX_ATTEMPTS = 20  # escalations under one key after withdrawals (each asked again after its asker died)
-ID_CHARS = 24
 
 
 class OutsideError(Exception):
     """A request that cannot be asked (one line)."""
-
-
-@dataclass(frozen=True)
-class Session:
-    """Who asks: an outside agent's session, one run in the database."""
-
-    kind: str  # KINDS: the agent program
-    session_id: str  # the agent's own id of its session (Claude Code's `session_id`)
-    project: Path  # its project folder (the hook's working folder)
-    task: str  # the rules' task name: --task, else the project folder's name
-    agent: str  # who asks within it: the kind, or a subagent's name
-
-    @classmethod
-    def of(cls, kind: str, session_id: str, project: Path, *, task: str | None = None,
-           agent: str | None = None) -> "Session":
-        if kind not in KINDS:
-            raise ValueError(f"unknown outside agent {kind!r}")
-        return cls(kind, session_id, project, task or project.name or "project", agent or kind)
-
-    @property
-    def run_id(self) -> str:
-        return f"{self.kind}-{_digest(self.session_id)[:16]}"
-
-    @property
-    def keeps(self) -> bool:
-        """Its requests outlive the process that asked (engine/durable/askers.py KEPT_KINDS)."""
-        from engine.durable.askers import KEPT_KINDS
-
-        return self.kind in KEPT_KINDS
-
-    def request_id(self, key: str, attempt: int = 1) -> str:
-        """The escalation id of this session's request `key` (Claude Code's tool_use_id, an MCP
-        requestId): the same on every call, so a request asked again is found, not raised again.
-        `attempt` > 1: asked again after the earlier one was withdrawn (its asker died)."""
-        base = f"{self.kind}-{_digest(self.session_id + chr(0) + key)[:ID_CHARS]}"
-        return base if attempt == 1 else f"{base}.{attempt}"
 
 
 @dataclass(frozen=True)
@@ -97,24 +63,6 @@ class Waiting:
 
 
 Progress = Callable[[Waiting], "Awaitable[None] | None"]
-
-
-def load_rules(project: Path, given: str | None) -> "Rules":
-    """The rules as `run` loads them: `--rules`, else the shipped rules with the project's
-    `.escalate/rules.yaml` over them. Raises rules.loader.RulesError (one line)."""
-    from rules.loader import load_layered
-
-    return load_layered(given, workspace=project)
-
-
-def tool_verdict(rules: "Rules", asker: Session, tool: str, args: dict[str, Any]) -> ToolVerdict:
-    """The rules' verdict on a tool call (the desk's, as for `.sr` tool calls: the tool's name
-    and input as text, the task's overrides). Opens nothing."""
-    from engine.escalation.broker import EscalationBroker
-    from engine.kernel.clock import RealClock
-
-    clock = RealClock()
-    return EscalationDesk(EscalationBroker(clock), rules, clock).tool_verdict(asker.task, tool, args)
 
 
 def longest_wait(rules: "Rules") -> float | None:
@@ -375,7 +323,3 @@ def _prefix() -> str:
     from engine.durable.askers import PATH_PREFIX
 
     return PATH_PREFIX
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -12,7 +12,6 @@ own permission applies. Never an approval from a bad input.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, replace
@@ -20,8 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from engine.escalation.desk import ToolCallOutcome, ToolVerdict
+    from engine.escalation.desk import ToolCallOutcome
+    from engine.escalation.verdict import ToolVerdict
     from engine.outside.agents import Agent
+    from engine.outside.session import Session
+    from rules.model import Rules
 
 MAX_INPUT_BYTES = 32 * 1024 * 1024  # a Write of a large file travels in tool_input
 PRE_TOOL_USE, PERMISSION_REQUEST, NOTIFICATION = "PreToolUse", "PermissionRequest", "Notification"
@@ -142,7 +144,7 @@ def deny(event: str, reason: str, *, stop: bool = False) -> dict[str, Any]:
 def verdict_answer(event: str, verdict: "ToolVerdict", tool: str, *, stops: bool = True) -> dict[str, Any] | None:
     """What a rule's verdict (not ASK) says to the agent; None: no rule, no opinion. `stops`: the
     agent takes a stop with a denial (Codex refuses one: its call is denied, the task goes on)."""
-    from engine.escalation.desk import Gate, denial
+    from engine.escalation.verdict import Gate, denial
 
     if verdict.rule is None and verdict.gate is Gate.ALLOW:
         return None
@@ -175,23 +177,29 @@ def _instructions(outcome: "ToolCallOutcome") -> str:
 # -- one hook call --------------------------------------------------------------------------------
 
 
-async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None, db: str | None,
-                      task: str | None, deliver: Callable[[dict[str, Any] | None], None]) -> None:
-    """`deliver(the decision JSON for one hook call)` (None: no opinion), as soon as it is known:
-    before the services close (the agent waits for the hook's end: `deliver` may end the process).
-    The rules first, opening nothing; a call they send to a person (and a PermissionRequest no
-    rule decides: the agent was about to ask its person) waits for a decision in the database,
-    withdrawn if this process is stopped. Raises RulesError, DatabaseError (one line each)."""
-    from engine.escalation.desk import Gate, ToolVerdict
-    from engine.outside.core import OutsideDesk, Session, cancel_on_signals, load_rules, tool_verdict
+@dataclass(frozen=True)
+class Asked:
+    """A hook call the rules send to a person: what its wait needs (ask_person)."""
 
-    if call.event == NOTIFICATION:
-        await asyncio.to_thread(_note_attention, agent, call, db, task)
-        deliver(None)
-        return
-    if call.tool_input is None:
-        deliver(None)
-        return
+    rules: "Rules"
+    asker: "Session"
+    verdict: "ToolVerdict"
+    call: HookCall  # as the agent's request is keyed (see decide_by_rules)
+
+
+def decide_by_rules(agent: "Agent", call: HookCall, *, rules_path: str | None,
+                    task: str | None) -> tuple[dict[str, Any] | None, Asked | None]:
+    """(the decision JSON, None) when the rules decide the call, or nothing is to be decided
+    (the decision None: no opinion; a Notification is note_attention's); (None, what a person
+    must decide) when the rules send it to a person, and for a PermissionRequest no rule decides
+    (the agent was about to ask its person). Opens nothing and records nothing: a call a rule
+    decides is not an event of the session's run (docs/outside.md), so this path imports no
+    database and no asyncio. Raises RulesError (one line)."""
+    from engine.escalation.verdict import Gate, ToolVerdict
+    from engine.outside.session import Session, load_rules, tool_verdict
+
+    if call.event == NOTIFICATION or call.tool_input is None:
+        return None, None
     if agent.asks_twice and "description" in call.tool_input:
         # Codex (0.171) adds the model's justification to a PermissionRequest's input as
         # `description`, which its PreToolUse for the same call had not: the same call, one request.
@@ -202,24 +210,34 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
     permission = call.event == PERMISSION_REQUEST
     if permission and verdict.rule is None and verdict.gate is Gate.ALLOW:
         verdict = ToolVerdict(Gate.ASK)
-    if verdict.gate is not Gate.ASK:
-        answer = verdict_answer(call.event, verdict, call.tool_name, stops=agent.stops)
-        deliver(None if _allows(answer) and not permission and not agent.pre_tool_allow else answer)
-        return
-    desk = await OutsideDesk.open(rules, db=db, identity=f"{agent.kind} hook")
+    if verdict.gate is Gate.ASK:
+        return None, Asked(rules, asker, verdict, call)
+    return _for_agent(agent, call, verdict_answer(call.event, verdict, call.tool_name, stops=agent.stops)), None
+
+
+async def ask_person(agent: "Agent", asked: Asked, *, db: str | None,
+                     deliver: Callable[[dict[str, Any] | None], None]) -> None:
+    """`deliver(the decision JSON)` for a call decide_by_rules sent to a person, as soon as it
+    is known: before the services close (the agent waits for the hook's end: `deliver` may end
+    the process). It waits for a decision in the database, withdrawn if this process is
+    stopped. Raises DatabaseError (one line)."""
+    import asyncio
+
+    from engine.outside.core import OutsideDesk, cancel_on_signals
+
+    call = asked.call
+    permission = call.event == PERMISSION_REQUEST
+    desk = await OutsideDesk.open(asked.rules, db=db, identity=f"{agent.kind} hook")
     me = asyncio.current_task()
     assert me is not None
     undo = cancel_on_signals(me, watch_parent=True)
     withdrawn = False
     try:
-        outcome = await desk.settle_tool(asker, call.tool_name, call.tool_input, verdict,
+        outcome = await desk.settle_tool(asked.asker, call.tool_name, call.tool_input or {}, asked.verdict,
                                          key=call.key(by_call=agent.asks_twice),
                                          reuse_within=PERMISSION_REUSE_SECONDS if permission or agent.asks_twice else None)
         undo()
-        answer = outcome_answer(call.event, outcome, edits=agent.edits, stops=agent.stops)
-        # An agent whose PreToolUse takes no allow: approved, the call goes on to its own
-        # approval, whose PermissionRequest finds the same decision (keyed by the call).
-        deliver(None if _allows(answer) and not permission and not agent.pre_tool_allow else answer)
+        deliver(_for_agent(agent, call, outcome_answer(call.event, outcome, edits=agent.edits, stops=agent.stops)))
     except asyncio.CancelledError:
         if not agent.fails_open:
             raise
@@ -231,18 +249,28 @@ async def answer_call(agent: "Agent", call: HookCall, *, rules_path: str | None,
         deliver(deny(call.event, WITHDRAWN))
 
 
-def _note_attention(agent: "Agent", call: HookCall, db: str | None, task: str | None) -> None:
+def note_attention(agent: "Agent", call: HookCall, *, db: str | None, task: str | None) -> None:
     """A Notification (the session waits on its person): an attention event of the session's run,
-    shown by the consoles open on the database. No opinion is given either way."""
-    from engine.outside.core import Session, note_attention
+    shown by the consoles open on the database. No opinion is given either way. Raises
+    DatabaseError (one line)."""
+    from engine.outside.core import note_attention as record
+    from engine.outside.session import Session
     from engine.services.database import open_database
 
     database = open_database(db)
     try:
-        note_attention(database, Session.of(agent.kind, call.session_id, call.cwd, task=task, agent=call.agent),
-                       call.message, title=call.title, kind=call.kind)
+        record(database, Session.of(agent.kind, call.session_id, call.cwd, task=task, agent=call.agent),
+               call.message, title=call.title, kind=call.kind)
     finally:
         database.close()
+
+
+def _for_agent(agent: "Agent", call: HookCall, answer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An agent whose PreToolUse takes no allow is told nothing there: an approved call goes on
+    to its own approval, whose PermissionRequest finds the same decision (keyed by the call)."""
+    if _allows(answer) and call.event != PERMISSION_REQUEST and not agent.pre_tool_allow:
+        return None
+    return answer
 
 
 def _allows(answer: dict[str, Any] | None) -> bool:

@@ -1,6 +1,8 @@
 """Figures for outside agents' hooks (issue 24), printed, never asserted:
 
-1. `escalate hook claude` decided by a rule: wall time per call, process start included.
+1. `escalate hook claude` decided by a rule: wall time per call, process start included, and its
+   CPU time (user + system); with `--tree NAME=DIR` (repeatable) each source tree's hook in turn,
+   interleaved with a bare `python -c pass` (the floor), so that the host's load hits them alike.
 2. A hook's request raised -> listed by a console's feed (a process hearing everything, as the
    console does): from the row's raise time to the listing.
 3. Answered -> the hook prints its decision (the agent's tool then runs): from the decision's
@@ -9,6 +11,7 @@
    random): lost, misrouted and doubled decisions counted.
 
     PYTHONPATH=. python tests/benchmarks/bench_hook.py [--calls 30] [--sessions 50]
+    PYTHONPATH=. python tests/benchmarks/bench_hook.py --tree old=/tmp/int0 --tree new=. --only-rule
 """
 
 from __future__ import annotations
@@ -37,13 +40,18 @@ def call(root: Path, command: str, session: str, tool_use_id: str) -> bytes:
                        "permission_mode": "default", "transcript_path": "/dev/null"}).encode()
 
 
-def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "ESCALATE_DB"}
+def env(tree: str | None = None) -> dict[str, str]:
+    # Bytecode cached, as an installed escalate has it (pip compiles at install): a
+    # PYTHONDONTWRITEBYTECODE in the environment would compile every module at every call.
+    out = {k: v for k, v in os.environ.items() if k not in ("ESCALATE_DB", "PYTHONDONTWRITEBYTECODE")}
+    if tree is not None:
+        out["PYTHONPATH"] = tree
+    return out
 
 
-def hook(root: Path, stdin: bytes) -> subprocess.Popen[bytes]:
+def hook(root: Path, stdin: bytes, tree: str | None = None) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "engine", "hook", "claude"], cwd=root, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(tree))
     assert proc.stdin is not None
     proc.stdin.write(stdin)
     proc.stdin.close()
@@ -60,20 +68,30 @@ def show(name: str, values: list[float]) -> None:
     print(f"{name}: n={len(ms)} median {sorted(ms)[len(ms) // 2]:.0f} ms, p95 {p95(ms):.0f} ms, max {max(ms):.0f} ms")
 
 
-def by_rule(root: Path, calls: int) -> None:
-    walls = []
+def by_rule(root: Path, calls: int, trees: dict[str, str | None]) -> None:
+    """Each tree's hook and the floor, one call of each a round (their order varies)."""
+    walls: dict[str, list[float]] = {name: [] for name in [*trees, "python -c pass"]}
+    cpus: dict[str, list[float]] = {name: [] for name in walls}
+    load = os.getloadavg()[0]
+    rng = random.Random(1)
     for i in range(calls):
-        start = time.perf_counter()
-        proc = hook(root, call(root, "rm -rf build", "rule", f"r{i}"))
-        out = proc.stdout.read() if proc.stdout else b""
-        proc.wait()
-        walls.append(time.perf_counter() - start)
-        assert b'"deny"' in out, out
-    show("1. hook decided by a rule (process start included)", walls)
-    start = time.perf_counter()
-    for _ in range(calls):
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-    print(f"   (this machine now: a bare `python -c pass` takes {(time.perf_counter() - start) / calls * 1000:.0f} ms)")
+        for name in rng.sample(list(walls), len(walls)):
+            start = time.perf_counter()
+            if name == "python -c pass":
+                proc = subprocess.Popen([sys.executable, "-c", "pass"])
+                out = b'"deny"'
+            else:
+                proc = hook(root, call(root, "rm -rf build", "rule", f"r{i}"), trees[name])
+                out = proc.stdout.read() if proc.stdout else b""
+            _, _, usage = os.wait4(proc.pid, 0)
+            walls[name].append(time.perf_counter() - start)
+            cpus[name].append(usage.ru_utime + usage.ru_stime)
+            assert b'"deny"' in out, (name, out, proc.stderr.read() if proc.stderr else b"")
+    print(f"1. hook decided by a rule (process start included), {calls} rounds, "
+          f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+    for name in walls:
+        show(f"   {name}: wall", walls[name])
+        show(f"   {name}: CPU", cpus[name])
 
 
 async def raised_and_answered(root: Path, rounds: int) -> None:
@@ -156,12 +174,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
+                        help="figure 1 for this source tree (repeatable; default: the one imported)")
+    parser.add_argument("--only-rule", action="store_true", help="figure 1 only")
     args = parser.parse_args()
+    trees: dict[str, str | None] = dict(t.split("=", 1) for t in args.tree) or {"hook": None}
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "project"
         (root / ".escalate").mkdir(parents=True)
         (root / ".escalate" / "rules.yaml").write_text(RULES)
-        by_rule(root, args.calls)
+        by_rule(root, args.calls, {name: str(Path(tree).resolve()) if tree else None for name, tree in trees.items()})
+        if args.only_rule:
+            return
         asyncio.run(raised_and_answered(root, args.calls))
         many(root, args.sessions)
 

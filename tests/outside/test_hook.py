@@ -244,3 +244,88 @@ def test_the_hook_imports_no_heavy_library(project: Project, rules: str) -> None
                           timeout=WAIT, env=project_env())
     assert b"HEAVY [] 0" in done.stderr, done.stderr.decode()[-2000:]
     assert decision(done.stdout)["permissionDecision"] == "deny"
+
+
+# -- fast: a call the rules decide ------------------------------------------------------------------
+
+# What a call the rules decide does not need: PyYAML and the rules' schema models (pydantic),
+# while the project's rules files are unchanged (.escalate/rules-snapshot.json and
+# rules-checked.json), the database, asyncio, the broker and desk that wait for a person, and
+# the parser of every other command.
+RULE_PATH_SKIPS = ("yaml", "pydantic", "sqlalchemy", "asyncio", "dbos", "engine.escalation.broker",
+                   "engine.escalation.desk", "engine.services", "engine.durable.database", "engine.kernel.responses",
+                   "rules.schema", "rules.loader")
+
+
+def rule_path_imports(project: Project) -> list[str]:
+    """Which of RULE_PATH_SKIPS a hook decided by the rules has imported when it answers."""
+    probe = PROBE.replace(repr(HEAVY), repr(RULE_PATH_SKIPS))
+    done = subprocess.run([sys.executable, "-c", probe, call(project).decode()], cwd=project.root, capture_output=True,
+                          timeout=WAIT, env=project_env())
+    assert decision(done.stdout)["permissionDecision"] == "deny", done.stderr.decode()[-2000:]
+    assert "by rule 'touch" in decision(done.stdout)["permissionDecisionReason"]
+    line = next(l for l in done.stderr.decode().splitlines() if l.startswith("HEAVY "))
+    return sorted({name.split(".")[0] if not name.startswith(("engine.", "rules.")) else name
+                   for name in json.loads(line.split(" ", 1)[1].rsplit(" ", 1)[0].replace("'", '"'))})
+
+
+def test_a_call_the_rules_decide_imports_no_yaml_schema_database_or_asyncio(project: Project) -> None:
+    project.rules(ASK.replace("ask_user", "deny"))
+    first = rule_path_imports(project)
+    assert {"yaml", "pydantic", "rules.schema"} <= set(first)  # files never seen: read and checked
+    for name in ("rules-checked.json", "rules-snapshot.json"):
+        assert (project.root / ".escalate" / name).stat().st_mode & 0o777 == 0o600
+    assert rule_path_imports(project) == []
+    project.rules(ASK.replace("ask_user", "deny").replace("touch", "touch "))  # another text: read and checked again
+    assert {"yaml", "pydantic"} <= set(rule_path_imports(project))
+    assert rule_path_imports(project) == []
+
+
+@pytest.mark.parametrize("cache", ["rules-checked.json", "rules-snapshot.json"])
+@pytest.mark.parametrize("how", ["not ours", "not JSON", "wrong shape"])
+def test_a_cache_not_written_by_us_is_not_believed(project: Project, cache: str, how: str) -> None:
+    project.rules(ASK.replace("ask_user", "deny"))
+    rule_path_imports(project)
+    path = project.root / ".escalate" / cache
+    if cache == "rules-checked.json":
+        (project.root / ".escalate" / "rules-snapshot.json").unlink()  # else the snapshot answers first
+    if how == "not ours":  # what a clone or another user's copy gives: the content right, the mode open
+        path.chmod(0o644)
+    elif how == "not JSON":
+        path.write_text("__import__('os').system('touch pwned')")
+    else:
+        data = json.loads(path.read_text())
+        if cache == "rules-checked.json":
+            data["checked"].insert(0, "../../etc/passwd")
+        else:
+            data["rules"][-1]["global"][0][1] = "ALLOW!"
+        path.write_text(json.dumps(data))
+    assert ("pydantic" if cache == "rules-checked.json" else "yaml") in rule_path_imports(project)  # read again
+    assert not (project.root / "pwned").exists()
+    assert path.stat().st_mode & 0o777 == 0o600 and rule_path_imports(project) == []
+
+
+def test_a_snapshot_made_for_other_files_is_never_used(project: Project) -> None:
+    """An archive of a project, .escalate/ and all, unpacked over another: its snapshot names
+    other inodes and ctimes, so the files there are read, whatever the snapshot says."""
+    import shutil
+
+    project.rules(ASK.replace("ask_user", "allow"))
+    done = hook(project, call(project))
+    assert decision(done.stdout)["permissionDecision"] == "allow"
+    elsewhere = project.root.parent / "unpacked"
+    shutil.copytree(project.root / ".escalate", elsewhere, copy_function=shutil.copy2)
+    project.rules(ASK.replace("ask_user", "deny"))  # this project's file now denies
+    for name in ("rules-snapshot.json", "rules-checked.json"):
+        shutil.copy2(elsewhere / name, project.root / ".escalate" / name)  # the old snapshot, mode and times kept
+    assert rule_path_imports(project) != []  # the file was read: denied, whatever the snapshot said
+
+
+def test_a_rules_file_the_schema_refuses_is_refused_at_every_call(project: Project) -> None:
+    project.rules(ASK.replace("ask_user", "deny") + "notify: {command: [true], extra: 1}\n")
+    for _ in range(2):
+        done = hook(project, call(project))
+        assert done.returncode == 1 and done.stdout == b"", done.stderr
+        assert b"rules.yaml" in done.stderr and b"Traceback" not in done.stderr
+    assert not (project.root / ".escalate" / "rules-checked.json").exists()
+    assert not (project.root / ".escalate" / "rules-snapshot.json").exists()
