@@ -24,12 +24,14 @@ from pathlib import Path
 
 from tests.acp.test_acp_cli import _pending
 from tests.unprivileged import as_other_user
+from tests.npm_packages import installed
 
 AGENT = os.environ.get("CLAUDE_CODE_ACP") or str(Path(__file__).with_name("node_modules") / ".bin" / "claude-code-acp")
 
 
 def setup_module() -> None:
-    assert Path(AGENT).exists(), f"{AGENT} is missing: run `npm ci --prefix tests/acp` (.ci/run does)"
+    if "CLAUDE_CODE_ACP" not in os.environ:
+        installed(Path(__file__).parent, "claude-code-acp")
 
 
 def test_claude_code_asks_through_acp_and_the_shell_answers() -> None:

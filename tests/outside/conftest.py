@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from anthropic_server import ScriptedModel  # noqa: E402
+from tests.npm_packages import installed
 
 CLAUDE = HERE / "node_modules" / ".bin" / "claude"
 WAIT = 120.0  # seconds any one step may take on a loaded machine (never an assertion on time)
@@ -114,8 +115,7 @@ def claude_env(project: Project, model: ScriptedModel) -> dict[str, str]:
 
 
 def start_claude(project: Project, model: ScriptedModel, prompt: str = "make the marker") -> subprocess.Popen[bytes]:
-    if not CLAUDE.exists():
-        pytest.skip(f"{CLAUDE} is not installed: run `npm ci` in {HERE} (.ci/run does)")
+    installed(HERE, "claude")
     return subprocess.Popen([str(CLAUDE), "-p", prompt, "--output-format", "json"], cwd=project.root,
                             env=claude_env(project, model), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

@@ -28,6 +28,7 @@ import pytest
 from conftest import HERE, WAIT, Project, escalate, project_env
 from openai_server import ScriptedResponses
 from test_hook import outputs
+from tests.npm_packages import installed
 
 CODEX = HERE / "node_modules" / ".bin" / "codex"
 KEY = "ESCALATE_TEST_OPENAI_KEY"
@@ -48,8 +49,7 @@ def model() -> Iterator[ScriptedResponses]:
 
 class Codex:
     def __init__(self, project: Project, model: ScriptedResponses) -> None:
-        if not CODEX.exists():
-            pytest.skip(f"{CODEX} is not installed: run `npm ci` in {HERE} (.ci/run does)")
+        installed(HERE, "codex")
         self.project = project
         self.home = project.home / ".codex"
         self.last = project.home / "last-message.txt"

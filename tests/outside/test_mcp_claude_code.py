@@ -16,6 +16,7 @@ import pytest
 
 from conftest import CLAUDE, WAIT, Project, claude_env, escalate, finish
 from anthropic_server import ScriptedModel
+from tests.npm_packages import installed
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -58,8 +59,7 @@ def _asked(project: Project, claude: subprocess.Popen[bytes]) -> list[dict]:
 
 
 def test_claude_code_asks_through_escalate_mcp_and_reads_the_decision(project: Project, asking_model) -> None:
-    if not CLAUDE.exists():
-        pytest.skip(f"{CLAUDE} is not installed: run `npm ci` in {CLAUDE.parents[2]} (.ci/run does)")
+    installed(CLAUDE.parents[2], "claude")
     env = env_for(project, asking_model)
     added = subprocess.run([str(CLAUDE), "mcp", "add", "escalate", "--", "escalate", "mcp"], cwd=project.root, env=env,
                            capture_output=True, text=True, timeout=WAIT)
