@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 MIB = 1024 * 1024
@@ -46,6 +47,23 @@ def read_limited(path: Path, limit: int) -> bytes:
     if size > limit:
         raise UnreadableFile(_too_large(limit))
     return b"".join(chunks)
+
+
+def replace_text(path: Path, text: str) -> None:
+    """`path` replaced whole by `text` (UTF-8): written beside it and renamed over it, so a reader
+    never sees half a file; an existing file's permissions are kept. Raises OSError, leaving no
+    temporary file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        if path.exists():
+            os.chmod(temp, path.stat().st_mode & 0o777)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def check_regular(path: Path) -> None:

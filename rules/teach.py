@@ -12,11 +12,10 @@ edit leaves the file as it was.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from engine.files import replace_text
 from engine.kernel.model import Escalation
 from rules.book import RuleBook
 from rules.loader import parse_rules
@@ -153,16 +152,9 @@ def _write(path: Path, yaml: Any, doc: Any) -> Rules:
         rules = parse_rules(text, str(path), base=Rules())  # what is written must load
     except YamlError as exc:
         raise TeachError(f"the edited file would not load: {str(exc).splitlines()[0]}") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".rules-", suffix=".yaml", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
+        replace_text(path, text)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise TeachError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return rules
 

@@ -10,12 +10,12 @@ leave empty. Installing twice changes nothing the second time. The file is repla
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from engine.files import replace_text
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 
@@ -141,18 +141,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            if path.exists():
-                os.chmod(temp, path.stat().st_mode & 0o7777)
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        replace_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise SettingsError(f"{path}: cannot write it: {exc}") from None
