@@ -10,44 +10,27 @@ gets a short text. Every request body is kept in `requests`.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from scripted_api import Handler, ScriptedApi, text_of
 
-class ScriptedModel:
+
+class ScriptedModel(ScriptedApi):
     def __init__(self, tool: str = "Bash", tool_input: dict[str, Any] | None = None) -> None:
         self.tool = tool
         self.tool_input = tool_input or {"command": "touch marker", "description": "make the marker"}
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def start(self) -> "ScriptedModel":
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__()
 
     def tool_results(self) -> list[str]:
         """The text of every tool result the model was sent."""
-        with self.lock:
-            requests = list(self.requests)
         found = []
-        for body in requests:
+        for body in self.kept():
             for message in body.get("messages", []):
                 content = message.get("content")
                 for block in content if isinstance(content, list) else []:
                     if isinstance(block, dict) and block.get("type") == "tool_result":
-                        found.append(_text_of(block.get("content")))
+                        found.append(text_of(block.get("content")))
         return found
 
     def reply(self, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -55,82 +38,44 @@ class ScriptedModel:
         results = [b for m in body.get("messages") or [] if isinstance(m, dict) and isinstance(m.get("content"), list)
                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
         if results:
-            return [{"type": "text", "text": "RESULT: " + " | ".join(_text_of(r.get("content")) for r in results)}]
+            return [{"type": "text", "text": "RESULT: " + " | ".join(text_of(r.get("content")) for r in results)}]
         offered = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         if self.tool in offered:
             return [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": self.tool, "input": self.tool_input}]
         return [{"type": "text", "text": "ok"}]
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        model = self
+    def answer(self, handler: Handler, path: str, body: Any) -> None:
+        if not path.startswith("/v1/messages") or "count_tokens" in path or not isinstance(body, dict):
+            handler.send_json({"input_tokens": 10})
+            return
+        self.keep(body)
+        blocks = self.reply(body)
+        if body.get("stream"):
+            handler.send_events(_events(blocks))
+        else:
+            handler.send_json(_message(blocks))
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except ValueError:
-                    body = {}
-                if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-                    self._json({"input_tokens": 10})
-                    return
-                with model.lock:
-                    model.requests.append(body)
-                blocks = model.reply(body)
-                if body.get("stream"):
-                    self._stream(blocks)
-                else:
-                    self._json(_message(blocks))
-
-            def _json(self, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, blocks: list[dict[str, Any]]) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("cache-control", "no-cache")
-                self.end_headers()
-                start = _message([])
-                events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
-                for i, block in enumerate(blocks):
-                    if block["type"] == "text":
-                        events += [{"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
-                                   {"type": "content_block_delta", "index": i,
-                                    "delta": {"type": "text_delta", "text": block["text"]}}]
-                    else:
-                        events += [{"type": "content_block_start", "index": i,
-                                    "content_block": {**block, "input": {}}},
-                                   {"type": "content_block_delta", "index": i,
-                                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}]
-                    events.append({"type": "content_block_stop", "index": i})
-                stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-                events += [{"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                            "usage": {"output_tokens": 5}},
-                           {"type": "message_stop"}]
-                for event in events:
-                    self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-                self.wfile.flush()
-
-        return Handler
+def _events(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Messages API's stream of `blocks`."""
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": _message([])}]
+    for i, block in enumerate(blocks):
+        if block["type"] == "text":
+            events += [{"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                       {"type": "content_block_delta", "index": i,
+                        "delta": {"type": "text_delta", "text": block["text"]}}]
+        else:
+            events += [{"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}},
+                       {"type": "content_block_delta", "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}]
+        events.append({"type": "content_block_stop", "index": i})
+    stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+    return events + [{"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                      "usage": {"output_tokens": 5}},
+                     {"type": "message_stop"}]
 
 
 def _message(blocks: list[dict[str, Any]]) -> dict[str, Any]:
     return {"id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant", "model": "claude-scripted",
             "content": blocks, "stop_reason": "end_turn" if blocks else None, "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
