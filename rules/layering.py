@@ -1,6 +1,6 @@
 """Layering rules: a workspace's taught-rules file over the shipped (or a given) rules, and what
-the snapshot of a project's rules gives without reading YAML (rules/snapshot.py). Apart from
-the loader so that `escalate hook`, while the files are unchanged, imports no PyYAML.
+the snapshot of those rules gives without reading YAML (rules/snapshot.py). Apart from the
+loader so that `escalate hook`, while the files are unchanged, imports no PyYAML.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from rules.workspace import workspace_rules_path
 
 def remembered(explicit: Path | str | None, workspace: Path | None = None) -> Rules | None:
     """What rules.loader.load_layered(explicit, workspace=workspace) gives, from the project's
-    snapshot when it was made from these very files; None: load them."""
+    snapshot (or the user's cached one) when it was made from these very files; None: load them."""
     top = workspace_rules_path(workspace)
-    parts = snapshot.recall(top.parent, snapshot.identity(Path(explicit) if explicit is not None else top))
+    parts = snapshot.recall(snapshot.slot(Path(explicit) if explicit is not None else None, top))
     return None if parts is None else layered(parts, top, None)
 
 

@@ -56,12 +56,13 @@ def load_layered(explicit: Path | str | None, base: Path | str | None = None, wo
     else `base` (the shipped rules, or the demo's) with the workspace's taught-rules file
     (`.escalate/rules.yaml`) layered over it when that file exists. The workspace's
     `.escalate/` remembers which texts passed the schema (rules/checked.py) and, over the
-    shipped rules, what the files gave (rules/snapshot.py: no YAML read while they are unchanged)."""
+    shipped rules, what the files gave (rules/snapshot.py: no YAML read while they are unchanged;
+    kept in the user's cache folder when the workspace has no `.escalate/`)."""
     top = workspace_rules_path(workspace)
-    ident = None
+    where = None
     if base is None:
-        ident = snapshot.identity(Path(explicit) if explicit is not None else top)  # before reading them
-        parts = snapshot.recall(top.parent, ident)
+        where = snapshot.slot(Path(explicit) if explicit is not None else None, top)  # before reading them
+        parts = snapshot.recall(where)
         if parts is not None:  # the very files it was made from: the text is the one parsed then
             return layered(parts, top, None)
     text = None
@@ -72,8 +73,7 @@ def load_layered(explicit: Path | str | None, base: Path | str | None = None, wo
         if top.is_file():
             text = read_text(str(top))
             parts.append(parse_rules(text, str(top), base=Rules(), checked_in=top.parent))
-    if ident is not None:
-        snapshot.keep(top.parent, ident, parts)
+    snapshot.keep(where, parts)
     return layered(parts, top, text)
 
 

@@ -9,11 +9,21 @@ only ever used for the very files it was made from; one made elsewhere (an archi
 here, another clone) names other inodes and ctimes and is never used. It is believed only as a
 regular file of this user's with no access for others (rules/checked.py) and of the exact
 shape below; anything else is a miss, and replaced.
+
+Where it is kept (`slot`): the project's `.escalate/` when that is a folder of this user's; else
+(a project with no `.escalate/`: most projects a `--user` hook runs in) the user's own cache
+folder, `$XDG_CACHE_HOME/escalate/rules` (else `~/.cache/escalate/rules`), made 0700 and used
+only while it is a folder of this user's alone (engine/private.py). There the shipped rules
+alone, the same in every project, are one file (`shipped.json`, under the identity of the
+loader's sources only), and a `--rules` file's snapshot is named by its path's digest.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +33,7 @@ from rules.matcher import Pattern
 from rules.model import Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
 
 SNAPSHOT_NAME = "rules-snapshot.json"
+SHIPPED_NAME = "shipped.json"  # in the user's cache folder: the shipped rules alone
 VERSION = 1
 MAX_BYTES = 8 * 1024 * 1024
 _SOURCES = ("default.yaml", "loader.py", "model.py", "matcher.py", "shell.py", "schema.py", "snapshot.py")
@@ -47,23 +58,93 @@ def _stat(path: Path, *, missing_ok: bool = False) -> list[int] | None:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-def recall(folder: Path, ident: list[Any] | None) -> list[Rules] | None:
-    """The rules kept under `ident` in `folder`, else None."""
+@dataclass(frozen=True)
+class Slot:
+    """Where the snapshot of one set of rules files is kept, and what it must hold to be used."""
+
+    folder: Path
+    name: str
+    identity: list[Any]
+    parts: int  # how many Rules those files give: 1 (the shipped or `--rules` file), 2 (with the workspace's)
+    private: bool  # the folder must be this user's alone (the user's cache folder)
+
+
+def slot(explicit: Path | None, top: Path) -> Slot | None:
+    """Where the rules read from `explicit` (else the shipped rules and the workspace file `top`
+    over them) are kept; None: nowhere (no snapshot)."""
+    path = explicit if explicit is not None else top
+    ident = identity(path)
     if ident is None:
         return None
-    data = read_private_json(folder / SNAPSHOT_NAME, MAX_BYTES)
-    if not isinstance(data, dict) or data.get("identity") != ident or not isinstance(data.get("rules"), list):
+    parts = 1 if explicit is not None or ident[2] is None else 2
+    if _users_folder(top.parent):
+        return Slot(top.parent, SNAPSHOT_NAME, ident, parts, private=False)
+    cache = user_cache()
+    if cache is None:
+        return None
+    if parts == 1 and explicit is None:  # the shipped rules alone: the same in every such project
+        return Slot(cache, SHIPPED_NAME, [VERSION, None, None] + ident[3:], 1, private=True)
+    name = hashlib.sha256(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return Slot(cache, f"rules-{name}.json", ident, parts, private=True)
+
+
+def user_cache() -> Path | None:
+    """The user's cache folder for snapshots (not made here); None when there is no home."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no home directory to be found
+            return None
+    return Path(base) / "escalate" / "rules"
+
+
+def _users_folder(folder: Path) -> bool:
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+
+
+def _private(folder: Path) -> bool:
+    from engine.private import NotPrivate, check_private
+
+    try:
+        check_private(folder)
+    except NotPrivate:
+        return False
+    return True
+
+
+def recall(where: Slot | None) -> list[Rules] | None:
+    """The rules kept in `where` for its identity, else None."""
+    if where is None or (where.private and not _private(where.folder)):
+        return None
+    data = read_private_json(where.folder / where.name, MAX_BYTES)
+    if not isinstance(data, dict) or data.get("identity") != where.identity or not isinstance(data.get("rules"), list):
         return None
     try:
-        return [_rules(item) for item in data["rules"]]
+        parts = [_rules(item) for item in data["rules"]]
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
+    return parts if len(parts) == where.parts else None
 
 
-def keep(folder: Path, ident: list[Any] | None, parts: list[Rules]) -> None:
-    """Keep `parts` under `ident` in `folder` (when it is this user's folder)."""
-    if ident is not None:
-        write_private_json(folder, SNAPSHOT_NAME, {"identity": ident, "rules": [to_plain(r) for r in parts]})
+def keep(where: Slot | None, parts: list[Rules]) -> None:
+    """Keep `parts` in `where`. Not when they are not what its identity names: a workspace file
+    made (or removed) between taking the identity and reading the files."""
+    if where is None or len(parts) != where.parts:
+        return
+    if where.private:
+        from engine.private import NotPrivate, make_folders, private_folder
+
+        try:
+            make_folders(where.folder.parent)
+            private_folder(where.folder)
+        except (OSError, NotPrivate):
+            return
+    write_private_json(where.folder, where.name, {"identity": where.identity, "rules": [to_plain(r) for r in parts]})
 
 
 # -- Rules <-> JSON ---------------------------------------------------------------------------------

@@ -90,6 +90,15 @@ class Project:
         raise AssertionError(f"{esc_id} did not become {status} within {WAIT:g} s")
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's cache folder of each test's processes (the rules' snapshot outside a project's
+    `.escalate/`: rules/snapshot.py), never the real home's."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     root = tmp_path / "shop"

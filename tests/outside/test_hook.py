@@ -257,13 +257,17 @@ RULE_PATH_SKIPS = ("yaml", "pydantic", "sqlalchemy", "asyncio", "dbos", "engine.
                    "rules.schema", "rules.loader")
 
 
-def rule_path_imports(project: Project) -> list[str]:
-    """Which of RULE_PATH_SKIPS a hook decided by the rules has imported when it answers."""
-    probe = PROBE.replace(repr(HEAVY), repr(RULE_PATH_SKIPS))
+def rule_path_imports(project: Project, *argv: str, opinion: bool = True) -> list[str]:
+    """Which of RULE_PATH_SKIPS a hook decided by the rules (`opinion`: denied by rule 'touch',
+    else no rule matched: no opinion) has imported when it answers."""
+    probe = PROBE.replace(repr(HEAVY), repr(RULE_PATH_SKIPS)).replace('["hook", "claude"]', repr(["hook", "claude", *argv]))
     done = subprocess.run([sys.executable, "-c", probe, call(project).decode()], cwd=project.root, capture_output=True,
                           timeout=WAIT, env=project_env())
-    assert decision(done.stdout)["permissionDecision"] == "deny", done.stderr.decode()[-2000:]
-    assert "by rule 'touch" in decision(done.stdout)["permissionDecisionReason"]
+    if opinion:
+        assert decision(done.stdout)["permissionDecision"] == "deny", done.stderr.decode()[-2000:]
+        assert "by rule 'touch" in decision(done.stdout)["permissionDecisionReason"]
+    else:
+        assert done.stdout == b"" and b"HEAVY " in done.stderr, done.stderr.decode()[-2000:]
     line = next(l for l in done.stderr.decode().splitlines() if l.startswith("HEAVY "))
     return sorted({name.split(".")[0] if not name.startswith(("engine.", "rules.")) else name
                    for name in json.loads(line.split(" ", 1)[1].rsplit(" ", 1)[0].replace("'", '"'))})
@@ -319,6 +323,73 @@ def test_a_snapshot_made_for_other_files_is_never_used(project: Project) -> None
     for name in ("rules-snapshot.json", "rules-checked.json"):
         shutil.copy2(elsewhere / name, project.root / ".escalate" / name)  # the old snapshot, mode and times kept
     assert rule_path_imports(project) != []  # the file was read: denied, whatever the snapshot said
+
+
+# -- fast in a project with no .escalate/: the snapshot in the user's cache folder --------------------
+
+
+def cache_files(cache: Path) -> list[Path]:
+    return sorted((cache / "escalate" / "rules").glob("*.json"))
+
+
+@pytest.mark.parametrize("rules", ["shipped", "given"])
+def test_without_a_project_folder_the_rules_are_kept_in_the_users_cache(project: Project, own_cache: Path,
+                                                                        tmp_path: Path, rules: str) -> None:
+    """A `--user` hook runs in projects that have no `.escalate/`: the shipped rules (no rule
+    matches `touch`: no opinion) or a `--rules` file are read once, then kept in the user's
+    own cache folder, and the project is left as it was."""
+    argv: tuple[str, ...] = ()
+    if rules == "given":
+        (tmp_path / "mine.yaml").write_text(ASK.replace("ask_user", "deny"))
+        argv = ("--rules", str(tmp_path / "mine.yaml"))
+    assert "yaml" in rule_path_imports(project, *argv, opinion=rules == "given")
+    assert not (project.root / ".escalate").exists()
+    folder = own_cache / "escalate" / "rules"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    [kept] = cache_files(own_cache)
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert rule_path_imports(project, *argv, opinion=rules == "given") == []
+    other = project.root.parent / "other"  # another project with no .escalate/: the same snapshot
+    other.mkdir()
+    assert rule_path_imports(Project(other, project.home), *argv, opinion=rules == "given") == []
+    assert cache_files(own_cache) == [kept]
+
+
+def test_a_project_rules_file_is_never_answered_by_the_shipped_snapshot(project: Project, own_cache: Path) -> None:
+    rule_path_imports(project, opinion=False)  # no .escalate/: the shipped rules kept in the cache
+    project.rules(ASK.replace("ask_user", "deny"))
+    assert "yaml" in rule_path_imports(project)  # denied by the project's file, read
+    assert rule_path_imports(project) == []
+
+
+@pytest.mark.parametrize("how", ["folder open to others", "folder a link", "file of another user", "file open",
+                                 "other files' snapshot"])
+def test_a_cache_folder_not_ours_alone_is_not_believed(project: Project, own_cache: Path, tmp_path: Path,
+                                                       how: str) -> None:
+    import os
+    import shutil
+
+    (tmp_path / "mine.yaml").write_text(ASK.replace("ask_user", "deny"))
+    argv = ("--rules", str(tmp_path / "mine.yaml"))
+    rule_path_imports(project, *argv)
+    folder = own_cache / "escalate" / "rules"
+    [kept] = cache_files(own_cache)
+    if how == "folder open to others":
+        folder.chmod(0o777)
+    elif how == "folder a link":  # a link to a folder of ours: still not the cache folder itself
+        shutil.move(folder, own_cache / "elsewhere")
+        folder.symlink_to(own_cache / "elsewhere")
+    elif how == "file of another user":
+        os.chown(kept, 12345, 12345)
+    elif how == "file open":
+        kept.chmod(0o644)
+    else:  # a snapshot of this user's with other rules in it: believed only under the same identity
+        data = json.loads(kept.read_text())
+        data["identity"][2][1] += 1  # another inode
+        kept.write_text(json.dumps(data))
+    assert "yaml" in rule_path_imports(project, *argv)
+    if how != "folder open to others" and how != "folder a link":
+        assert rule_path_imports(project, *argv) == []  # replaced by one of ours
 
 
 def test_a_rules_file_the_schema_refuses_is_refused_at_every_call(project: Project) -> None:

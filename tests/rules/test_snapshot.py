@@ -90,3 +90,26 @@ def test_a_workspace_notify_still_needs_trust_when_kept(tmp_path: Path, monkeypa
     assert load_layered(None, workspace=tmp_path).notify is None  # not trusted: not run
     kept = remembered(None, tmp_path)
     assert kept is not None and kept.notify is None
+
+
+def test_a_workspace_file_made_while_the_rules_are_read_is_never_kept_as_absent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The identity is taken before the files are read: a workspace file made in between is
+    read, but the snapshot would name it absent, and be used once it is removed again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / ".escalate").mkdir()
+    top = tmp_path / ".escalate" / "rules.yaml"
+    taken = snapshot.identity
+
+    def identity_then_made(path: Path) -> object:
+        ident = taken(path)
+        if not top.exists():
+            top.write_text(RICH)
+        return ident
+
+    monkeypatch.setattr(snapshot, "identity", identity_then_made)
+    assert "rm -rf" in str(snapshot.to_plain(load_layered(None, workspace=tmp_path)))
+    monkeypatch.setattr(snapshot, "identity", taken)
+    top.unlink()
+    kept = remembered(None, tmp_path)
+    assert kept is None or "rm -rf" not in str(snapshot.to_plain(kept))
