@@ -3,6 +3,9 @@
 1. `escalate hook claude` decided by a rule: wall time per call, process start included, and its
    CPU time (user + system); with `--tree NAME=DIR` (repeatable) each source tree's hook in turn,
    interleaved with a bare `python -c pass` (the floor), so that the host's load hits them alike.
+   In three projects: rules in its `.escalate/rules.yaml`; no `.escalate/` and `--rules FILE`
+   (denied by the file's rule); no `.escalate/` and the shipped rules (no rule matches: no
+   opinion, the rules' answer all the same). The user's cache folder is a temporary one.
 2. A hook's request raised -> listed by a console's feed (a process hearing everything, as the
    console does): from the row's raise time to the listing.
 3. Answered -> the hook prints its decision (the agent's tool then runs): from the decision's
@@ -40,17 +43,21 @@ def call(root: Path, command: str, session: str, tool_use_id: str) -> bytes:
                        "permission_mode": "default", "transcript_path": "/dev/null"}).encode()
 
 
+CACHE = tempfile.mkdtemp(prefix="bench-hook-cache-")  # the user's cache folder (rules/snapshot.py)
+
+
 def env(tree: str | None = None) -> dict[str, str]:
     # Bytecode cached, as an installed escalate has it (pip compiles at install): a
     # PYTHONDONTWRITEBYTECODE in the environment would compile every module at every call.
     out = {k: v for k, v in os.environ.items() if k not in ("ESCALATE_DB", "PYTHONDONTWRITEBYTECODE")}
+    out["XDG_CACHE_HOME"] = CACHE
     if tree is not None:
         out["PYTHONPATH"] = tree
     return out
 
 
-def hook(root: Path, stdin: bytes, tree: str | None = None) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "hook", "claude"], cwd=root, stdin=subprocess.PIPE,
+def hook(root: Path, stdin: bytes, tree: str | None = None, argv: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "hook", "claude", *argv], cwd=root, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(tree))
     assert proc.stdin is not None
     proc.stdin.write(stdin)
@@ -68,10 +75,14 @@ def show(name: str, values: list[float]) -> None:
     print(f"{name}: n={len(ms)} median {sorted(ms)[len(ms) // 2]:.0f} ms, p95 {p95(ms):.0f} ms, max {max(ms):.0f} ms")
 
 
-def by_rule(root: Path, calls: int, trees: dict[str, str | None]) -> None:
-    """Each tree's hook and the floor, one call of each a round (their order varies)."""
+def by_rule(title: str, root: Path, calls: int, trees: dict[str, str | None], argv: tuple[str, ...] = (),
+            expect: bytes = b'"deny"') -> None:
+    """Each tree's hook and the floor, one call of each a round (their order varies); the
+    first call of each tree (the rules read and kept) is not counted."""
     walls: dict[str, list[float]] = {name: [] for name in [*trees, "python -c pass"]}
     cpus: dict[str, list[float]] = {name: [] for name in walls}
+    for name, tree in trees.items():
+        hook(root, call(root, "rm -rf build", "rule", "warm"), tree, argv).wait()
     load = os.getloadavg()[0]
     rng = random.Random(1)
     for i in range(calls):
@@ -79,15 +90,16 @@ def by_rule(root: Path, calls: int, trees: dict[str, str | None]) -> None:
             start = time.perf_counter()
             if name == "python -c pass":
                 proc = subprocess.Popen([sys.executable, "-c", "pass"])
-                out = b'"deny"'
+                out = expect
             else:
-                proc = hook(root, call(root, "rm -rf build", "rule", f"r{i}"), trees[name])
+                proc = hook(root, call(root, "rm -rf build", "rule", f"r{i}"), trees[name], argv)
                 out = proc.stdout.read() if proc.stdout else b""
-            _, _, usage = os.wait4(proc.pid, 0)
+            _, status, usage = os.wait4(proc.pid, 0)
             walls[name].append(time.perf_counter() - start)
             cpus[name].append(usage.ru_utime + usage.ru_stime)
-            assert b'"deny"' in out, (name, out, proc.stderr.read() if proc.stderr else b"")
-    print(f"1. hook decided by a rule (process start included), {calls} rounds, "
+            assert status == 0 and (expect in out if expect else out == b""), \
+                (name, out, proc.stderr.read() if proc.stderr else b"")
+    print(f"1. hook decided by a rule (process start included), {title}, {calls} rounds, "
           f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
     for name in walls:
         show(f"   {name}: wall", walls[name])
@@ -179,11 +191,18 @@ def main() -> None:
     parser.add_argument("--only-rule", action="store_true", help="figure 1 only")
     args = parser.parse_args()
     trees: dict[str, str | None] = dict(t.split("=", 1) for t in args.tree) or {"hook": None}
+    trees = {name: str(Path(tree).resolve()) if tree else None for name, tree in trees.items()}
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "project"
         (root / ".escalate").mkdir(parents=True)
         (root / ".escalate" / "rules.yaml").write_text(RULES)
-        by_rule(root, args.calls, {name: str(Path(tree).resolve()) if tree else None for name, tree in trees.items()})
+        by_rule("the project's .escalate/rules.yaml", root, args.calls, trees)
+        bare = Path(folder) / "bare"  # a project with no .escalate/
+        bare.mkdir()
+        (Path(folder) / "mine.yaml").write_text(RULES)
+        by_rule("no .escalate/, --rules FILE", bare, args.calls, trees, ("--rules", str(Path(folder) / "mine.yaml")))
+        by_rule("no .escalate/, the shipped rules (no rule matches: no opinion)", bare, args.calls, trees, expect=b"")
+        assert not (bare / ".escalate").exists()
         if args.only_rule:
             return
         asyncio.run(raised_and_answered(root, args.calls))
