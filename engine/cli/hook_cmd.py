@@ -8,6 +8,9 @@ non-blocking error: never an approval, never a traceback. It imports no ADK, goo
 LiteLLM, Textual, aiohttp or DBOS, and a call the rules decide no asyncio, database, PyYAML
 or pydantic either (tests/outside/test_hook.py, docs/outside.md "Speed"): it runs for every tool call.
 
+`install codex` also says what Codex needs before it runs them (engine/outside/codex_setup.py:
+the project trusted, each new or changed hook reviewed in Codex's TUI).
+
 Exit codes: hook 0 answered (or no opinion), 1 not answered (a non-blocking error); install and
 uninstall 0, 1 the file cannot be changed, 2 usage.
 """
@@ -140,6 +143,11 @@ def _settings(args: argparse.Namespace) -> int:
         return 1
     for line in changes or [f"{path}: already as it should be: nothing changed"]:
         write_line(f"{path}: {line}" if changes else line, sys.stdout)
+    if agent.kind == "codex" and args.hook_command == "install":  # Codex runs them only once trusted
+        from engine.outside.codex_setup import steps
+
+        for line in steps(project, changed=bool(changes)):
+            write_line(f"codex: {line}", sys.stdout)
     return 0
 
 

@@ -17,7 +17,6 @@ second, decided within the last two minutes).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,8 +39,10 @@ class Agent:
         """The file `hook install` changes: the project's (`project`), else the user's."""
         if project is not None:
             return project / self.project_file
-        if self.kind == "codex" and os.environ.get("CODEX_HOME"):
-            return Path(os.environ["CODEX_HOME"]) / "hooks.json"
+        if self.kind == "codex":
+            from engine.outside.codex_setup import codex_home
+
+            return codex_home() / "hooks.json"
         return Path.home() / self.project_file
 
 

@@ -22,6 +22,7 @@ import queue
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -58,8 +59,7 @@ class Codex:
             'model = "scripted"\nmodel_provider = "scripted"\ncheck_for_update_on_startup = false\n'
             f'[model_providers.scripted]\nname = "scripted"\nbase_url = {json.dumps(model.url)}\n'
             f'env_key = "{KEY}"\nwire_api = "responses"\n'
-            f'[projects.{json.dumps(str(project.root))}]\ntrust_level = "trusted"\n'
-            '[analytics]\nenabled = false\n')
+            '[analytics]\nenabled = false\n')  # the project's trust: as `install` says (Codex.install)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def env(self) -> dict[str, str]:
@@ -68,13 +68,22 @@ class Codex:
         return env
 
     def install(self) -> None:
-        """`escalate hook install codex --project`, then trusted as a person does in Codex's hook
-        review (its app server's `hooks/list`, then `hooks.state` written with their hashes)."""
-        done = escalate("hook", "install", "codex", "--project", str(self.project.root), cwd=self.project.root)
+        """`escalate hook install codex --project`, the project trusted as its output says (the
+        line for config.toml), then the hooks trusted as a person does in Codex's hook review
+        (its app server's `hooks/list`, then `hooks.state` written with their hashes)."""
+        done = escalate("hook", "install", "codex", "--project", str(self.project.root), cwd=self.project.root,
+                        env={**project_env(), "CODEX_HOME": str(self.home)})
         assert done.returncode == 0, done.stderr.decode()
+        said = done.stdout.decode()
+        config, table = said.split("or put in ", 1)[1].split("\n", 1)[0].split(": ", 1)
+        assert Path(config) == self.home / "config.toml" and "review the hooks" in said, said
+        key, setting = table.split("] ", 1)
+        with open(config, "a", encoding="utf-8") as out:
+            out.write(f"{key}]\n{setting}\n")
         with AppServer(self) as app:
             [listed] = app.request("hooks/list", {"cwds": [str(self.project.root)]})["data"]
             assert {h["eventName"] for h in listed["hooks"]} == {"preToolUse", "permissionRequest"}, listed
+            assert "trusted" not in {h["trustStatus"] for h in listed["hooks"]}, listed  # reviewed next
             trusted = {h["key"]: {"trusted_hash": h["currentHash"]} for h in listed["hooks"]}
             app.request("config/value/write", {"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": trusted})
             [listed] = app.request("hooks/list", {"cwds": [str(self.project.root)]})["data"]

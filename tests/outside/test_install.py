@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import Project, escalate, project_env
 
 THEIRS = {
@@ -99,3 +101,52 @@ def test_usage_errors_exit_2(project: Project) -> None:
     assert both.returncode == 2
     nowhere = escalate("hook", "install", "claude", "--project", str(project.root / "nope"), cwd=project.root)
     assert nowhere.returncode == 2 and b"no such folder" in nowhere.stderr
+
+
+# -- what Codex needs before it runs them (engine/outside/codex_setup.py) ---------------------------
+
+
+def codex_install(project: Project, config: str | None = None) -> str:
+    home = project.home / ".codex"
+    home.mkdir(exist_ok=True)
+    if config is not None:
+        (home / "config.toml").write_text(config)
+    done = escalate("hook", "install", "codex", "--project", str(project.root), cwd=project.root,
+                    env={**project_env(), "CODEX_HOME": str(home)})
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    return done.stdout.decode()
+
+
+def test_install_codex_says_how_to_trust_the_project_and_review_the_hooks(project: Project) -> None:
+    said = codex_install(project)
+    config = project.home / ".codex" / "config.toml"
+    assert "hooks need no feature flag" in said
+    assert f'trust the project: Codex reads {project.root / ".codex" / "hooks.json"} only in a trusted project' in said
+    assert f'{config}: [projects.{json.dumps(str(project.root))}] trust_level = "trusted"' in said
+    assert "`codex exec --trust`" in said
+    assert 'review the hooks: Codex runs a new or changed hook only once you have trusted it' in said
+    assert '"Trust all and continue"' in said and not config.exists()  # told, never written: trusting is the person's
+    again = codex_install(project)
+    assert "nothing changed" in again and "stay trusted" in again and "review the hooks" not in again
+
+
+def test_install_codex_reads_what_config_toml_already_says(project: Project) -> None:
+    (project.root / ".git").mkdir()  # Codex keys a project's trust by its repository's root
+    inner = project.root / "api"
+    inner.mkdir()
+    config = (f'model = "o3"\n[features]\nhooks = false\n'
+              f'[projects.{json.dumps(str(project.root))}]\ntrust_level = "trusted"\n')
+    said = codex_install(Project(inner, project.home), config)
+    assert "turn hooks on" in said and "[features] hooks = false" in said and "no feature flag" not in said
+    assert "the project is trusted" in said and "trust the project:" not in said
+
+
+@pytest.mark.parametrize("config", ["model = \n", "\xff"], ids=["not-toml", "not-utf8"])
+def test_install_codex_with_a_config_it_cannot_read_says_so_in_one_line(project: Project, config: str) -> None:
+    home = project.home / ".codex"
+    home.mkdir()
+    (home / "config.toml").write_bytes(config.encode("latin-1"))
+    said = codex_install(project)
+    [line] = [l for l in said.splitlines() if "config.toml:" in l and "not checked" in l]
+    assert "Traceback" not in said and "trust the project:" in said
+    assert json.loads((project.root / ".codex" / "hooks.json").read_text())["hooks"]  # installed all the same
