@@ -132,10 +132,11 @@ class OutsideDesk:
             asker.run_id, asker.task, asker.agent, tool, dict(args), verdict), on_progress, every)
 
     async def decide(self, asker: Session, escalation: Escalation, *, key: str, on_progress: Progress | None = None,
-                     every: float = PROGRESS_SECONDS) -> Decision:
+                     every: float = PROGRESS_SECONDS, kept: bool = True) -> Decision:
         """An agent's own escalation (seed 004's fields; its id, run, task and agent are set
-        here): the rules on its text first, else a person (or the default at its deadline)."""
-        esc_id = await asyncio.to_thread(self.free_id, asker, key)
+        here): the rules on its text first, else a person (or the default at its deadline).
+        `kept` False: nobody comes back for it once this process is gone (Session.request_id)."""
+        esc_id = await asyncio.to_thread(self.free_id, asker, key, kept=kept)
         asked = replace(escalation, id="", run_id=asker.run_id, task_id=asker.task, agent=asker.agent, created_at=0.0)
         return await self._wait(asker, esc_id, lambda desk: desk.decide(asked), on_progress, every)
 
@@ -148,13 +149,13 @@ class OutsideDesk:
         self.services.broker.settle(esc_id, None)
         return True
 
-    def free_id(self, asker: Session, key: str, reuse_within: float | None = None) -> str:
+    def free_id(self, asker: Session, key: str, reuse_within: float | None = None, *, kept: bool = True) -> str:
         """The id this request has, or gets: the pending or decided escalation under `key`, else
         a new one (never one withdrawn: a person may have seen it withdrawn; nor, with
         `reuse_within`, one decided longer ago than that)."""
         now = time.time()
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            esc_id = asker.request_id(key, attempt)
+            esc_id = asker.request_id(key, attempt, kept=kept)
             row = self.db.get_escalation(esc_id)
             if row is None or row["status"] == "pending":
                 return esc_id

@@ -63,7 +63,7 @@ class EscalateTool:
         ask = parse(arguments)
         asker = self.session(client)
         key = ask.request_id or f"call-{uuid.uuid4().hex}"
-        esc_id = await asyncio.to_thread(self.desk.free_id, asker, key)
+        esc_id = await asyncio.to_thread(self.desk.free_id, asker, key, kept=ask.request_id is not None)
         wait = self._waits.get(esc_id)
         if wait is None:
             wait = asyncio.ensure_future(self._wait(asker, ask.escalation, key, esc_id, kept=ask.request_id is not None))
@@ -93,7 +93,7 @@ class EscalateTool:
                     pass
 
         try:
-            return await self.desk.decide(asker, escalation, key=key, on_progress=waiting)
+            return await self.desk.decide(asker, escalation, key=key, on_progress=waiting, kept=kept)
         except asyncio.CancelledError:
             if not kept:  # its call gone or the server stopping: withdrawn, never decided into nothing
                 await asyncio.to_thread(self.desk.withdraw, esc_id)

@@ -46,11 +46,17 @@ class Session:
 
         return self.kind in KEPT_KINDS
 
-    def request_id(self, key: str, attempt: int = 1) -> str:
+    def request_id(self, key: str, attempt: int = 1, *, kept: bool = True) -> str:
         """The escalation id of this session's request `key` (Claude Code's tool_use_id, an MCP
         requestId): the same on every call, so a request asked again is found, not raised again.
-        `attempt` > 1: asked again after the earlier one was withdrawn (its asker died)."""
-        base = f"{self.kind}-{_digest(self.session_id + chr(0) + key)[:ID_CHARS]}"
+        `attempt` > 1: asked again after the earlier one was withdrawn (its asker died). `kept`
+        False: a request of a session that `keeps` which nobody can come back for (an MCP call
+        without a requestId), marked so in its id: withdrawn once its asker is gone
+        (engine/durable/askers.py ONCE)."""
+        from engine.durable.askers import ONCE
+
+        once = f"{ONCE}-" if self.keeps and not kept else ""
+        base = f"{self.kind}-{once}{_digest(self.session_id + chr(0) + key)[:ID_CHARS]}"
         return base if attempt == 1 else f"{base}.{attempt}"
 
 

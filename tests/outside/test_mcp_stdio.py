@@ -136,6 +136,51 @@ async def test_without_a_request_id_a_cancelled_call_is_withdrawn(desk) -> None:
     assert out.returncode == 1 and "withdrawn" in out.stderr  # nobody decides it into nothing
 
 
+async def test_a_server_killed_with_sigkill_leaves_no_call_without_a_request_id_pending(desk) -> None:
+    """Nothing that waits may live only in a dead process: a call without a `requestId` (nobody
+    can come back for it) whose server is killed with SIGKILL is withdrawn by the next process
+    that sweeps (here the client's next server), shown withdrawn and never decided; a call with
+    a `requestId` of the same session stays pending for its client."""
+    import os
+    import signal
+
+    from engine.durable.database import HEARTBEAT_SECONDS
+
+    async with desk.stdio() as client:
+        once = call(client, desk, **question())
+        kept = call(client, desk, **question(requestId="plan-7", question="Split the service?"))
+        await desk.listed(2)
+        db = Database(desk.db_url)
+        try:
+            (run,) = db.list_runs()
+            assert run["status"] == "waiting" and run["owner"]
+            os.kill(int(run["owner"].rsplit("-", 2)[1]), signal.SIGKILL)  # owner: host-pid-random
+            deadline = time.monotonic() + WAIT
+            while (db.get_run(run["run_id"])["heartbeat"] or 0) > time.time() - 2 * HEARTBEAT_SECONDS - 0.5:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.2)  # until its last beat is old enough to tell it gone
+        finally:
+            db.close()
+        for waiting in (once, kept):
+            waiting.cancel()
+        await asyncio.gather(once, kept, return_exceptions=True)
+    assert [r["status"] for r in desk.rows()] == ["pending", "pending"]  # the dead server could not withdraw it
+    async with desk.stdio() as client:  # the client's next server: it sweeps when it opens the database
+        await client.list_tools()
+    by_question = {json.loads(r["payload"])["escalation"]["question"] if isinstance(r["payload"], str)
+                   else r["payload"]["escalation"]["question"]: r for r in desk.rows()}
+    lost, waits = by_question["Use JWT instead of sessions?"], by_question["Split the service?"]
+    assert (lost["status"], waits["status"]) == ("withdrawn", "pending")
+    assert "-once-" in lost["id"] and "-once-" not in waits["id"]
+    out = desk.escalate("answer", lost["id"], "--option", "opt1")
+    assert out.returncode == 1 and "withdrawn" in out.stderr  # never decided into nothing
+    listed = json.loads(desk.escalate("runs", "--all", "--format", "json").stdout)
+    (run_view,) = listed
+    assert [p["id"] for p in run_view["pending"]] == [waits["id"]]
+    assert [(d["id"], d["state"]) for d in run_view["decisions"]] == [(lost["id"], "withdrawn")]
+    assert "Traceback" not in desk.server_errors()
+
+
 @pytest.mark.parametrize("extra, expected", [
     ({"reason": "cost_warning", "allowAgentDecision": True}, "agent_decide"),  # the agent may decide: it is told to
     ({"reason": "test_failure"}, "skip"),  # the shipped rules' test_failure default: stop
