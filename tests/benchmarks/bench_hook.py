@@ -15,6 +15,10 @@
 
     PYTHONPATH=. python tests/benchmarks/bench_hook.py [--calls 30] [--sessions 50]
     PYTHONPATH=. python tests/benchmarks/bench_hook.py --tree old=/tmp/int0 --tree new=. --only-rule
+    PYTHONPATH=. python tests/benchmarks/bench_hook.py --tree old=/tmp/int0 --tree new=. --only-rule --instructions
+
+`--instructions`: figure 1 also as the instructions one call executes in user space (valgrind's
+callgrind, process start included), which a loaded host does not change as it changes times.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ def show(name: str, values: list[float]) -> None:
 
 
 def by_rule(title: str, root: Path, calls: int, trees: dict[str, str | None], argv: tuple[str, ...] = (),
-            expect: bytes = b'"deny"') -> None:
+            expect: bytes = b'"deny"', instructions: bool = False) -> None:
     """Each tree's hook and the floor, one call of each a round (their order varies); the
     first call of each tree (the rules read and kept) is not counted."""
     walls: dict[str, list[float]] = {name: [] for name in [*trees, "python -c pass"]}
@@ -104,6 +108,22 @@ def by_rule(title: str, root: Path, calls: int, trees: dict[str, str | None], ar
     for name in walls:
         show(f"   {name}: wall", walls[name])
         show(f"   {name}: CPU", cpus[name])
+    if instructions:
+        for name, tree in trees.items():
+            print(f"   {name}: {counted(root, call(root, 'rm -rf build', 'rule', 'ir'), tree, argv) / 1e6:.0f} M instructions")
+        print(f"   python -c pass: {counted(root, b'', None, (), floor=True) / 1e6:.0f} M instructions")
+
+
+def counted(root: Path, stdin: bytes, tree: str | None, argv: tuple[str, ...], *, floor: bool = False) -> int:
+    """The instructions one process executes in user space (valgrind's callgrind)."""
+    import re
+
+    command = [sys.executable, "-c", "pass"] if floor else [sys.executable, "-m", "engine", "hook", "claude", *argv]
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], cwd=root,
+                          input=stdin, capture_output=True, env=env(tree), timeout=600)
+    found = re.search(rb"Collected : (\d+)", done.stderr)
+    assert found, done.stderr[-2000:]
+    return int(found.group(1))
 
 
 async def raised_and_answered(root: Path, rounds: int) -> None:
@@ -189,6 +209,7 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
                         help="figure 1 for this source tree (repeatable; default: the one imported)")
     parser.add_argument("--only-rule", action="store_true", help="figure 1 only")
+    parser.add_argument("--instructions", action="store_true", help="figure 1 also counted in instructions (valgrind)")
     args = parser.parse_args()
     trees: dict[str, str | None] = dict(t.split("=", 1) for t in args.tree) or {"hook": None}
     trees = {name: str(Path(tree).resolve()) if tree else None for name, tree in trees.items()}
@@ -196,12 +217,15 @@ def main() -> None:
         root = Path(folder) / "project"
         (root / ".escalate").mkdir(parents=True)
         (root / ".escalate" / "rules.yaml").write_text(RULES)
-        by_rule("the project's .escalate/rules.yaml", root, args.calls, trees)
+        counts = args.instructions
+        by_rule("the project's .escalate/rules.yaml", root, args.calls, trees, instructions=counts)
         bare = Path(folder) / "bare"  # a project with no .escalate/
         bare.mkdir()
         (Path(folder) / "mine.yaml").write_text(RULES)
-        by_rule("no .escalate/, --rules FILE", bare, args.calls, trees, ("--rules", str(Path(folder) / "mine.yaml")))
-        by_rule("no .escalate/, the shipped rules (no rule matches: no opinion)", bare, args.calls, trees, expect=b"")
+        by_rule("no .escalate/, --rules FILE", bare, args.calls, trees, ("--rules", str(Path(folder) / "mine.yaml")),
+                instructions=counts)
+        by_rule("no .escalate/, the shipped rules (no rule matches: no opinion)", bare, args.calls, trees, expect=b"",
+                instructions=counts)
         assert not (bare / ".escalate").exists()
         if args.only_rule:
             return
