@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -47,14 +48,16 @@ def call(root: Path, command: str, session: str, tool_use_id: str) -> bytes:
                        "permission_mode": "default", "transcript_path": "/dev/null"}).encode()
 
 
-CACHE = tempfile.mkdtemp(prefix="bench-hook-cache-")  # the user's cache folder (rules/snapshot.py)
+CACHE = Path(tempfile.mkdtemp(prefix="bench-hook-cache-"))  # the user's cache folders (rules/snapshot.py)
 
 
 def env(tree: str | None = None) -> dict[str, str]:
     # Bytecode cached, as an installed escalate has it (pip compiles at install): a
     # PYTHONDONTWRITEBYTECODE in the environment would compile every module at every call.
     out = {k: v for k, v in os.environ.items() if k not in ("ESCALATE_DB", "PYTHONDONTWRITEBYTECODE")}
-    out["XDG_CACHE_HOME"] = CACHE
+    # Each tree its own cache folder: two trees' snapshots name different loader sources, and
+    # sharing one would make each tree's call replace the other's (a miss at every call).
+    out["XDG_CACHE_HOME"] = str(CACHE / hashlib.sha256(str(tree).encode()).hexdigest()[:12])
     if tree is not None:
         out["PYTHONPATH"] = tree
     return out
@@ -85,8 +88,9 @@ def by_rule(title: str, root: Path, calls: int, trees: dict[str, str | None], ar
     first call of each tree (the rules read and kept) is not counted."""
     walls: dict[str, list[float]] = {name: [] for name in [*trees, "python -c pass"]}
     cpus: dict[str, list[float]] = {name: [] for name in walls}
+    roots = {name: copy(root, name) for name in trees}  # each tree its own project (its .escalate/ snapshot)
     for name, tree in trees.items():
-        hook(root, call(root, "rm -rf build", "rule", "warm"), tree, argv).wait()
+        hook(roots[name], call(roots[name], "rm -rf build", "rule", "warm"), tree, argv).wait()
     load = os.getloadavg()[0]
     rng = random.Random(1)
     for i in range(calls):
@@ -96,7 +100,7 @@ def by_rule(title: str, root: Path, calls: int, trees: dict[str, str | None], ar
                 proc = subprocess.Popen([sys.executable, "-c", "pass"])
                 out = expect
             else:
-                proc = hook(root, call(root, "rm -rf build", "rule", f"r{i}"), trees[name], argv)
+                proc = hook(roots[name], call(roots[name], "rm -rf build", "rule", f"r{i}"), trees[name], argv)
                 out = proc.stdout.read() if proc.stdout else b""
             _, status, usage = os.wait4(proc.pid, 0)
             walls[name].append(time.perf_counter() - start)
@@ -110,8 +114,19 @@ def by_rule(title: str, root: Path, calls: int, trees: dict[str, str | None], ar
         show(f"   {name}: CPU", cpus[name])
     if instructions:
         for name, tree in trees.items():
-            print(f"   {name}: {counted(root, call(root, 'rm -rf build', 'rule', 'ir'), tree, argv) / 1e6:.0f} M instructions")
+            here = roots[name]
+            print(f"   {name}: {counted(here, call(here, 'rm -rf build', 'rule', 'ir'), tree, argv) / 1e6:.0f} M instructions")
         print(f"   python -c pass: {counted(root, b'', None, (), floor=True) / 1e6:.0f} M instructions")
+
+
+def copy(root: Path, name: str) -> Path:
+    """A copy of the project `root` for tree `name` (made once)."""
+    import shutil
+
+    here = root.parent / f"{root.name}-{name}"
+    if not here.exists():
+        shutil.copytree(root, here)
+    return here
 
 
 def counted(root: Path, stdin: bytes, tree: str | None, argv: tuple[str, ...], *, floor: bool = False) -> int:
