@@ -92,9 +92,8 @@ def user_cache() -> Path | None:
     """The user's cache folder for snapshots (not made here); None when there is no home."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
-        try:
-            base = str(Path.home() / ".cache")
-        except RuntimeError:  # no home directory to be found
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+        if not os.path.isabs(base):  # no home directory to be found: never a folder under the current one
             return None
     return Path(base) / "escalate" / "rules"
 
