@@ -5,7 +5,8 @@ happen, and where runs will later become durable.
 One ADK session per call (per attempt). The loop drives the runner until the agent's final
 reply; when the run paused on the ask tool, or the reply carries the escalation JSON, it asks the
 escalation desk and resumes THE SAME session with the decision (a FunctionResponse with the
-paused call's id and name, or a user message), until the agent finishes.
+paused call's id and name, or a user message), until the agent finishes. An agent on an ACP
+model is driven through its ACP session instead (`_converse_acp`), its reply handled the same way.
 """
 
 from __future__ import annotations

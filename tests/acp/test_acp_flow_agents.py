@@ -56,19 +56,23 @@ async def test_a_use_target_answers_as_the_tool_result_and_its_permission_goes_t
     assert {"agent": "coder_agent", "result": {"file": "a.py", "done": True}} in events(handle, "agent_result")
 
 
-async def test_a_delegate_answers_for_its_parent(acp):
+async def test_a_delegate_answers_for_its_parent_and_its_permission_goes_to_the_desk(acp):
     engine = acp.engine()
-    command = acp.script([[{"echo": True}, {"say": '\n{"file": "b.py", "done": false}'}]])
+    command = acp.script([[permission("git push"), {"echo": True}, {"say": '\n{"file": "b.py", "done": false}'}]])
     handle = acp.start_sr(engine, workflow(command, "delegate coder_agent"), input="fix b.py", script="""
         agents:
           boss:
             - {tool: transfer_to_agent, args: {agent_name: coder_agent}}
         """)
+    pending = await raised(engine, 300)
+    assert pending.escalation.agent == "coder_agent" and pending.extra["tool"] == "git push"
+    engine.broker.answer(pending.escalation.id, Response(ResponseType.OPTION, selected_option="no-1"))
     assert await handle.wait() is RunStatus.DONE, handle.error
+    assert [t["outcome"] for t in acp.trace() if t["event"] == "permission"] == ["no-1"]
     assert handle.result.endswith('{"file": "b.py", "done": false}')
     prompts = [t["text"] for t in acp.trace() if t["event"] == "prompt"]
     assert len(prompts) == 1 and prompts[0].startswith("You code. Reply with JSON.")  # its own instruction
-    assert handle.result.startswith("echo: fix b.py")  # given the message its parent was given
+    assert "echo: fix b.py" in handle.result  # given the message its parent was given
     assert [e["agent"] for e in events(handle, "agent_call")] == ["boss", "coder_agent"]
 
 

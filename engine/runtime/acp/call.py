@@ -1,13 +1,15 @@
 """A workflow agent backed by an ACP command: one agent process and session per run and agent,
 kept across the run's calls of that agent, ended with the run.
 
-A call sends the message as a prompt (the first one of the session carries the agent's
-instruction and seed 004's protocol note), and reads the reply: a reply with the escalation JSON
-is an escalation (decided through `human.decide`), whose decision is the next prompt, until the
-agent answers plainly. Stopping the run sends `session/cancel` and ends the agent's process
-group.
+A call (agent_call.py `_converse_acp`, which handles the reply as a model's: escalation JSON,
+output handlers, `expecting`, `escalate if`) sends prompts through `AcpAgent.turn`: the first
+one of the session carries the agent's instruction and seed 004's protocol note, a call's first
+one the `history` messages the session does not hold yet. The session takes one prompt at a
+time, so calls of the agent queue (`AcpAgent.call`). Each turn asks the run's budget first and
+counts its tokens after (usage.py). Stopping the run sends `session/cancel` and ends the agent's
+process group.
 
-Durable runs: the session's id and each turn's reply are recorded steps. A run continued after
+Durable runs: the session's id and each turn's reply and tokens are recorded steps. A run continued after
 a crash replays them without the agent; its first live turn starts the agent again and loads
 the recorded session (`session/load`) when the agent supports it, else starts a new session
 whose first prompt summarises the recorded conversation; the log says which.
