@@ -108,3 +108,17 @@ async def test_a_history_policy_compacts_before_the_session_is_given_it(acp):
     assert await handle.wait() is RunStatus.DONE, handle.error
     (first,) = prompts(acp)
     assert "### User\nlatest" in first and "old one" not in first and "old two" not in first
+
+
+async def test_a_handler_that_runs_the_same_agent_goes_on_in_its_session(acp):
+    engine = acp.engine()
+    command = acp.script([[{"say": "the fix"}], [{"say": "checked"}]])
+    handler = '''after output do
+        $note = run agent fix "check it"
+        log $note
+    end'''
+    source = workflow(command, ': """Go."""', "$r = run agent fix $input\n    return $r", agent_extra=handler)
+    handle = acp.start_sr(engine, source)
+    assert await handle.wait() is RunStatus.DONE, handle.error  # not a wait for its own call's turn
+    assert handle.result == "the fix"
+    assert prompts(acp)[1] == "check it"

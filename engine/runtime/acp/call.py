@@ -94,7 +94,7 @@ class AcpAgent:
             finally:
                 _HOLDING.reset(token)
 
-    def opening(self, message: str, history: list[Any]) -> str:
+    def opening(self, message: str, history: list[tuple[str, str]]) -> str:
         """A call's first prompt: the session's introduction (its first one), the `history`
         messages the session does not already hold, then the message."""
         fresh = [(role, text) for role, text in history if text not in self.held]
