@@ -198,6 +198,8 @@ class AcpAgent:
         finally:
             if not sent.done():
                 sent.cancel()
+            elif not sent.cancelled():
+                sent.exception()  # retrieved: a prompt that failed as the run stopped is no stray error
         reply = client.take_reply()
         if stop_reason not in ("end_turn", "EndTurn"):
             self.run.emit("log", message=f"{self.label}: turn ended: {stop_reason}")
