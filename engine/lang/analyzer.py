@@ -196,6 +196,36 @@ class Analyzer:
             self.diags.append(error(file, line, col, "E0023", f"model '{m.name}': {exc}",
                                     'write the agent\'s command as you would type it, e.g. acp "gemini --experimental-acp"'))
 
+    def acp_model_of(self, a: ast.Agent) -> ast.Model | None:
+        """The ACP model the agent runs on, as the run picks its model (its instruction's or
+        prompt's `using model`, else `main`; runtime/agents.py `chosen_model`), or None."""
+        info = self.info
+        chosen: str | None = None
+        for key in ("instruction", "prompt"):
+            for p in a.props:
+                prompt = info.prompts.get(p.values[0]) if p.key == key and p.values and isinstance(p.values[0], str) else None
+                if chosen is None and prompt is not None and prompt.model:
+                    chosen = prompt.model
+        model = info.models.get(chosen or "main")
+        return model if model is not None and model.acp_command is not None else None
+
+    def acp_agent(self, file: str, a: ast.Agent, label: str, model: ast.Model) -> None:
+        """What an ACP agent cannot be given: escalate's tools and agents (it runs its own tools;
+        escalate sees only its permission, file and terminal requests), and tool handlers of its
+        own (its tool calls happen inside it)."""
+        said = f"{label} runs on the ACP agent '{model.name}'"
+        for p in a.props:
+            if p.key == "tools":
+                self.err(file, p, "E0024", f"{said}: it cannot be given 'tools'",
+                         "an ACP agent brings its own tools; the rules decide its permission requests (docs/acp.md)")
+            elif p.key in ("delegate", "use"):
+                self.err(file, p, "E0024", f"{said}: it cannot '{p.key}' other agents",
+                         f"give `{p.key}` to an agent on a model; an ACP agent can be the target of `{p.key}`")
+        for h in a.handlers:
+            if h.event in ("tool-call", "tool-result"):
+                self.err(file, h, "E0024", f"{said}: a '{h.event}' handler of its own never runs",
+                         "its tool calls happen inside the agent; the rules answer its permission requests")
+
     def schema(self, s: ast.Schema) -> None:
         file = self.info.file(s)
         seen: set[str] = set()
@@ -347,6 +377,9 @@ class Analyzer:
                     self.err(file, p, "E0004", "description needs a string", 'write description "..."')
         if "instruction" not in seen:
             self.err(file, a, "E0010", f"{label} has no 'instruction'", "add `instruction PROMPT_NAME`")
+        acp = self.acp_model_of(a)
+        if acp is not None:
+            self.acp_agent(file, a, label, acp)
         fields = info.agent_fields(a)
         if fields.get("delegate") and fields.get("use"):
             self.diags.append(warning(file, a.line, a.column, "W0002", f"{label} has both 'delegate' and 'use'",

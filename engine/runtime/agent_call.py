@@ -5,7 +5,8 @@ happen, and where runs will later become durable.
 One ADK session per call (per attempt). The loop drives the runner until the agent's final
 reply; when the run paused on the ask tool, or the reply carries the escalation JSON, it asks the
 escalation desk and resumes THE SAME session with the decision (a FunctionResponse with the
-paused call's id and name, or a user message), until the agent finishes.
+paused call's id and name, or a user message), until the agent finishes. An agent on an ACP
+model is driven through its ACP session instead (`_converse_acp`), its reply handled the same way.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.escalation import protocol
-from engine.runtime.acp.call import acp_command, call_acp_agent
+from engine.runtime.acp.call import AcpAgent, acp_agent, acp_command
 from engine.escalation.broker import EscalationError
 from engine.kernel.model import Origin
 from engine.flow.flow_api import AbortFlow, FlowError, StopTask
 from engine.runtime.adk_setup import models_ready
 from engine.runtime.backoff import backoff_delay
 from engine.runtime.frames import CURRENT, CallFrame, current, timeout_scope
-from engine.runtime.handlers import GuardrailBlocked, run_handlers
+from engine.runtime.handlers import GuardrailBlocked, handled_output, run_handlers
 from engine.runtime.human import confirmation_answer, decide
 from engine.runtime.model_errors import ModelCallError
 from engine.runtime.models import ModelUnavailable, preload_litellm, streamed
@@ -110,7 +111,8 @@ async def call_agent(
     if outcome.escalated and parent is not None:
         parent.mark_escalated()  # only a call that succeeded reports its escalation upwards
     for author, text in frame.texts.items():  # delegates that answered inside this call
-        if author != spec.name:
+        delegate = run.workflow.AGENTS.get(author)
+        if author != spec.name and not (delegate is not None and _own_call(run, author, delegate)):
             run.emit("agent_result", agent=author, result=text)
     run.emit("agent_result", agent=spec.name, result=outcome.value)
     return outcome
@@ -125,8 +127,8 @@ async def _call_once(
     text = gate.retry_step if gate.retry_step is not None else str(gate.subject)
     command = acp_command(run, key, spec)
     if command is not None:  # an ACP agent answers (engine/runtime/acp), not ADK
-        reply = await call_acp_agent(run, key, spec, command, text)
-        return AgentOutcome(reply, reply, False)
+        async with acp_agent(run, key, spec, command).call() as agent:
+            return await _converse_acp(run, agent, spec, text, frame, history)
     runner = run.runner_for(key)
     session = await run.session_service.create_session(app_name=runner.app_name, user_id=run.run_id)
     try:
@@ -142,12 +144,7 @@ async def _converse(
 ) -> AgentOutcome:
     """Drive one session until the agent's final reply, answering pauses and escalations."""
     if history:
-        policy = run.workflow.POLICIES.get(spec.history or "")
-        if policy is not None:
-            from engine.runtime.history import compact
-
-            history = await compact(run, policy, history)
-        await _prefill(run, session, spec, history)
+        await _prefill(run, session, spec, await _compacted(run, spec, history))
     prompt = _expected(run, spec)
     next_message = _user_text(message)
     corrected = False
@@ -172,24 +169,83 @@ async def _converse(
             output_retries += 1
             next_message = _user_text(str(frame.retry_with))
             continue
-        value: Any = final_text
-        if prompt is not None:
-            schema, as_list = prompt
-            try:
-                value = parse_json(final_text)
-                check(value, schema, run.workflow.SCHEMAS, as_list)
-            except SchemaMismatch as exc:
-                if corrected:
-                    raise FlowError(f"agent {spec.name!r}: reply does not match {schema}{'[]' if as_list else ''}: {exc}") from None
-                corrected = True  # one corrective message, in the same session
-                next_message = _user_text(
-                    f"Your reply did not match the expected format ({exc}). Reply again with ONLY JSON of this "
-                    f"shape: {describe(schema, run.workflow.SCHEMAS, as_list)}"
-                )
-                continue
+        value, correction = _valued(run, spec, prompt, final_text, corrected)
+        if correction is not None:
+            corrected = True  # one corrective message, in the same session
+            next_message = _user_text(correction)
+            continue
         await _check_prompt_escalations(run, runner, session, frame, spec)
         return AgentOutcome(final_text, value, frame.escalated)
     raise FlowError(f"agent {spec.name!r} kept escalating: more than {MAX_ROUNDS} rounds in one call")
+
+
+async def _converse_acp(
+    run: "RunState", agent: AcpAgent, spec: AgentSpec, message: str, frame: CallFrame, history: Any
+) -> AgentOutcome:
+    """`_converse` for an ACP agent, with the same meaning: its escalation JSON decided (the
+    decision is its next prompt), its output handlers, the prompt's `expecting` schema (one
+    corrective prompt, then the error) and `escalate if`. `history` gives the session the
+    messages it does not already hold (engine/runtime/acp/call.py `opening`)."""
+    messages = _messages(await _compacted(run, spec, history)) if history else []
+    text = agent.opening(message, messages)
+    prompt = _expected(run, spec)
+    corrected = False
+    output_retries = 0
+    for _round in range(MAX_ROUNDS):
+        frame.retry_with = None
+        reply = await agent.turn(text)
+        found = protocol.find_escalation(reply)
+        if found is not None:
+            escalation = protocol.to_escalation(found, id="", task_id=run.task, run_id=run.run_id, agent=spec.name,
+                                                origin=Origin.AGENT_TEXT)
+            decision = await decide(run, escalation)
+            text = protocol.decision_message(escalation, decision)
+            continue
+        reply = await handled_output(run, spec, reply)
+        if frame.retry_with is not None and output_retries < MAX_OUTPUT_RETRIES:
+            output_retries += 1
+            text = str(frame.retry_with)
+            continue
+        value, correction = _valued(run, spec, prompt, reply, corrected)
+        if correction is not None:
+            corrected = True
+            text = correction
+            continue
+        frame.texts[spec.name] = reply
+        frame.last_author = spec.name
+        if _escalates(run, spec, spec.name, reply):
+            frame.escalated = True
+        return AgentOutcome(reply, value, frame.escalated)
+    raise FlowError(f"agent {spec.name!r} kept escalating: more than {MAX_ROUNDS} rounds in one call")
+
+
+async def _compacted(run: "RunState", spec: AgentSpec, history: Any) -> Any:
+    """`history $h` under the agent's history policy (engine/runtime/history.py), if it has one."""
+    policy = run.workflow.POLICIES.get(spec.history or "")
+    if policy is None:
+        return history
+    from engine.runtime.history import compact
+
+    return await compact(run, policy, history)
+
+
+def _valued(
+    run: "RunState", spec: AgentSpec, prompt: tuple[str, bool] | None, text: str, corrected: bool
+) -> tuple[Any, str | None]:
+    """The reply's value under the prompt's `expecting` schema, or the corrective message to
+    send (once: a second mismatch is the call's error)."""
+    if prompt is None:
+        return text, None
+    schema, as_list = prompt
+    try:
+        value = parse_json(text)
+        check(value, schema, run.workflow.SCHEMAS, as_list)
+    except SchemaMismatch as exc:
+        if corrected:
+            raise FlowError(f"agent {spec.name!r}: reply does not match {schema}{'[]' if as_list else ''}: {exc}") from None
+        return None, (f"Your reply did not match the expected format ({exc}). Reply again with ONLY JSON of this "
+                      f"shape: {describe(schema, run.workflow.SCHEMAS, as_list)}")
+    return value, None
 
 
 def _expected(run: "RunState", spec: AgentSpec) -> tuple[str, bool] | None:
@@ -273,17 +329,29 @@ async def _check_prompt_escalations(
     delegates); `use` children checked themselves in their own call and marked the frame."""
     for author, text in frame.texts.items():
         spec = called if author == called.name else run.workflow.AGENTS.get(author)
-        if spec is None:
+        if spec is None or (spec is not called and _own_call(run, author, spec)):
             continue
-        condition = escalation_spec(run.workflow, spec)
-        if condition is None or not matches(condition, text, run.context):
-            continue
-        run.emit(
-            "escalation", agent_name=author, result=text, condition_op=condition.op,
-            condition_value=condition.value if condition.op != "expr" else condition.source,
-        )
-        frame.escalated = True
-        await _append_escalate_event(run, runner, session, author)
+        if _escalates(run, spec, author, text):
+            frame.escalated = True
+            await _append_escalate_event(run, runner, session, author)
+
+
+def _escalates(run: "RunState", spec: AgentSpec, author: str, text: str) -> bool:
+    """Whether the reply matches the agent's `escalate if` (then said in an `escalation` event)."""
+    condition = escalation_spec(run.workflow, spec)
+    if condition is None or not matches(condition, text, run.context):
+        return False
+    run.emit(
+        "escalation", agent_name=author, result=text, condition_op=condition.op,
+        condition_value=condition.value if condition.op != "expr" else condition.source,
+    )
+    return True
+
+
+def _own_call(run: "RunState", author: str, spec: AgentSpec) -> bool:
+    """A delegate that answered through an agent call of its own (an ACP agent: agents.py
+    `AcpDelegate`), which checked its reply and said its result itself."""
+    return acp_command(run, author, spec) is not None
 
 
 async def _append_escalate_event(run: "RunState", runner: Any, session: Any, author: str) -> None:
@@ -311,17 +379,23 @@ async def _prefill(run: "RunState", session: Any, spec: AgentSpec, history: Any)
 
     from engine.runtime.agents import adk_name
 
-    items = history if isinstance(history, list) else [history]
-    for item in items:
+    for role, text in _messages(history):
+        model_side = role == "assistant"
+        content = types.Content(role="model" if model_side else "user", parts=[types.Part.from_text(text=text)])
+        await run.session_service.append_event(
+            session, Event(author=adk_name(spec.name) if model_side else "user", invocation_id="history", content=content)
+        )
+
+
+def _messages(history: Any) -> list[tuple[str, str]]:
+    """`history $h` as (role, text): strings are the user's; {role, content} objects whose role
+    is assistant, model or agent are the agent's own."""
+    messages = []
+    for item in history if isinstance(history, list) else [history]:
         role, text = "user", item
         if isinstance(item, dict):
             role = str(item.get("role", "user"))
             text = item.get("content", item.get("text", ""))
-        model_side = role in ("assistant", "model", "agent")
-        content = types.Content(
-            role="model" if model_side else "user",
-            parts=[types.Part.from_text(text=text if isinstance(text, str) else json.dumps(text, default=str))],
-        )
-        await run.session_service.append_event(
-            session, Event(author=adk_name(spec.name) if model_side else "user", invocation_id="history", content=content)
-        )
+        side = "assistant" if role in ("assistant", "model", "agent") else "user"
+        messages.append((side, text if isinstance(text, str) else json.dumps(text, default=str)))
+    return messages

@@ -38,6 +38,14 @@ def agent_prompt_names(spec: AgentSpec) -> list[str]:
     return [p for p in (spec.instruction, spec.prompt) if p]
 
 
+def chosen_model(run: "RunState", key: str, spec: AgentSpec) -> Any:
+    """The agent's ModelSpec: the run's override, else its prompts' model, else `main`."""
+    workflow = run.workflow
+    names = [run.model_overrides.get(key)]
+    names += [workflow.PROMPTS[p].model for p in agent_prompt_names(spec) if p in workflow.PROMPTS]
+    return model_spec(workflow, agent_model_name(workflow, names))
+
+
 class AgentFactory:
     """Builds the agent trees of one run and closes all of them at its end."""
 
@@ -55,10 +63,7 @@ class AgentFactory:
 
     def model_for(self, key: str, spec: AgentSpec) -> tuple[Any, bool]:
         """The agent's model, and whether it is the offline scripted one."""
-        workflow = self.run.workflow
-        prompt_models = [self.run.model_overrides.get(key)]
-        prompt_models += [workflow.PROMPTS[p].model for p in agent_prompt_names(spec) if p in workflow.PROMPTS]
-        chosen = model_spec(workflow, agent_model_name(workflow, prompt_models))
+        chosen = chosen_model(self.run, key, spec)
         scripted = self.run.script_given or not is_real(chosen)
         model = scripted_model(spec.name, self.run.cursor) if scripted else self._real(spec, chosen)
         if self.run.durable:
@@ -144,6 +149,13 @@ class AgentFactory:
 
         spec = self.spec(key)
         name = spec.name
+        chosen = chosen_model(self.run, key, spec)
+        if chosen is not None and chosen.acp_command is not None:  # only ever a delegate: a root answers in agent_call
+            from engine.runtime.acp.delegate import AcpDelegate
+
+            delegate = AcpDelegate.made(self.run, key, adk_name(name), spec.description or f"Agent: {name}")
+            self.names[delegate.name] = name
+            return delegate
         sub_agents = [self.build(child) for child in spec.delegate]
         model, scripted = self.model_for(key, spec)
         agent = LlmAgent(

@@ -1,6 +1,7 @@
 """A run's token budget (seed 004's `cost_warning`, "budget almost exhausted").
 
-Every finished model turn counts its tokens (the provider's usage, or the script's `usage:`).
+Every finished model turn counts its tokens (the provider's usage, or the script's `usage:`),
+and every turn of an ACP agent the tokens it reported (engine/runtime/acp/usage.py).
 Before the next turn, a run past `warnAt` of its budget asks: the runtime raises a
 `cost_warning` escalation itself, through the one decision path (rules, then a person or their
 stand-ins), with the options continue, stop and raise (the budget grows by one more budget). A
@@ -48,8 +49,11 @@ class RunBudget:
         self.notice = ""  # what the agents are told after a warning (appended to instructions)
 
     def count(self, response: Any) -> None:
-        tokens = turn_tokens(response)
-        if tokens:
+        self.add(turn_tokens(response))
+
+    def add(self, tokens: int) -> None:
+        """Count a turn's tokens (an ADK model turn's, an ACP agent's turn: acp/usage.py)."""
+        if tokens > 0:
             self.used += tokens
             self._on_count(self.used)
 

@@ -105,7 +105,7 @@ def escalate_to_agent_tool(run: "RunState", source: str) -> Callable[..., Any]:
 
 def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
     """The LlmAgent callbacks for one agent of the run."""
-    from engine.runtime.handlers import run_handlers
+    from engine.runtime.handlers import handled_output, run_handlers
 
     name = spec.name
 
@@ -163,15 +163,11 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
         if any(p.function_call is not None for p in content.parts):
             return None
         text = "".join(p.text or "" for p in content.parts if not p.thought)
-        outcome = await run_handlers(run, spec, "output", {"output": text}, subject=text)
-        if outcome.blocked:
-            from engine.runtime.handlers import GuardrailBlocked
-
-            raise GuardrailBlocked(f"output of agent {name!r} blocked: {outcome.blocked}")
-        if outcome.subject != text:
+        handled = await handled_output(run, spec, text)
+        if handled != text:
             from google.genai import types
 
-            llm_response.content = types.Content(role="model", parts=[types.Part.from_text(text=str(outcome.subject))])
+            llm_response.content = types.Content(role="model", parts=[types.Part.from_text(text=handled)])
             return llm_response
         return None
 

@@ -75,3 +75,12 @@ async def run_handlers(
         if frame is not None:
             frame.retry_with = retry
     return scope
+
+
+async def handled_output(run: "RunState", spec: AgentSpec, text: str) -> str:
+    """An agent's reply through its output handlers: the text to use (a mask rewrites it); a
+    `block if` raises GuardrailBlocked; a `retry with` is left on the call frame."""
+    outcome = await run_handlers(run, spec, "output", {"output": text}, subject=text)
+    if outcome.blocked:
+        raise GuardrailBlocked(f"output of agent {spec.name!r} blocked: {outcome.blocked}")
+    return text if outcome.subject == text else str(outcome.subject)

@@ -67,8 +67,19 @@ class AcpHarness:
         return engine.start_run(engine.load(source), input=input, task=task)
 
 
-async def raised(engine: Engine) -> Any:
-    """The next escalation raised on the engine's broker."""
+    def start_sr(self, engine: Engine, source: str, *, script: str | None = None, input: str = "go",
+                 task: str = "acp-task") -> RunHandle:
+        """Run a workflow written here (dedented); `script`: the ADK agents' scripted replies."""
+        from engine.runtime.script import parse_script
+
+        path = self.tmp / "flow.sr"
+        path.write_text(textwrap.dedent(source))
+        return engine.start_run(engine.load(path), input=input, task=task,
+                                script=parse_script(textwrap.dedent(script), "script.yaml") if script else None)
+
+
+async def raised(engine: Engine, timeout: float = 30) -> Any:
+    """The next escalation raised on the engine's broker (a hang guard of `timeout` s)."""
     seen: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     def on_event(event: Any) -> None:
@@ -78,7 +89,7 @@ async def raised(engine: Engine) -> Any:
     unsubscribe = engine.broker.subscribe(on_event)
     try:
         pending = engine.broker.pending()
-        return pending[0] if pending else await asyncio.wait_for(seen, 30)
+        return pending[0] if pending else await asyncio.wait_for(seen, timeout)
     finally:
         unsubscribe()
 

@@ -16,6 +16,9 @@ terminal results, cancels, session loads). Steps:
   {"write": [path, content]}, {"read": path}, {"run": [command, [args...]]}   client methods;
                                   each says its result or "error: <message>"
   {"wait": seconds}               sleeps (a cancel ends it: stop reason cancelled)
+  {"echo": true}                  says "echo: <the prompt's last line>"
+  {"usage": [used, size, cost]}   a usage_update (cost in USD, or null)
+  {"turn_usage": tokens}          the turn's reply carries `usage` with these total tokens
   {"crash": code}                 exits at once with that code (after "stderr" text, if given)
   {"raw": "line"}                 writes this line to stdout as it is
   {"flood": bytes}                writes one line of that many bytes, no newline for a while
@@ -47,7 +50,7 @@ from acp import (
     update_plan,
     update_tool_call,
 )
-from acp.schema import AgentCapabilities, PermissionOption, ToolCallUpdate
+from acp.schema import AgentCapabilities, Cost, PermissionOption, ToolCallUpdate, Usage, UsageUpdate
 
 
 class Scripted(Agent):
@@ -56,6 +59,7 @@ class Scripted(Agent):
         self.turns = list(script.get("turns", []))
         self.conn: Any = None
         self.cancelled: asyncio.Event = asyncio.Event()
+        self.prompt_text = ""
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -92,10 +96,13 @@ class Scripted(Agent):
         if turn is None:
             await self.say(session_id, "(no more turns)")
             return PromptResponse(stop_reason="end_turn")
+        self.prompt_text = text
         for step in turn:
             if await self.step(session_id, step):
                 return PromptResponse(stop_reason="cancelled")
-        return PromptResponse(stop_reason="end_turn")
+        told = next((s["turn_usage"] for s in turn if "turn_usage" in s), None)
+        usage = None if told is None else Usage(total_tokens=told, input_tokens=told, output_tokens=0)
+        return PromptResponse(stop_reason="end_turn", usage=usage)
 
     def next_turn(self) -> list[dict[str, Any]] | None:
         state = self.script.get("state")
@@ -154,6 +161,13 @@ class Scripted(Agent):
                 await self.conn.release_terminal(session_id=sid, terminal_id=made.terminal_id)
                 return f"exit {exit_status.exit_code}: {out.output.strip()}"
             await self.client_call(sid, "run", run, str)
+        elif "echo" in step:
+            await self.say(sid, "echo: " + self.prompt_text.rsplit("\n", 1)[-1])
+        elif "usage" in step:
+            used, size, cost = step["usage"]
+            await self.conn.session_update(session_id=sid, update=UsageUpdate(
+                session_update="usage_update", used=used, size=size,
+                cost=None if cost is None else Cost(amount=cost, currency="USD")))
         elif "wait" in step:
             try:
                 await asyncio.wait_for(self.cancelled.wait(), step["wait"])

@@ -1,4 +1,5 @@
-"""`model NAME = acp "CMD ARGS"`: parsed by both back ends, checked (E0023), generated safely."""
+"""`model NAME = acp "CMD ARGS"`: parsed by both back ends, checked (E0023; E0024 for what an ACP
+agent cannot be given), generated safely."""
 
 from __future__ import annotations
 
@@ -60,3 +61,49 @@ def test_escalate_check_reports_it_in_text_and_json(tmp_path: Path) -> None:
     as_json = subprocess.run([sys.executable, "-m", "engine", "check", str(bad), "--format", "json"],
                              capture_output=True, text=True)
     assert [(d["code"], d["line"], d["column"]) for d in json.loads(as_json.stdout)] == [("E0023", 1, 19)]
+
+
+ACP_AGENT = '''model main = anthropic/claude-sonnet
+model coder = acp "gemini --experimental-acp"
+tool fs = builtin streetrace.fs
+prompt lead: """You lead."""
+prompt coding using model "coder": """You code."""
+agent helper:
+    instruction lead
+agent fix:
+    instruction coding
+'''
+
+
+def test_an_acp_agent_given_tools_agents_or_tool_handlers_is_e0024_at_each() -> None:
+    source = ACP_AGENT + "    tools fs\n    use helper\n    delegate helper\n    on tool-result do\n        mask pii\n    end\n"
+    result = compile_text(source)
+    got = [(d.code, d.line, d.column) for d in result.diagnostics if d.severity == "error"]
+    assert got == [("E0024", 10, 5), ("E0024", 11, 5), ("E0024", 12, 5), ("E0024", 13, 5)]
+    messages = [d.message for d in result.diagnostics if d.code == "E0024"]
+    assert messages[0] == "agent 'fix' runs on the ACP agent 'coder': it cannot be given 'tools'"
+    assert messages[1] == "agent 'fix' runs on the ACP agent 'coder': it cannot 'use' other agents"
+    assert messages[3] == "agent 'fix' runs on the ACP agent 'coder': a 'tool-result' handler of its own never runs"
+
+
+def test_main_as_an_acp_model_makes_every_agent_without_its_own_model_acp() -> None:
+    result = compile_text('model main = acp "goose acp"\nprompt p: """x"""\nagent a:\n    instruction p\n    use a\n')
+    assert [(d.code, d.line) for d in result.diagnostics] == [("E0024", 5)]
+
+
+def test_an_acp_agent_may_be_a_target_expect_a_schema_escalate_and_take_history() -> None:
+    source = ACP_AGENT.replace('prompt coding using model "coder":', 'schema S:\n    ok: bool\nprompt coding using model "coder" expecting S:') + (
+        '    history keep\n    on output do\n        mask email\n    end\n'
+        'policy keep:\n    strategy: truncate\n'
+        'agent boss:\n    instruction lead\n    use fix\nagent lead2:\n    instruction lead\n    delegate fix\n'
+        'flow main:\n    $r = run agent boss $input, on escalate return "x"\n    return $r\n')
+    result = compile_text(source)
+    assert [d for d in result.diagnostics if d.severity == "error"] == []
+
+
+def test_escalate_check_reports_e0024_with_file_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sr"
+    bad.write_text(ACP_AGENT + "    use helper\n")
+    text = subprocess.run([sys.executable, "-m", "engine", "check", str(bad)], capture_output=True, text=True)
+    assert text.returncode == 1
+    assert f"{bad}:10:5: error[E0024]: agent 'fix' runs on the ACP agent 'coder': it cannot 'use' other agents" in text.stdout

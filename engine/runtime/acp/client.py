@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from engine.runtime.acp.permissions import decide_permission
 from engine.runtime.acp.terminals import Terminals
+from engine.runtime.acp.usage import TurnUsage
 from engine.runtime.human import settle_tool
 from engine.text_safety import visible
 
@@ -37,6 +38,7 @@ class EscalateClient:
         self._reply_size = 0
         self._partial: dict[str, str] = {}  # "message" / "thought" -> text not yet logged
         self.terminals = Terminals(run.workspace)
+        self.usage = TurnUsage(lambda text: self._log("usage", text))
         # The agent's requests that touch the run (permissions, files, commands), served by the
         # agent call's own task (call.py `_prompt`): a wait for a person, a rule's stop and a
         # durable run's recorded steps then happen in the run's context, not in the SDK's tasks.
@@ -97,6 +99,8 @@ class EscalateClient:
             if update.status or update.title:
                 self.flush()
                 self._log("tool", f"{update.title or update.tool_call_id}: {update.status or 'updated'}")
+        elif kind == "usage_update":
+            self.usage.update(update)
         elif kind == "plan":
             self.flush()
             entries = "; ".join(f"[{e.status}] {e.content}" for e in update.entries[:50])

@@ -84,13 +84,15 @@ class AgentProcess:
                            timeout=START_TIMEOUT)
         self.session_id = session_id
 
-    async def prompt(self, text: str) -> str:
-        """Send one prompt; its stop reason once the turn ends."""
+    async def prompt(self, text: str) -> tuple[str, int | None]:
+        """Send one prompt; once the turn ends, its stop reason and the tokens it used when the
+        agent says (the reply's `usage`, unstable in ACP)."""
         from acp import text_block
 
         assert self.session_id is not None
         reply = await self.request(self.conn.prompt(session_id=self.session_id, prompt=[text_block(text)]))
-        return str(reply.stop_reason)
+        usage = reply.usage
+        return str(reply.stop_reason), usage.total_tokens if usage is not None else None
 
     async def cancel(self) -> None:
         """`session/cancel`: the agent should stop the turn (best effort: it may be gone)."""
