@@ -144,6 +144,8 @@ async def console(n: int, agents: int) -> None:
     in_pane: dict[str, int] = {}  # -> the first frame with it in the pane
     on_screen: dict[str, int] = {}  # -> the first frame with it on screen (the pane or an inbox row)
     pane_was_empty: set[str] = set()  # raised while the pane had nothing to show
+    raised_cpu: dict[str, float] = {}  # the console's CPU time (s) when raised
+    pane_cpu: dict[str, float] = {}  # the console's CPU between raised and the frame with it in the pane
     async with app.run_test(size=(120, 40)):
         pane = app.main.query_one(DecisionPane)
         inbox = app.main.query_one(Inbox)
@@ -158,6 +160,7 @@ async def console(n: int, agents: int) -> None:
             shown = pane.pending.escalation.id if pane.visible and pane.pending is not None else None
             if shown is not None and shown not in in_pane:
                 in_pane[shown] = now
+                pane_cpu[shown] = time.process_time() - raised_cpu.get(shown, time.process_time())
             for esc_id in raised:
                 if esc_id not in on_screen and (esc_id == shown or esc_id in inbox):
                     on_screen[esc_id] = now
@@ -179,8 +182,9 @@ async def console(n: int, agents: int) -> None:
                 return
             esc = event.pending.escalation
             raised[esc.id] = time.monotonic_ns()
+            raised_cpu[esc.id] = time.process_time()
             sent[esc.id] = int(event.pending.extra["args"]["sent_ns"])
-            if pane.pending is None or not pane.visible:
+            if [p.escalation.id for p in session.broker.pending()] == [esc.id]:  # nothing else to show
                 pane_was_empty.add(esc.id)
 
         await until(app.engine_ready.is_set)
@@ -210,9 +214,12 @@ async def console(n: int, agents: int) -> None:
     print(f"ACP agents in one console: {agents} agents x {n} permissions each, {done} of {agents} runs done; "
           f"load average {load[0]:.1f} {load[1]:.1f}")
     rows = (("requested -> on screen (pane or inbox row)", [(on_screen[e] - sent[e]) / 1e6 for e in on_screen]),
+            ("of it: requested -> raised on the broker", [(raised[e] - sent[e]) / 1e6 for e in on_screen]),
+            ("of it: raised -> on screen", [(on_screen[e] - raised[e]) / 1e6 for e in on_screen]),
             ("requested -> in the pane (pane was empty)", [(in_pane[e] - sent[e]) / 1e6 for e in empty]),
-            ("  of it: requested -> raised on the broker", [(raised[e] - sent[e]) / 1e6 for e in empty]),
-            ("  of it: raised -> in the pane", [(in_pane[e] - raised[e]) / 1e6 for e in empty]),
+            ("of it: requested -> raised on the broker", [(raised[e] - sent[e]) / 1e6 for e in empty]),
+            ("of it: raised -> in the pane", [(in_pane[e] - raised[e]) / 1e6 for e in empty]),
+            ("console CPU between raised and the pane", [pane_cpu[e] * 1000 for e in empty]),
             ("key -> agent told (its option in hand)", told),
             ("key -> screen updated", keys),
             ("console CPU between key and screen", cpu))
