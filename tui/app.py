@@ -12,6 +12,7 @@ import contextvars
 import importlib
 import logging
 import os
+from pathlib import Path
 from typing import Any, Callable
 
 from textual import work
@@ -212,11 +213,16 @@ class EscalateApp(DecideActions, App[int]):
     # ---- runs --------------------------------------------------------------------------------
 
     def start(self, entry: Any, request: RunRequest) -> Any:
-        """Start a run and follow it in an async worker; returns its handle (None on error)."""
+        """Start a run (of `entry`, or of the request's ACP agent) and follow it in an async
+        worker; returns its handle (None on error)."""
         try:
-            handle = self.session.start_run(entry, flow=request.flow, input=request.input)
+            if request.agent is not None:
+                handle = self.session.start_agent(request.agent, input=request.input)
+            else:
+                handle = self.session.start_run(entry, flow=request.flow, input=request.input)
         except Exception as exc:  # e.g. an unknown flow: one line, the console stays up
-            self.notify(str(exc), title=f"Cannot start {entry.name}", severity="error", markup=False)
+            name = request.agent.task if request.agent is not None else entry.name
+            self.notify(str(exc), title=f"Cannot start {name}", severity="error", markup=False)
             return None
         self.main.add_run(handle)
         self._follow(handle)
@@ -360,14 +366,13 @@ class EscalateApp(DecideActions, App[int]):
 
     def action_start_run(self) -> None:
         self._skip_in_text_fields()
-        index = self.main.selected_workflow
-        if index is not None:
-            self.start_workflow(index)
+        self.start_workflow(self.main.selected_workflow)
 
-    def start_workflow(self, index: int) -> None:
-        """Ask for the flow and input of workflow `index`, then start it."""
-        entry = self.session.workflows[index]
-        if entry.error:
+    def start_workflow(self, index: int | None) -> None:
+        """Ask for the flow and input of workflow `index` (or for an ACP agent's command: the
+        same dialog; with no workflow listed, only that), then start it."""
+        entry = self.session.workflows[index] if index is not None else None
+        if entry is not None and entry.error:
             self.notify(entry.error, title=f"{entry.name} does not compile", severity="error", markup=False)
             return
         if not self.engine_ready.is_set():
@@ -380,7 +385,7 @@ class EscalateApp(DecideActions, App[int]):
 
         from tui.screens.start_run import StartRunScreen  # not needed for the first frame
 
-        self.push_screen(StartRunScreen(entry), started)
+        self.push_screen(StartRunScreen(entry, self.session.workspace or Path.cwd()), started)
 
     def action_cancel_run(self) -> None:
         """Cancel the run of the decision on screen when the pane has the keyboard, else the

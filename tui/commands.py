@@ -1,4 +1,4 @@
-"""Command palette entries (ctrl+p): start any workflow, jump to any pending decision, screens."""
+"""Command palette entries (ctrl+p): start any workflow or an ACP agent, jump to any pending decision, screens."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class EscalateCommands(Provider):
                 f"{esc.reason.value} from {one_line(esc.agent, 40)}",
             ))
         commands += [
+            ("Start an ACP agent", partial(app.start_workflow, None), "a coding agent's command (Agent Client Protocol), in a workspace"),
             ("Cancel the selected run", app.action_cancel_run, "stops the run highlighted in Runs"),
             ("Next pending decision", partial(app.main.move_decision, 1), "the decision pane moves to the next one"),
             ("History of escalations and metrics", app.action_history, "past decisions, agent success rates"),

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules an
     from engine.escalation.agent_policy import EscalationHistory, HistoryEntry
     from engine.escalation.store import StoredRun
     from engine.lang.header import About
+    from engine.runtime.acp.workflow import AgentWorkflow
 
 ENGINE_MODULE = "engine.runtime.engine"
 EAGER_CHECK_BYTES = 256 * 1024  # a --store file up to this size is checked before the first frame (~10 ms)
@@ -39,10 +40,11 @@ def settle_collector() -> None:
 
 @dataclass(frozen=True)
 class RunRequest:
-    """What the user asked to start: a flow of a workflow, with its input."""
+    """What the user asked to start: a flow of a workflow, or an ACP agent, with its input."""
 
     flow: str | None  # None: the workflow's default entry (contract: main, default, ...)
     input: str
+    agent: AgentWorkflow | None = None  # an ACP agent's command made ready (the workflow is not used)
 
 
 @dataclass
@@ -236,6 +238,13 @@ class ConsoleSession:
             raise RuntimeError(entry.error or f"{entry.name} is not loaded yet")
         script = self._script(entry.script) if entry.script else None
         return self.engine.start_run(entry.compiled, flow=flow, input=input, script=script)
+
+    def start_agent(self, agent: AgentWorkflow, *, input: str = "") -> Any:
+        """Start an ACP agent on its own, as `run --agent` does: its one-agent workflow, its task
+        (the program's name), in its workspace."""
+        if self.engine is None:
+            raise RuntimeError("the runtime is still loading")
+        return self.engine.start_run(self.engine.load(agent.path), input=input, task=agent.task, workspace=agent.workspace)
 
     def _script(self, path: Path) -> Any:
         """The script as the file is now: read again only when it changed (a 300-reply script

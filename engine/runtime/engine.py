@@ -79,6 +79,7 @@ class RunHandle:
     tokens: int = 0  # model tokens the run has used (budgets: rules `budgets:`)
     _on_tokens: Callable[[int], None] = field(default=lambda tokens: None, repr=False)
     detached: bool = field(default=False, repr=False)  # left for later: nothing is recorded as its end
+    workspace: Path | None = None  # where the run works, when not the engine's (an ACP agent from the console)
 
     def cancel(self) -> None:
         """Stop the run: its agents stop and its pending escalations are withdrawn."""
@@ -195,14 +196,17 @@ class Engine:
         input: str = "",
         task: str | None = None,
         script: Script | None = None,
+        workspace: Path | None = None,
     ) -> RunHandle:
         """Start a run as a task on the running loop; returns at once. A durable engine records
-        the run and starts it as a DBOS workflow (its id unique in the database)."""
+        the run and starts it as a DBOS workflow (its id unique in the database). `workspace`:
+        the run's own folder (default: the engine's)."""
         if self.db is not None:
             run_id = f"r{uuid.uuid4().hex[:8]}"
         else:
             run_id = f"r{next(self._seq)}-{uuid.uuid4().hex[:6]}"
-        handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input, started_at=self.clock.now())
+        handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input, started_at=self.clock.now(),
+                           workspace=workspace.resolve() if workspace is not None else None)
         chosen = script if script is not None else self.script
         self.runs.append(handle)
         context = contextvars.copy_context()
@@ -238,7 +242,7 @@ class Engine:
             run_id=run_id, task=handle.task, workflow=workflow.name, path=str(Path(workflow.path).resolve()),
             flow=handle.flow, input=handle.input, script=_file_or_none(script.path if script is not None else None),
             rules=_file_or_none(getattr(self.rules, "source", None)),
-            workspace=str(self.workspace), started=handle.started_at,
+            workspace=str(handle.workspace or self.workspace), started=handle.started_at,
         )
 
     async def resume_run(self, run_id: str) -> RunHandle | None:
@@ -276,7 +280,9 @@ class Engine:
                 raise LookupError(f"no run {run_id} in {self.db.url}")
             workflow = self.load(Path(row["path"]))
             script = load_script(row["script"]) if row["script"] else None
-            handle = RunHandle(run_id, row["task"], row["workflow"], row["flow"], row["input"], started_at=row["started"])
+            # the run's own workspace: a worker's folder is not the run's (an ACP agent's cwd, its files)
+            handle = RunHandle(run_id, row["task"], row["workflow"], row["flow"], row["input"], started_at=row["started"],
+                               workspace=Path(row["workspace"]) if row["workspace"] else None)
             handle.events = [RunEvent(run_id, e.pop("type"), e.pop("time"), e) for e in self.db.events_of(run_id)]
             self.runs.append(handle)
         else:

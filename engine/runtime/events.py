@@ -109,6 +109,7 @@ class EventSink:
         self._record = record
         self._replayed = replayed
         self._seq = 0
+        self._shift = 0  # live-only events recorded while the replay's events were still dropped
 
     def subscribe(self, callback: Callable[[RunEvent], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -119,9 +120,22 @@ class EventSink:
         self._seq += 1
         if self._seq <= self._replayed:
             return event
+        return self._deliver(event, self._seq + self._shift)
+
+    def emit_live(self, type_: str, **fields: Any) -> RunEvent:
+        """An event that only a live execution emits, never its replay (an ACP agent started again
+        after a crash): kept even while a continued run's replayed events are still dropped,
+        after every recorded one, without shifting the replay's count (which a step that was
+        under way at the crash would otherwise make swallow it)."""
+        if self._seq >= self._replayed:
+            return self.emit(type_, **fields)
+        self._shift += 1
+        return self._deliver(RunEvent(self.run_id, type_, utc_now_iso(), fields), self._replayed + self._shift)
+
+    def _deliver(self, event: RunEvent, seq: int) -> RunEvent:
         if self._record is not None:
             try:
-                self._record(self._seq, event)
+                self._record(seq, event)
             except Exception:  # the log is not worth a run: the database may be busy
                 log.exception("event not recorded")
         self.events.append(event)

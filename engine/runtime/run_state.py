@@ -102,6 +102,10 @@ class RunState:
     def emit(self, type_: str, **fields: Any) -> None:
         self.sink.emit(type_, **fields)
 
+    def emit_live(self, type_: str, **fields: Any) -> None:
+        """An event no replay emits (EventSink.emit_live)."""
+        self.sink.emit_live(type_, **fields)
+
     def runner_for(self, agent: str) -> Any:
         """The ADK runner whose root is `agent` (built once per run, reused by every call)."""
         runner = self._runners.get(agent)

@@ -33,7 +33,7 @@ async def execute_run(
         workflow=instance,
         script=script if script is not None else Script.empty(),
         script_given=script is not None,
-        workspace=Workspace(engine.workspace),
+        workspace=Workspace(handle.workspace or engine.workspace),
         sink=sink,
         desk=engine.desk,
         agent_policy=engine.agent_policy,

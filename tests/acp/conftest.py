@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.cli.acp_agent import agent_source
+from engine.runtime.acp.workflow import agent_source
 from engine.escalation.answers import parse_answers
 from engine.escalation.broker import EscalationBroker
 from engine.escalation.headless import HeadlessResponder

@@ -7,7 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from engine.cli.acp_agent import agent_source
+from engine.runtime.acp.workflow import agent_source
 from tests.acp.conftest import agent_command
 from tests.tui.helpers import SIZE, settle
 from tests.acp.test_acp_agent import OPTIONS

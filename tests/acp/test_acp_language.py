@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli.acp_agent import agent_source
+from engine.runtime.acp.workflow import agent_source
 from tests.lang.helpers import compile_text, load
 from tests.lang.test_fastparse import both
 

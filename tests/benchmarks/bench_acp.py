@@ -12,11 +12,13 @@ Figures (CLOCK_MONOTONIC, which every process on the machine shares):
   Target p95 < 50 ms.
 With --agents K, K agents run at once in one engine (one loop), each asking N permissions.
 
---console [--agents 20]: the agents run in one console (Textual, headless, 120x40), each
-streaming lines and thoughts between its permission requests; the person answers from the pane
-with the key `1` (Allow once). Figures: raised -> the pane on screen with it (when the pane was
-empty), key -> the screen updated (the next request, or the pane gone), and the frames the
-agents' streaming cost.
+--console [--agents 20]: the agents run in one console (Textual's App under run_test, headless,
+120x40), each streaming lines, thoughts and tool calls between its permission requests (stamped
+by the agent); the person answers from the pane with the key `1` (Allow once) as soon as it is
+on screen. Figures, per request: requested -> the first frame showing it (in the pane when the
+pane was empty: every request with one agent; else as an inbox row), split into requested ->
+raised and raised -> in the pane; the key -> the agent has its option; the key -> the screen
+updated (the next request, or the pane gone); the console's CPU between key and screen.
 The machine is shared: the load average is printed with the figures.
 """
 
@@ -35,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from engine.cli.acp_agent import agent_source  # noqa: E402
+from engine.runtime.acp.workflow import agent_source  # noqa: E402
 from engine.escalation.broker import EscalationBroker  # noqa: E402
 from engine.kernel.clock import RealClock  # noqa: E402
 from engine.kernel.model import Response, ResponseType  # noqa: E402
@@ -106,66 +108,125 @@ async def main(n: int, agents: int) -> None:
 
 
 async def console(n: int, agents: int) -> None:
-    """K ACP agents at once in one console; the person answers from the pane."""
+    """K ACP agents at once in one console; the person answers from the pane with the key `1`."""
     sys.path.insert(0, str(Path(__file__).parent))
     import tui  # noqa: F401  before Textual, as `escalate` does
 
-    from bench_console import FrameProbe, press, settled, until
+    from bench_console import press, settled, until
     from engine.escalation.broker import RAISED
     from tui.app import EscalateApp
     from tui.session import ConsoleSession, RunRequest, WorkflowEntry
     from tui.widgets.decision_pane import DecisionPane
+    from tui.widgets.inbox import Inbox
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-acp-console-"))
-    entries = []
+    entries, traces = [], []
     for k in range(agents):
         steps: list = []
         for i in range(n):
             steps += [{"think": f"step {i}: reading"}, {"say": f"working on part {i} [of {n}]\n", "chunks": 4},
                       {"tool": {"id": f"t{i}", "title": f"edit file{i}.py", "kind": "edit", "status": "in_progress"}},
                       {"wait": 0.05},
-                      {"permission": {"title": f"deploy {k}-{i}", "raw_input": {"n": i}, "options": OPTIONS}}]
-        script = tmp / f"script-{k}.json"
-        script.write_text(json.dumps({"turns": [steps + [{"say": "done"}]]}))
+                      {"permission": {"title": f"deploy {k}-{i}", "raw_input": {"n": i}, "options": OPTIONS,
+                                      "stamp": True}}]
+        script, trace = tmp / f"script-{k}.json", tmp / f"trace-{k}.jsonl"
+        script.write_text(json.dumps({"trace": str(trace), "turns": [steps + [{"say": "done"}]]}))
+        traces.append(trace)
         source = tmp / f"acp{k}.sr"
         source.write_text(agent_source(agent_command(script)))
         entries.append(WorkflowEntry(source))
     session = ConsoleSession(entries, rules=default_rules(), workspace=tmp)
     app = EscalateApp(session)
-    raised_at: dict[str, float] = {}
     total = agents * n
+    # CLOCK_MONOTONIC ns, which the agents' stamps use too (perf_counter is the same clock on Linux)
+    sent: dict[str, int] = {}  # escalation id -> the agent sent the request
+    raised: dict[str, int] = {}  # -> raised on the console's broker
+    in_pane: dict[str, int] = {}  # -> the first frame with it in the pane
+    on_screen: dict[str, int] = {}  # -> the first frame with it on screen (the pane or an inbox row)
+    pane_was_empty: set[str] = set()  # raised while the pane had nothing to show
+    raised_cpu: dict[str, float] = {}  # the console's CPU time (s) when raised
+    pane_cpu: dict[str, float] = {}  # the console's CPU between raised and the frame with it in the pane
     async with app.run_test(size=(120, 40)):
-        probe = FrameProbe(app)
-        await until(app.engine_ready.is_set)
-        session.broker.subscribe(lambda e: raised_at.setdefault(e.pending.escalation.id, time.perf_counter())
-                                 if e.kind == RAISED else None)
-        handles = [app.start(entry, RunRequest(None, "go")) for entry in session.workflows]
         pane = app.main.query_one(DecisionPane)
-        shown, keys, cpu = [], [], []
-        answered = 0
-        while answered < total:
-            if pane.pending is None or not pane.visible:
-                frame = probe.next_frame(lambda: pane.visible and pane.pending is not None)
-                drawn = await settled(frame, "the pane showing a request", timeout=120)
-                shown.append((drawn - raised_at[pane.pending.escalation.id]) * 1000)
-            await until(lambda: pane.has_focus_within)
+        inbox = app.main.query_one(Inbox)
+        original = app._display  # where each frame leaves for the terminal (bench_console.FrameProbe)
+        waiters: list = []
+
+        def display(screen, renderable) -> None:  # noqa: ANN001
+            original(screen, renderable)
+            if renderable is None:
+                return
+            now = time.monotonic_ns()
+            shown = pane.pending.escalation.id if pane.visible and pane.pending is not None else None
+            if shown is not None and shown not in in_pane:
+                in_pane[shown] = now
+                pane_cpu[shown] = time.process_time() - raised_cpu.get(shown, time.process_time())
+            for esc_id in raised:
+                if esc_id not in on_screen and (esc_id == shown or esc_id in inbox):
+                    on_screen[esc_id] = now
+            for waiter in list(waiters):
+                check, future = waiter
+                if not future.done() and check():
+                    future.set_result(now / 1e9)
+                    waiters.remove(waiter)
+
+        app._display = display  # type: ignore[method-assign]
+
+        def next_frame(check) -> asyncio.Future[float]:  # noqa: ANN001
+            future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+            waiters.append((check, future))
+            return future
+
+        def on_raised(event) -> None:  # noqa: ANN001
+            if event.kind != RAISED:
+                return
+            esc = event.pending.escalation
+            raised[esc.id] = time.monotonic_ns()
+            raised_cpu[esc.id] = time.process_time()
+            sent[esc.id] = int(event.pending.extra["args"]["sent_ns"])
+            if [p.escalation.id for p in session.broker.pending()] == [esc.id]:  # nothing else to show
+                pane_was_empty.add(esc.id)
+
+        await until(app.engine_ready.is_set)
+        session.broker.subscribe(on_raised)
+        handles = [app.start(entry, RunRequest(None, "go")) for entry in session.workflows]
+        keys, cpu = [], []
+        pressed: dict[str, list[int]] = {}  # run id -> when its requests were answered, in order
+        for _ in range(total):
+            await until(lambda: pane.visible and pane.pending is not None and pane.pending.escalation.id in in_pane
+                        and pane.has_focus_within)
             esc = pane.pending.escalation
-            frame = probe.next_frame(lambda e=esc.id: pane.pending is None or pane.pending.escalation.id != e)
+            frame = next_frame(lambda e=esc.id: pane.pending is None or pane.pending.escalation.id != e)
             c = time.process_time()
             t = press(app, "1")
+            pressed.setdefault(esc.run_id, []).append(int(t * 1e9))
             keys.append((await settled(frame, "the screen after the key") - t) * 1000)
             cpu.append((time.process_time() - c) * 1000)  # this process's CPU: what the load cannot inflate
-            answered += 1
         await until(lambda: all(h.finished_at is not None for h in handles), timeout=300)
         done = sum(h.status.value == "done" for h in handles)
         session.close()
+    told = []
+    for handle, trace in zip(handles, traces):
+        told_ns = [t["told_ns"] for t in map(json.loads, trace.read_text().splitlines()) if t["event"] == "permission"]
+        told += [(t - a) / 1e6 for t, a in zip(told_ns, pressed.get(handle.id, []))]
+    empty = [e for e in in_pane if e in pane_was_empty]
     load = os.getloadavg()
     print(f"ACP agents in one console: {agents} agents x {n} permissions each, {done} of {agents} runs done; "
           f"load average {load[0]:.1f} {load[1]:.1f}")
-    for name, values in (("raised -> pane on screen (pane was empty)", shown), ("key -> screen updated", keys),
-                         ("console CPU between key and screen", cpu)):
-        print(f"  {name:42s} n={len(values):4d}  median {statistics.median(values):6.2f} ms  "
-              f"p95 {p95(values):6.2f} ms  max {max(values):7.2f} ms")
+    rows = (("requested -> on screen (pane or inbox row)", [(on_screen[e] - sent[e]) / 1e6 for e in on_screen]),
+            ("of it: requested -> raised on the broker", [(raised[e] - sent[e]) / 1e6 for e in on_screen]),
+            ("of it: raised -> on screen", [(on_screen[e] - raised[e]) / 1e6 for e in on_screen]),
+            ("requested -> in the pane (pane was empty)", [(in_pane[e] - sent[e]) / 1e6 for e in empty]),
+            ("of it: requested -> raised on the broker", [(raised[e] - sent[e]) / 1e6 for e in empty]),
+            ("of it: raised -> in the pane", [(in_pane[e] - raised[e]) / 1e6 for e in empty]),
+            ("console CPU between raised and the pane", [pane_cpu[e] * 1000 for e in empty]),
+            ("key -> agent told (its option in hand)", told),
+            ("key -> screen updated", keys),
+            ("console CPU between key and screen", cpu))
+    for name, values in rows:
+        if values:
+            print(f"  {name:44s} n={len(values):4d}  median {statistics.median(values):6.2f} ms  "
+                  f"p95 {p95(values):6.2f} ms  max {max(values):7.2f} ms")
 
 
 if __name__ == "__main__":

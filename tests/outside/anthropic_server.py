@@ -13,7 +13,7 @@ import json
 import uuid
 from typing import Any
 
-from scripted_api import Handler, ScriptedApi, text_of
+from tests.outside.scripted_api import Handler, ScriptedApi, text_of
 
 
 class ScriptedModel(ScriptedApi):

@@ -15,7 +15,7 @@ import json
 import uuid
 from typing import Any
 
-from scripted_api import Handler, ScriptedApi, text_of
+from tests.outside.scripted_api import Handler, ScriptedApi, text_of
 
 TOOL = "exec_command"
 

@@ -173,14 +173,14 @@ class AcpAgent:
         if self.process.can_load:
             try:
                 await self.process.load_session(self.session_id)
-                self.run.emit("log", message=f"{self.label}: started again; loaded its session {self.session_id}")
+                self.run.emit_live("log", message=f"{self.label}: started again; loaded its session {self.session_id}")
                 return
             except AcpFailure as exc:
-                self.run.emit("log", message=f"{exc}; starting a new session instead", level="warning")
+                self.run.emit_live("log", message=f"{exc}; starting a new session instead", level="warning")
         self.session_id = await self.process.new_session()
         self.summary = self._intro().removesuffix("## Task\n") + summary(self.transcript)  # a new session: told again
-        self.run.emit("log", message=f"{self.label}: started again; it cannot load its session, so a new session "
-                                     f"{self.session_id} gets a summary of the {len(self.transcript)} recorded turns")
+        self.run.emit_live("log", message=f"{self.label}: started again; it cannot load its session, so a new session "
+                                          f"{self.session_id} gets a summary of the {len(self.transcript)} recorded turns")
 
     async def _prompt(self, text: str) -> dict[str, Any]:
         assert self.process is not None
