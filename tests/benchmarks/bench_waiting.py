@@ -160,9 +160,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--keep", type=Path, help="an empty folder for the files (kept, to look at the database after)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-waiting-") as tmp:
-        folder = Path(tmp)
+        folder = args.keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         server = None
         if args.backend == "postgresql":
             from tests.pg_server import PostgresServer
