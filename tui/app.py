@@ -135,7 +135,8 @@ class EscalateApp(DecideActions, App[int]):
                     self.exit(2)
                     return
                 self._announce_import()
-                self.session.list_waiting()  # every pending decision, listed at once
+                with self.broker_news.held():  # every pending decision, listed at once: one redraw, not one each
+                    self.session.list_waiting()
                 self._watch_attention()
             await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
             # The start dialog too: `s` and the keys typed right after it reach the dialog.
