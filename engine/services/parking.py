@@ -87,7 +87,7 @@ class Parking:
 
     def _on_event(self, event: BrokerEvent) -> None:
         run_id = event.pending.escalation.run_id
-        if event.kind != RAISED or self.router.handle(run_id) is None or run_id in self._grace:
+        if self._stopped or event.kind != RAISED or self.router.handle(run_id) is None or run_id in self._grace:
             return
         self._grace[run_id] = asyncio.Event()
         # Outside the run's context: DBOS's workflow context must not come along.
@@ -99,7 +99,11 @@ class Parking:
         PARK_AFTER, or sooner when the poll finds runs queued (`_give_up_grace`)."""
         try:
             free = self.places - self._live()
-            if await asyncio.to_thread(parking.queued, self.db, free + 1) <= free:
+            try:
+                wanted = await asyncio.to_thread(parking.queued, self.db, free + 1) > free
+            except Exception:  # a busy database: it parks after its grace
+                wanted = False
+            if not wanted:
                 try:
                     await asyncio.wait_for(self._grace[run_id].wait(), PARK_AFTER)
                 except asyncio.TimeoutError:
@@ -114,9 +118,14 @@ class Parking:
 
     async def _give_up_grace(self) -> None:
         """Runs queued for a place: the runs here that wait in their grace park now."""
-        if self._grace and await asyncio.to_thread(parking.queued, self.db, 1):
-            for wanted in self._grace.values():
-                wanted.set()
+        try:
+            if not (self._grace and await asyncio.to_thread(parking.queued, self.db, 1)):
+                return
+        except Exception:  # a busy database: the next poll looks again
+            log.debug("counting queued runs failed", exc_info=True)
+            return
+        for wanted in self._grace.values():
+            wanted.set()
 
     def _spawn(self, work: Any) -> None:
         if self._stopped:  # a park timer fired as the worker stops: its runs are released instead
@@ -152,7 +161,11 @@ class Parking:
             self._unparked.add(run_id)
             return False
         self._unparked.discard(run_id)
-        if parked and not await asyncio.to_thread(parking.still_waits, self.db, run_id):
+        try:
+            ready = parked and not await asyncio.to_thread(parking.still_waits, self.db, run_id)
+        except Exception:  # a busy database: the sweep finds it ready
+            return parked
+        if ready:
             await self.wake([run_id])  # decided before its row said parked
         return parked
 
