@@ -95,6 +95,11 @@ class EscalateApp(DecideActions, App[int]):
         self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self.broker_news)
+        # Whether the pane's decision has alike ones (its `b` key), per decision and broker news:
+        # Textual asks at every bindings refresh, and with 10,000 pending each answer was a scan
+        # of them all (the console spent minutes there before listing them).
+        self._news_seen = 0
+        self._alike: tuple[tuple[str, int], bool] | None = None
         self._stop_ringing: Callable[[], None] = lambda: None  # the console's notifiers, from mount
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
@@ -131,7 +136,8 @@ class EscalateApp(DecideActions, App[int]):
                     self.exit(2)
                     return
                 self._announce_import()
-                self.session.list_waiting()  # every pending decision, listed at once
+                with self.broker_news.held():  # every pending decision, listed at once: one redraw, not one each
+                    self.session.list_waiting()
                 self._watch_attention()
             await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
             # The start dialog too: `s` and the keys typed right after it reach the dialog.
@@ -258,6 +264,7 @@ class EscalateApp(DecideActions, App[int]):
         """Everything the broker said since the last loop turn: one queue sync, then a toast
         when the inbox is not on screen (the bell, title and desktop notification are notifiers:
         tui/desktop_notify.py)."""
+        self._news_seen += 1
         if not self.main.ready:
             return  # the main screen syncs itself when it mounts
         pane = self.main.query_one(DecisionPane)
@@ -361,7 +368,10 @@ class EscalateApp(DecideActions, App[int]):
         if action == "edit_args":
             return pending.escalation.origin is Origin.TOOL_APPROVAL and isinstance(pending.extra.get("args"), dict)
         if action == "batch":
-            return len(alike(self.session.pending(), pending)) > 1
+            key = (pending.escalation.id, self._news_seen)
+            if self._alike is None or self._alike[0] != key:
+                self._alike = (key, len(alike(self.session.pending(), pending)) > 1)
+            return self._alike[1]
         return True
 
     def action_start_run(self) -> None:

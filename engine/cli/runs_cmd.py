@@ -51,8 +51,13 @@ def describe_runs(db: Any, *, include_finished: bool = False, now: float | None 
 
     now = now if now is not None else time.time()
     rows = db.list_runs(include_finished=include_finished)
+    listed_ids = {r["run_id"] for r in rows}
     pending: dict[str, list[dict[str, Any]]] = {}
-    for esc in db.pending_escalations([r["run_id"] for r in rows]):
+    # All pending ones, those of other runs left out here: naming thousands of runs in the query
+    # costs more (each a parameter compiled) than reading the few rows of runs not listed.
+    for esc in db.pending_escalations():
+        if esc["run_id"] not in listed_ids:
+            continue
         asked = pending_from_json(esc["payload"]).escalation
         pending.setdefault(esc["run_id"], []).append({
             "id": esc["id"], "reason": asked.reason.value, "question": asked.question,
@@ -61,8 +66,8 @@ def describe_runs(db: Any, *, include_finished: bool = False, now: float | None 
             "recommended": asked.recommended.id if asked.recommended else None,
             "answer": answer_commands(esc["id"], asked.options, db_arg),
         })
-    tokens = db.tokens_of(r["run_id"] for r in rows)
-    decided = _decided(db, {r["run_id"] for r in rows})
+    tokens = db.tokens_of(listed_ids)
+    decided = _decided(db, listed_ids)
     listed = []
     for row in rows:
         status, asks = row["status"], pending.get(row["run_id"], [])

@@ -62,6 +62,9 @@ runs = sa.Table(
     sa.Column("finished", sa.Float),
     sa.Column("owner", sa.String(64)),  # executor id of the process running it
     sa.Column("heartbeat", sa.Float),
+    # Every poll asks for runs of one status (a worker's: the active, queued, parked ones) among
+    # thousands parked or finished: read through this, never by a scan of the table.
+    sa.Index("ix_escalate_runs_status_owner", "status", "owner"),
 )
 
 escalations = sa.Table(
@@ -78,6 +81,11 @@ escalations = sa.Table(
     # escalation_digest of the payload as raised: a decision applies only to the request its
     # decider saw (None: raised by a version before digests).
     sa.Column("digest", sa.String(64)),
+    # A run's pending ones (parked runs ready to continue: one probe each; SQLite, with no
+    # statistics, otherwise probes by status alone, every pending row for each run), and the
+    # pending ones whose deadline has passed (without reading the others).
+    sa.Index("ix_escalate_escalations_run_status", "run_id", "status"),
+    sa.Index("ix_escalate_escalations_status_deadline", "status", "deadline"),
 )
 
 agent_history = sa.Table(  # seed 002: every agent-to-agent escalation, for success rates and loops
@@ -224,12 +232,13 @@ class Database:
             row = c.execute(runs.select().where(runs.c.run_id == run_id)).mappings().first()
         return _run_out(row) if row else None  # a bad row: BadRow, one line naming it
 
-    def list_runs(self, *, include_finished: bool = False, parked: bool = True) -> list[dict[str, Any]]:
-        """`parked`: with the runs parked at a person's decision (a worker's takeover scan,
-        which has nothing to take there, leaves out their thousands)."""
+    def list_runs(self, *, include_finished: bool = False, parked: bool = True, queued: bool = True) -> list[dict[str, Any]]:
+        """`parked`, `queued`: with the runs parked at a person's decision, with those queued for
+        a worker (a worker's takeover scan, which has nothing to take there, leaves out their
+        thousands)."""
         query = runs.select().order_by(runs.c.started)
         if not include_finished:
-            query = query.where(runs.c.status.in_((*ACTIVE, QUEUED, *((PARKED,) if parked else ()))))
+            query = query.where(runs.c.status.in_((*ACTIVE, *((QUEUED,) if queued else ()), *((PARKED,) if parked else ()))))
         with self.engine.connect() as c:
             return checked.valid(c.execute(query).mappings(), _run_out)
 

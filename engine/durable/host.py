@@ -20,7 +20,7 @@ import concurrent.futures
 import contextvars
 import logging
 import time
-from typing import Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from engine.durable import parking, steps
 from engine.durable.askers import is_outside, withdraw_if_gone
@@ -125,6 +125,7 @@ class DurableHost:
         self.draining = False  # a worker stopping: runs it takes from the queue now are left for others
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
+        self._client: Any = None  # the DBOSClient that queues runs (`enqueue_in`), made at first use
         self.trusted = True  # the database is this user's (engine/durable/trust.py)
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
@@ -209,10 +210,12 @@ class DurableHost:
 
         from engine.durable.serialization import serializer
 
-        client = DBOSClient(system_database_engine=self.db.engine, application_name=APP_NAME, serializer=serializer())
+        if self._client is None:  # one for the process: each one made checks the connection (a query)
+            self._client = DBOSClient(system_database_engine=self.db.engine, application_name=APP_NAME,
+                                      serializer=serializer(), lazy=True)
         options: EnqueueOptions = {"workflow_name": WORKFLOW_NAME, "queue_name": WORKERS_QUEUE,
                                    "workflow_id": run_id, "app_version": APP_VERSION}
-        client.enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
+        self._client.enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
 
     def _launch(self, shared_queues: list[str]) -> None:
         from dbos import DBOS, DBOSConfig
@@ -261,6 +264,8 @@ class DurableHost:
             log.warning("%s: this process's runs not released (%s); they count as interrupted after %s s",
                         self.db.url, str(exc).splitlines()[0][:200], STALE_AFTER)
         steps.disable()
+        if self._client is not None:
+            self._client.destroy()  # its own state only: the engine it was given is the database's
         DBOS.destroy(workflow_completion_timeout_sec=0)
         if not self.loop.is_closed():
             # DBOS made its thread pool the loop's default executor and has just shut it down:

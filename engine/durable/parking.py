@@ -55,10 +55,20 @@ def claim_parked(db: Database, run_id: str, owner: str, now: float | None = None
     return done.rowcount == 1
 
 
-def queue_waits(db: Database) -> bool:
-    """Whether runs wait in the workers' queue (queued, not begun): a place is wanted."""
+def still_waits(db: Database, run_id: str) -> bool:
+    """Whether a run has an escalation pending (a read: most runs that park still wait)."""
+    query = sa.select(escalations.c.id).where(escalations.c.run_id == run_id, escalations.c.status == "pending").limit(1)
     with db.engine.connect() as c:
-        return c.execute(sa.select(runs.c.run_id).where(runs.c.status == QUEUED).limit(1)).first() is not None
+        return c.execute(query).first() is not None
+
+
+def queued(db: Database, at_most: int) -> int:
+    """How many runs wait in the workers' queue (queued, not begun), counted up to `at_most`."""
+    if at_most <= 0:
+        return 0
+    first = sa.select(runs.c.run_id).where(runs.c.status == QUEUED).limit(at_most).subquery()
+    with db.engine.connect() as c:
+        return int(c.execute(sa.select(sa.func.count()).select_from(first)).scalar() or 0)
 
 
 def ready(db: Database, among: Iterable[str] | None = None) -> list[str]:

@@ -202,7 +202,7 @@ class Engine:
         the run and starts it as a DBOS workflow (its id unique in the database). `workspace`:
         the run's own folder (default: the engine's)."""
         if self.db is not None:
-            run_id = f"r{uuid.uuid4().hex[:8]}"
+            run_id = f"r{uuid.uuid4().hex[:12]}"
         else:
             run_id = f"r{next(self._seq)}-{uuid.uuid4().hex[:6]}"
         handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input, started_at=self.clock.now(),
@@ -229,7 +229,7 @@ class Engine:
 
         assert self.db is not None and self.host is not None
         host = self.host
-        run_id = f"r{uuid.uuid4().hex[:8]}"
+        run_id = f"r{uuid.uuid4().hex[:12]}"
         handle = RunHandle(run_id, task or workflow.name, workflow.name, flow, input, started_at=self.clock.now())
         chosen = script if script is not None else self.script
         self.db.create_run(**self._run_row(run_id, handle, workflow, chosen), status=QUEUED, owner=None, heartbeat=None,

@@ -2,7 +2,9 @@
 leaves the worker, and a decided one comes back to the workers' queue.
 
 - Park: when a run executing here raises an escalation that waits for a person (at once when
-  every place is taken and the queue holds more, else after PARK_AFTER: a quick answer reaches it in place), its execution
+  the queue holds at least as many runs as this worker has free places, else after PARK_AFTER:
+  a quick answer reaches it in place; a run in that grace parks at the next poll that finds runs
+  queued for a place), its execution
   is stopped as a stopping worker stops it (`detach`: nothing is recorded as its end), its
   workflow leaves the queue and its place (`DurableHost.end_execution`), and its row is parked.
   What stays is rows: the recorded steps and the pending escalation.
@@ -55,6 +57,7 @@ class Parking:
         self._requeueing: set[str] = set()  # claimed here, not on the queue yet
         self._unparked: set[str] = set()  # executions ended here whose rows could not be parked yet
         self._heard: list[str] = []
+        self._grace: dict[str, asyncio.Event] = {}  # waiting runs still holding their place: set to park now
         self._reader: asyncio.Task[None] | None = None
         self._stop: list[Callable[[], None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -84,18 +87,45 @@ class Parking:
 
     def _on_event(self, event: BrokerEvent) -> None:
         run_id = event.pending.escalation.run_id
-        if event.kind != RAISED or self.router.handle(run_id) is None:
+        if self._stopped or event.kind != RAISED or self.router.handle(run_id) is None or run_id in self._grace:
             return
-        live = sum(1 for h in self.router.runs if not h.detached and not h.status.finished)
+        self._grace[run_id] = asyncio.Event()
         # Outside the run's context: DBOS's workflow context must not come along.
-        self._spawn(self._park_when_due(run_id, full=live >= self.places))
+        self._spawn(self._park_when_due(run_id))
 
-    async def _park_when_due(self, run_id: str, *, full: bool) -> None:
-        """At once when every place is taken and runs wait in the queue for one; else after
-        PARK_AFTER, if it still waits then."""
-        if not (full and await asyncio.to_thread(parking.queue_waits, self.db)):
-            await asyncio.sleep(PARK_AFTER)
+    async def _park_when_due(self, run_id: str) -> None:
+        """At once when the queue holds a run for each free place (the places fill anyway, and
+        a backlog is worked through at the queue's pace, not at PARK_AFTER's); else after
+        PARK_AFTER, or sooner when the poll finds runs queued (`_give_up_grace`)."""
+        try:
+            free = self.places - self._live()
+            try:
+                wanted = await asyncio.to_thread(parking.queued, self.db, free + 1) > free
+            except Exception:  # a busy database: it parks after its grace
+                wanted = False
+            if not wanted:
+                try:
+                    await asyncio.wait_for(self._grace[run_id].wait(), PARK_AFTER)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            self._grace.pop(run_id, None)
         await self.park(run_id)
+
+    def _live(self) -> int:
+        """This worker's places taken: runs executing here (waiting ones in their grace too)."""
+        return sum(1 for h in self.router.runs if not h.detached and not h.status.finished)
+
+    async def _give_up_grace(self) -> None:
+        """Runs queued for a place: the runs here that wait in their grace park now."""
+        try:
+            if not (self._grace and await asyncio.to_thread(parking.queued, self.db, 1)):
+                return
+        except Exception:  # a busy database: the next poll looks again
+            log.debug("counting queued runs failed", exc_info=True)
+            return
+        for wanted in self._grace.values():
+            wanted.set()
 
     def _spawn(self, work: Any) -> None:
         if self._stopped:  # a park timer fired as the worker stops: its runs are released instead
@@ -131,7 +161,11 @@ class Parking:
             self._unparked.add(run_id)
             return False
         self._unparked.discard(run_id)
-        if parked:
+        try:
+            ready = parked and not await asyncio.to_thread(parking.still_waits, self.db, run_id)
+        except Exception:  # a busy database: the sweep finds it ready
+            return parked
+        if ready:
             await self.wake([run_id])  # decided before its row said parked
         return parked
 
@@ -182,6 +216,7 @@ class Parking:
         claimed back by a process that died before queueing them."""
         for run_id in list(self._unparked):
             await self._leave(run_id)
+        await self._give_up_grace()
         await asyncio.to_thread(self._apply_deadlines)
         await self.wake(await asyncio.to_thread(parking.ready, self.db))
         for run_id, claimer, beat in await asyncio.to_thread(parking.stuck, self.db):

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.durable import steps
+from engine.durable import parking, steps
 from engine.durable.database import ACTIVE, QUEUED, STALE_AFTER, Database
 from engine.durable.host import WORKERS_QUEUE, DurableHost, RunRefused, owner_alive
 from engine.services.parking import Parking
@@ -201,7 +201,7 @@ class Worker:
     async def _take_over(self) -> None:
         assert self.host is not None
         me = self.host.owner
-        rows = await asyncio.to_thread(lambda: self.db.list_runs(parked=False))
+        rows = await asyncio.to_thread(lambda: self.db.list_runs(parked=False, queued=False))
         verdicts: dict[str, bool] = {}
         now = time.time()
         for row in rows:
@@ -216,7 +216,7 @@ class Worker:
                 stale = verdicts[owner]
             if stale:
                 self._start_takeover(row, owner)
-        if any(row["status"] == QUEUED for row in rows):
+        if await asyncio.to_thread(parking.queued, self.db, 1):
             await self._take_back_dequeued(verdicts)
 
     def _start_takeover(self, row: dict[str, Any], owner: str | None) -> None:

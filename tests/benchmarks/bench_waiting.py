@@ -14,6 +14,10 @@ One SQLite file (or PostgreSQL, `--backend postgresql`: a server this script sta
    p50/p95/max, with the worker running and the N-K others still waiting.
 
 Run: python tests/benchmarks/bench_waiting.py [--runs 10000] [--answers 200] [--concurrency 8]
+         [--keep DIR] [--again]
+`--keep DIR`: the files go there and stay; `--again` with it: DIR already holds runs waiting
+(an earlier `--keep`): steps 1 and 2 are skipped, 3 and 4 measured on them with a fresh worker.
+CPU seconds are printed beside wall times: this host is shared, and its load stretches wall time.
 """
 
 from __future__ import annotations
@@ -100,17 +104,30 @@ def pending_count(db: Database) -> int:
                              .where(escalations.c.status == "pending")).scalar() or 0)
 
 
-def bench(url: str, folder: Path, runs: int, answers: int, concurrency: int, n_workers: int) -> None:
-    (folder / "flow.sr").write_text(FLOW)
-    (folder / "flow.yaml").write_text(SCRIPT)
-    queued = asyncio.run(_queue(url, folder, runs))
-    print(f"  queued {runs} runs in {queued:.1f} s ({1000 * queued / runs:.2f} ms a run)   (load {load()})", flush=True)
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench(url: str, folder: Path, runs: int, answers: int, concurrency: int, n_workers: int, again: bool) -> None:
+    if not again:
+        (folder / "flow.sr").write_text(FLOW)
+        (folder / "flow.yaml").write_text(SCRIPT)
+        cpu = time.process_time()
+        queued = asyncio.run(_queue(url, folder, runs))
+        print(f"  queued {runs} runs in {queued:.1f} s ({1000 * queued / runs:.2f} ms a run; CPU "
+              f"{1000 * (time.process_time() - cpu) / runs:.2f} ms a run, start-up included)   (load {load()})", flush=True)
     db = Database(url)
+    if again:
+        runs = pending_count(db)
+        print(f"  again: {runs} runs waiting in {folder}", flush=True)
     procs = [WorkerProcess(url, folder, concurrency=concurrency, name=f"w{i}") for i in range(n_workers)]
     try:
         for proc in procs:
             proc.wait_ready(300)
         idle = [rss_mib(p.proc.pid) for p in procs]
+        cpu0 = [cpu_s(p.proc.pid) for p in procs]
         start = time.monotonic()
         while pending_count(db) < runs:
             if time.monotonic() - start > 7200:
@@ -119,8 +136,10 @@ def bench(url: str, folder: Path, runs: int, answers: int, concurrency: int, n_w
         brought = time.monotonic() - start
         time.sleep(3)  # the last parks settle
         full = [rss_mib(p.proc.pid) for p in procs]
+        cpu = sum(cpu_s(p.proc.pid) for p in procs) - sum(cpu0)
         print(f"  {runs} runs brought to their approval by {n_workers} worker(s) x {concurrency}: {brought:.1f} s "
-              f"({runs / brought:.0f} runs/s)   (load {load()})")
+              f"({runs / brought:.0f} runs/s); the workers' CPU {cpu:.0f} s ({1000 * cpu / runs:.1f} ms a run)   "
+              f"(load {load()})")
         for i, (before, after) in enumerate(zip(idle, full)):
             print(f"  worker {i} RSS: {before:.0f} MiB ready, {after:.0f} MiB with {runs} runs waiting "
                   f"({1024 * (after - before) / runs:.1f} KiB per waiting run)")
@@ -128,7 +147,10 @@ def bench(url: str, folder: Path, runs: int, answers: int, concurrency: int, n_w
         listed = subprocess.run([sys.executable, "-m", "engine", "runs", "--db", url, "--format", "json"],
                                 capture_output=True, text=True, cwd=folder, check=True)
         took = time.monotonic() - t
-        print(f"  escalate runs --format json: {len(json.loads(listed.stdout))} runs listed in {took:.2f} s")
+        children = os.times()
+        print(f"  escalate runs --format json: {len(json.loads(listed.stdout))} runs listed in {took:.2f} s "
+              f"(its CPU {children.children_user + children.children_system:.2f} s: the only child reaped yet)"
+              f"   (load {load()})")
         latencies = []
         for row in db.pending_escalations()[:answers]:
             run_id = row["run_id"]
@@ -160,9 +182,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--keep", type=Path, help="an empty folder for the files (kept, to look at the database after)")
+    parser.add_argument("--again", action="store_true", help="--keep DIR holds runs waiting already: measure 3 and 4 on them")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-waiting-") as tmp:
-        folder = Path(tmp)
+        folder = args.keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         server = None
         if args.backend == "postgresql":
             from tests.pg_server import PostgresServer
@@ -173,7 +198,7 @@ def main() -> None:
             url = f"sqlite:///{folder / 'escalate.db'}"
         try:
             print(f"{args.backend}:", flush=True)
-            bench(url, folder, args.runs, min(args.answers, args.runs), args.concurrency, args.workers)
+            bench(url, folder, args.runs, args.answers, args.concurrency, args.workers, args.again)
         finally:
             if server is not None:
                 server.stop()

@@ -25,7 +25,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, RUN_LINE.sub("", err, count=1)
 
 
-RUN_LINE = re.compile(r"^run r[0-9a-f]{8}\n(models: [^\n]*\n)?")
+RUN_LINE = re.compile(r"^run r[0-9a-f]{12}\n(models: [^\n]*\n)?")
 
 
 def test_resolver_returns_previous_value_on_normalized_drift(capsys, tmp_path) -> None:

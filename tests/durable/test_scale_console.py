@@ -1,0 +1,83 @@
+"""The console with thousands of decisions pending (issue 26: 10,000 runs waiting on people).
+
+Textual asks the app whether each key applies at every bindings refresh; whether the pane's
+`b` (a batch of alike decisions) applies compared the decision with every pending one, so a
+console listing 10,000 spent minutes in those comparisons before its inbox was full. Counted:
+comparisons made, not time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.escalation import batch
+from tests.tui.helpers import SIZE, ask, make_app, make_session, pending, settle
+from tui.widgets.decision_pane import DecisionPane
+
+N = 300
+
+
+async def test_bindings_refreshed_again_do_not_compare_every_pending_decision_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        tasks = [ask(session, pending(session.clock, run_id=f"r{n}", timeout=None)) for n in range(N)]
+        await settle(pilot)
+        assert app.main.query_one(DecisionPane).visible
+        compared = [0]
+        real = batch._likeness
+
+        def counted(p):  # type: ignore[no-untyped-def]
+            compared[0] += 1
+            return real(p)
+
+        monkeypatch.setattr(batch, "_likeness", counted)
+        for _ in range(20):  # no news meanwhile: what applies has not changed
+            app.refresh_bindings()
+            await pilot.pause()
+        assert app.check_action("batch", ()) is True  # 300 alike decisions: `b` applies
+        assert compared[0] <= N + 1, compared[0]
+        ask(session, pending(session.clock, run_id="rnew", timeout=None))  # news: asked again, once
+        await settle(pilot)
+        before = compared[0]
+        for _ in range(5):
+            app.refresh_bindings()
+            await pilot.pause()
+        assert compared[0] - before <= N + 2
+        for task in tasks:
+            task.cancel()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_the_decisions_waiting_at_open_are_listed_in_one_redraw(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each decision adopted at open was one delivery to the screen, each syncing the whole inbox:
+    10,000 waiting made the console's listing quadratic (minutes before `Inbox (10000)`)."""
+    from engine.durable.database import Database
+    from engine.kernel.clock import RealClock
+    from tests.durable.test_scale_polls import _add
+    from tests.tui.helpers import wait_until
+    from tui.app import EscalateApp
+
+    db_url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    db = Database(db_url)
+    _add(db, 0, N)  # N parked runs, each waiting on a person, and N queued ones
+    db.close()
+    deliveries: list[int] = []
+    real = EscalateApp._apply_broker_events
+
+    def counted(self, events):  # type: ignore[no-untyped-def]
+        deliveries.append(len(events))
+        return real(self, events)
+
+    monkeypatch.setattr(EscalateApp, "_apply_broker_events", counted)
+    session = make_session([], clock=RealClock(), db_url=db_url, workspace=tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: len(session.pending()) == N, 60, "every waiting decision listed")
+        await settle(pilot)
+        assert app.main.query_one("Inbox").border_title == f"Inbox ({N})"
+        assert sum(deliveries) == N and len(deliveries) <= 3, deliveries[:10]
+        await pilot.press("q")
+        await pilot.press("y")
+        await pilot.pause()
