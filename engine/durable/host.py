@@ -33,6 +33,7 @@ APP_NAME = "escalate"
 # Fixed: DBOS filters recovery by application version, and a run must survive an upgrade.
 APP_VERSION = "escalate-runs-1"
 WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
+WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queue poll)
 WORKFLOW_NAME = "escalate_run"
 
 
@@ -197,8 +198,10 @@ class DurableHost:
         await DBOS.register_queue_async(host.queue_name, polling_interval_sec=0.1)
         if worker_concurrency is not None:
             # DBOS keeps one per-worker limit with the queue: the latest worker to start sets it.
+            # Every 50 ms: a decided run that parked waits on this poll to be continued (half of
+            # answer -> next turn at 0.1 s; an idle poll is reads only, no SQLite write lock).
             await DBOS.register_queue_async(WORKERS_QUEUE, worker_concurrency=worker_concurrency,
-                                            polling_interval_sec=0.1, on_conflict="always_update")
+                                            polling_interval_sec=WORKERS_QUEUE_POLL, on_conflict="always_update")
         db.signals.hold_presence(host.owner)
         _HOST = host
         return host

@@ -12,7 +12,11 @@ decision that reached another run would show in that run's result).
    process start per answer, so that the workers are what is measured): runs per second.
 3. Latency between processes: a console's broker in this process (watching everything, as the
    console does) sees each escalation a worker raises (raise -> listed), answers it, and the
-   worker's agent resumes (answer -> the run's `decision` event, written by the worker): p50/p95.
+   worker's agent resumes (answer -> the run's `decision` event, written by the worker): p50/p95,
+   split by where the run was when answered (still in its worker, or parked: then it goes
+   through the queue, and waits for a free place behind the runs queued before it). Runs beyond
+   the workers' places wait in the queue, and make the runs waiting for people park at once:
+   `--latency-runs 40 --places 20` is 20 runs at a time per worker with no queue behind them.
 4. A dead worker: 2 workers with 5 runs waiting each; one is killed (SIGKILL): seconds until all
    its runs are continued, waiting again, on the other.
 
