@@ -158,7 +158,12 @@ class Database:
             self.engine = sa.create_engine(engine_url(url), future=True,
                                            connect_args=_postgres_options() if path is None else {})
             if path is not None:
+                from engine.durable import sqlite_wait
+
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+                # A write that opens its transaction waits for the lock in even 1 ms steps (sqlite_wait.py).
+                sa.event.listen(self.engine, "do_execute", sqlite_wait.do_execute)
+                sa.event.listen(self.engine, "do_executemany", sqlite_wait.do_executemany)
             else:
                 sa.event.listen(self.engine, "handle_error", _on_error)
             prepare(self.engine, metadata)  # created, or upgraded to this escalate's version

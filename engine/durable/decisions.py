@@ -156,9 +156,10 @@ class DecisionStore:
                 settled.append((row["id"], decision_from_json(row["id"], row["decision"]) if row["decision"] else None))
         return pending, settled
 
-    def still_pending(self, esc_ids: Iterable[str]) -> list[PendingEscalation]:
-        """Those of these escalations that are pending now, as raised."""
-        return [pending_from_json(row["payload"]) for row in self.db.pending_among(esc_ids)]
+    def still_pending(self, esc_ids: Iterable[str] | None) -> list[PendingEscalation]:
+        """Those of these escalations (None: all) that are pending now, as raised."""
+        rows = self.db.pending_escalations() if esc_ids is None else self.db.pending_among(esc_ids)
+        return [pending_from_json(row["payload"]) for row in rows]
 
     def settled(self, esc_ids: Iterable[str]) -> list[tuple[str, Decision | None]]:
         """Escalations among these that are no longer pending: (id, decision or None if withdrawn)."""

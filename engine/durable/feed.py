@@ -86,7 +86,9 @@ class Feed:
                 task.cancel()
 
     def _on_event(self, event: BrokerEvent) -> None:
-        if event.kind == RAISED:  # something waits: the poll runs while anything does
+        # Something waits: the poll runs while anything does (with `everything`, it always runs:
+        # a console adopting 10,000 escalations need not look at it 10,000 times).
+        if event.kind == RAISED and not self._everything:
             self._keep_polling()
 
     def _keep_polling(self) -> None:
@@ -147,13 +149,20 @@ class Feed:
 
     async def _sync(self) -> None:
         """Everything again: decisions made elsewhere, and (a console) escalations raised elsewhere."""
+        ids = self.broker.waiting_ids()
         if self._everything:
+            # The ids pending in the database tell both what is new and what is no longer pending
+            # here: with thousands listed, reading their rows by id every second (an IN of 10,000)
+            # was most of a console's poll.
             fresh = await asyncio.to_thread(self.store.pending_ids)
             new = [esc_id for esc_id in fresh if not self.broker.known(esc_id)]
             if new:
-                for pending in await asyncio.to_thread(self.store.still_pending, new):
-                    self.broker.adopt(pending)
-        ids = self.broker.waiting_ids()
+                # Many new ones (a console opening on thousands): every pending row in one query.
+                rows = await asyncio.to_thread(self.store.still_pending, new if len(new) <= READ_AT_MOST else None)
+                for pending in rows:
+                    if pending.escalation.id in fresh:
+                        self.broker.adopt(pending)
+            ids = [esc_id for esc_id in ids if esc_id not in fresh]
         if ids:
             self._settle(await asyncio.to_thread(self.store.settled, ids))
 

@@ -33,6 +33,7 @@ APP_NAME = "escalate"
 # Fixed: DBOS filters recovery by application version, and a run must survive an upgrade.
 APP_VERSION = "escalate-runs-1"
 WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
+WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queue poll)
 WORKFLOW_NAME = "escalate_run"
 
 
@@ -52,12 +53,25 @@ def current_host() -> "DurableHost | None":
     return _HOST
 
 
+async def _attached_host(timeout: float = 120.0) -> "DurableHost | None":
+    """This process's host once it has an executor (or after `timeout`), on any thread's loop."""
+    end = time.monotonic() + timeout
+    while (_HOST is None or _HOST.executor is None) and time.monotonic() < end:
+        await asyncio.sleep(0.01)
+    return _HOST
+
+
 def _workflow_function() -> Callable[[str], Awaitable[None]]:
     from dbos import DBOS
 
     @DBOS.workflow(name=WORKFLOW_NAME)
     async def escalate_run(run_id: str) -> None:
         host = _HOST
+        if host is None or host.executor is None:
+            # A worker's DBOS takes runs from the queue as soon as it launches, before the host is
+            # known here and the worker has attached its engines: raising then ended such a run
+            # for good (DBOS: ERROR, its row queued forever; 3 of 1,000 at a loaded worker start).
+            host = await _attached_host()
         if host is None or host.executor is None:
             raise RuntimeError("no escalate engine in this process to run " + run_id)
         if asyncio.get_running_loop() is host.loop:
@@ -198,8 +212,10 @@ class DurableHost:
         await DBOS.register_queue_async(host.queue_name, polling_interval_sec=0.1)
         if worker_concurrency is not None:
             # DBOS keeps one per-worker limit with the queue: the latest worker to start sets it.
+            # Every 50 ms: a decided run that parked waits on this poll to be continued (half of
+            # answer -> next turn at 0.1 s; an idle poll is reads only, no SQLite write lock).
             await DBOS.register_queue_async(WORKERS_QUEUE, worker_concurrency=worker_concurrency,
-                                            polling_interval_sec=0.1, on_conflict="always_update")
+                                            polling_interval_sec=WORKERS_QUEUE_POLL, on_conflict="always_update")
         db.signals.hold_presence(host.owner)
         _HOST = host
         return host

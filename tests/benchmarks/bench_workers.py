@@ -12,7 +12,11 @@ decision that reached another run would show in that run's result).
    process start per answer, so that the workers are what is measured): runs per second.
 3. Latency between processes: a console's broker in this process (watching everything, as the
    console does) sees each escalation a worker raises (raise -> listed), answers it, and the
-   worker's agent resumes (answer -> the run's `decision` event, written by the worker): p50/p95.
+   worker's agent resumes (answer -> the run's `decision` event, written by the worker): p50/p95,
+   split by where the run was when answered (still in its worker, or parked: then it goes
+   through the queue, and waits for a free place behind the runs queued before it). Runs beyond
+   the workers' places wait in the queue, and make the runs waiting for people park at once:
+   `--latency-runs 40 --places 20` is 20 runs at a time per worker with no queue behind them.
 4. A dead worker: 2 workers with 5 runs waiting each; one is killed (SIGKILL): seconds until all
    its runs are continued, waiting again, on the other.
 
@@ -166,6 +170,9 @@ def latency(url: str, folder: Path, runs: int, concurrency: int) -> None:
     db = Database(url)
     seen: list[float] = []
     answered_at: dict[str, float] = {}
+    parked: dict[str, bool] = {}  # escalation id -> its run was parked when answered
+    tasks: set[asyncio.Task[None]] = set()
+    writes: list[float] = []  # ms the console's `answer` took (its decision written, on its loop)
 
     async def console() -> None:
         broker = EscalationBroker(RealClock(), store=DecisionStore(db), identity="bench via console")
@@ -178,14 +185,18 @@ def latency(url: str, folder: Path, runs: int, concurrency: int) -> None:
             esc = event.pending.escalation
             seen.append(time.time() - esc.created_at)
 
-            def answer() -> None:
+            async def answer() -> None:
+                await asyncio.sleep(0.02)  # a person is not instantaneous
+                run = await asyncio.to_thread(db.get_run, esc.run_id)  # parked: no worker holds it
+                parked[esc.id] = run is not None and run["status"] == "parked"
                 row = {"id": esc.id, "payload": pending_to_json(event.pending)}
                 answered_at[esc.id] = time.time()
                 try:
                     broker.answer(esc.id, answer_for(row))
                 except Exception:  # withdrawn or decided meanwhile
                     answered_at.pop(esc.id, None)
-            asyncio.get_running_loop().call_later(0.02, answer)  # a person is not instantaneous
+                writes.append(1000 * (time.time() - answered_at.get(esc.id, time.time())))
+            tasks.add(asyncio.get_running_loop().create_task(answer()))
 
         broker.subscribe(on_event)
         feed = Feed(broker, broker.store)
@@ -207,12 +218,13 @@ def latency(url: str, folder: Path, runs: int, concurrency: int) -> None:
 
     try:
         asyncio.run(console())
-        resumed = []
+        resumed, in_place, through_queue = [], [], []
         for run in db.list_runs(include_finished=True):
             for event in db.events_of(run["run_id"]):
                 if event["type"] == "decision" and event["id"] in answered_at:
                     at = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
                     resumed.append(at - answered_at[event["id"]])
+                    (through_queue if parked.get(event["id"]) else in_place).append(1000 * resumed[-1])
         ms = [1000 * s for s in seen]
         rs = [1000 * s for s in resumed]
         print(f"  latency, 2 workers x {concurrency} run(s) at a time:")
@@ -220,6 +232,12 @@ def latency(url: str, folder: Path, runs: int, concurrency: int) -> None:
               f"p50 {statistics.median(ms):.1f} ms, p95 {p95(ms):.1f} ms, max {max(ms):.1f} ms   (load {load()})")
         print(f"  answered in the console -> the worker's agent resumed: n={len(rs)}, "
               f"p50 {statistics.median(rs):.1f} ms, p95 {p95(rs):.1f} ms, max {max(rs):.1f} ms (event times: 1 ms)")
+        print(f"    the console's answer call (its conditional write, on the console's loop): p50 "
+              f"{statistics.median(writes):.1f} ms, p95 {p95(writes):.1f} ms, max {max(writes):.1f} ms")
+        for name, part in (("its run still in its worker", in_place), ("its run parked when answered (continued from the queue)", through_queue)):
+            if part:
+                print(f"    {name}: n={len(part)}, p50 {statistics.median(part):.1f} ms, p95 {p95(part):.1f} ms, "
+                      f"max {max(part):.1f} ms")
     finally:
         for worker in procs:
             worker.stop()
@@ -269,6 +287,7 @@ def main() -> None:
     parser.add_argument("--scale-limit", type=float, default=1800.0, help="seconds before the scale part stops")
     parser.add_argument("--backend", choices=("both", "sqlite", "postgresql"), default="both")
     parser.add_argument("--only", choices=("scale", "throughput", "latency", "dead"), action="append")
+    parser.add_argument("--places", default="1,5,20", help="latency: runs at a time per worker, one measure each")
     args = parser.parse_args()
     parts = args.only or ["scale", "throughput", "latency", "dead"]
     backends = ["postgresql", "sqlite"] if args.backend == "both" else [args.backend]
@@ -295,7 +314,7 @@ def main() -> None:
                 if "throughput" in parts:
                     throughput(new_url, folder, args.throughput_runs)
                 if "latency" in parts:
-                    for at_once in (1, 5, 20):  # runs at a time per worker: 2, 10 and 40 on 2 cores
+                    for at_once in map(int, args.places.split(",")):  # runs at a time per worker: 2, 10 and 40 on 2 cores
                         latency(new_url(), folder, args.latency_runs, at_once)
                 if "dead" in parts:
                     dead_worker(new_url(), folder)
