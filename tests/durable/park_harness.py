@@ -54,6 +54,7 @@ DEADLINE = 4.0  # park-rules.yaml: both deadlines
 PARKING_AFTER = 2.0  # engine/services/parking.py PARK_AFTER, as the harness aims at it
 KILL_POINTS = ("park", "requeue", "continue", "sweep", "random")
 # The log of an uninterrupted run of park.sr, by event type.
+OVER = ("done", "failed", "stopped", "aborted", "cancelled")  # a run that ends otherwise than done is audited as wrong
 LOG = ("agent_call", "human_escalation", "decision", "tool_call", "log", "agent_result",
        "human_escalation", "decision", "human_escalation", "decision", "flow_result")
 
@@ -168,6 +169,10 @@ def expected_result(run_id: str, escalation_rows: list[dict[str, Any]]) -> str:
     return f"built | {picked} | ship {run_id}"
 
 
+def _over(db: Database) -> bool:
+    return all(r["status"] in OVER for r in db.list_runs(include_finished=True))
+
+
 def answer(db_url: str, workdir: Path, row: dict[str, Any]) -> int:
     """`escalate answer` for `row` as the person answers it; its exit code."""
     return subprocess.run([sys.executable, "-m", "engine", "answer", row["id"], *answer_args(row), "--db", db_url],
@@ -175,9 +180,9 @@ def answer(db_url: str, workdir: Path, row: dict[str, Any]) -> int:
 
 
 def answer_until_done(db: Database, db_url: str, workdir: Path, ids: list[str], timeout: float = 300.0) -> None:
-    """Answer whatever waits until these runs are done (the workers running)."""
+    """Answer whatever waits until these runs are over (the workers running; the audit says how they ended)."""
     end = time.monotonic() + timeout
-    while not all(db.get_run(i)["status"] == "done" for i in ids):
+    while not all(db.get_run(i)["status"] in OVER for i in ids):
         if time.monotonic() > end:
             raise AssertionError(f"runs not done in {timeout:g} s: {[(r['run_id'], r['status']) for r in db.list_runs()]}")
         for row in db.pending_escalations(ids):
@@ -215,10 +220,10 @@ def kill_while_parking(workdir: Path, rng: random.Random, *, runs: int = 4, kill
                 round_.audit.check(ids, final=False)
                 for _ in range(workers - len(crew.alive())):
                     crew.start()
-            if report.kills < kills and all(r["status"] == "done" for r in db.list_runs(include_finished=True)):
+            if report.kills < kills and _over(db):
                 ids += queue_runs(db_url, workdir, PARK, PARK_SCRIPT, PARK_RULES, runs)  # more to kill
                 report.runs = len(ids)
-        while time.monotonic() < deadline and not all(r["status"] == "done" for r in db.list_runs(include_finished=True)):
+        while time.monotonic() < deadline and not _over(db):
             round_.step()
         round_.finish_answers()
         crew.stop_all()
@@ -314,7 +319,7 @@ class _Round:
         """(monotonic time, workers to kill then, or every worker) for a kill at `point`."""
         give_up = time.monotonic() + 30.0  # no such moment comes: killed at random instead
         while time.monotonic() < deadline:
-            if all(r["status"] == "done" for r in self.db.list_runs(include_finished=True)):
+            if _over(self.db):
                 return None
             alive = self.crew.ready()
             if not alive:
@@ -417,6 +422,8 @@ class Audit:
                            f"{[(i, r['status']) for i, r in rows.items()]}, decision events {sorted(decided)}")
         if done and json.loads(run["result"]) != expected_result(run_id, list(rows.values())):
             report.problem("wrong_results", f"result {run_id}", f"{run_id}: result {run['result']}")
+        elif run["status"] in OVER and not done:
+            report.problem("wrong_results", f"result {run_id}", f"{run_id}: ended {run['status']}: {run['error']}")
         if final:
             report.done += done
             for row in rows.values():
@@ -443,7 +450,7 @@ class Audit:
         """Nothing pending, parked, queued or unfinished: every run done, each workflow over."""
         report = self.report
         left = [(r["run_id"], r["status"], r["owner"]) for r in self.db.list_runs(include_finished=True)
-                if r["status"] != "done"]
+                if r["status"] not in OVER]
         pending = [r["id"] for r in self.db.pending_escalations()]
         with self.db.engine.connect() as c:
             table = "workflow_status" if self.db_url.startswith("sqlite") else "dbos.workflow_status"
