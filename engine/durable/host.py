@@ -24,7 +24,7 @@ from typing import Awaitable, Callable, Protocol
 
 from engine.durable import parking, steps
 from engine.durable.askers import is_outside, withdraw_if_gone
-from engine.durable.owners import new_owner, pid_gone
+from engine.durable.owners import alive_here, new_owner, pid_gone
 from engine.durable.database import HEARTBEAT_SECONDS, PARKED, STALE_AFTER, Database, DatabaseError
 
 log = logging.getLogger("escalate.durable")
@@ -299,6 +299,8 @@ class DurableHost:
             row = await asyncio.to_thread(self.db.get_run, run_id)
         owner = row["owner"] if row else None
         beat = row["heartbeat"] if row else None
+        if owner and owner != self.owner and beat is not None and await asyncio.to_thread(alive_here, owner, beat):
+            return False  # executing in a live process of this host whose beat is late: never in two at once
         dead = owner if owner and not await asyncio.to_thread(owner_alive, owner, self.db, beat) else None
         if not await asyncio.to_thread(lambda: self.db.claim_run(run_id, self.owner, dead_owner=dead)):
             return False

@@ -1,6 +1,6 @@
 """A worker whose heartbeat is late but whose process lives (stopped, or starved on a loaded
 host) keeps its run: another worker on the same host must not take it over, which would execute
-one workflow in two processes at once (found by tests/durable/park_harness.py under load: the
+one workflow in two processes at once, and so must `escalate resume` (and a console) (found by tests/durable/park_harness.py under load: the
 run ended `failed`, DBOS's "awaited workflow was cancelled"). Real `escalate worker`s on a real
 SQLite file, the holder stopped with SIGSTOP past STALE_AFTER, then continued."""
 
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -46,6 +48,9 @@ def test_a_live_worker_with_a_late_heartbeat_keeps_its_run(tmp_path: Path, monke
         while time.time() < beat + STALE_AFTER + 4:  # its beat is stale now: the other scans 4 times
             time.sleep(0.2)
         assert "taken over" not in other.text, other.text
+        resumed = subprocess.run([sys.executable, "-m", "engine", "resume", ids[0], "--db", url], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=120)  # nor `escalate resume`, nor a console
+        assert "active in another process" in resumed.stderr, resumed.stderr
         assert db.get_run(ids[0])["owner"] == stopped.owner
         os.kill(stopped.proc.pid, signal.SIGCONT)
         answer_until_done(db, url, tmp_path, ids)
