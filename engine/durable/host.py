@@ -19,6 +19,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import logging
+import threading
 import time
 from typing import Awaitable, Callable, Protocol
 
@@ -32,6 +33,7 @@ log = logging.getLogger("escalate.durable")
 APP_NAME = "escalate"
 # Fixed: DBOS filters recovery by application version, and a run must survive an upgrade.
 APP_VERSION = "escalate-runs-1"
+EXECUTOR_WAIT = 60.0  # a run DBOS hands over before this process has its engines waits this long for them
 WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
 WORKFLOW_NAME = "escalate_run"
 
@@ -58,6 +60,10 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     @DBOS.workflow(name=WORKFLOW_NAME)
     async def escalate_run(run_id: str) -> None:
         host = _HOST
+        if host is not None and host.executor is None:
+            # Dequeued as a worker starts, before its engines exist (DBOS's queue is listened to
+            # from launch): the run waits for them instead of failing for good.
+            await asyncio.to_thread(host.executor_ready.wait, EXECUTOR_WAIT)
         if host is None or host.executor is None:
             raise RuntimeError("no escalate engine in this process to run " + run_id)
         if asyncio.get_running_loop() is host.loop:
@@ -121,7 +127,8 @@ class DurableHost:
         self.loop = loop
         self.owner = new_owner()
         self.queue_name = f"escalate-{self.owner}"
-        self.executor: RunExecutor | None = None
+        self._executor: RunExecutor | None = None
+        self.executor_ready = threading.Event()  # set with the executor (a run dequeued before waits)
         self.draining = False  # a worker stopping: runs it takes from the queue now are left for others
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
@@ -129,6 +136,17 @@ class DurableHost:
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
         self.converted = 0  # pickle rows of this user's converted to JSON at open
+
+    @property
+    def executor(self) -> RunExecutor | None:
+        """What executes this process's runs (an engine, a worker's router)."""
+        return self._executor
+
+    @executor.setter
+    def executor(self, value: RunExecutor | None) -> None:
+        self._executor = value
+        if value is not None:
+            self.executor_ready.set()
 
     @property
     def notices(self) -> list[str]:

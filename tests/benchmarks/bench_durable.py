@@ -275,8 +275,8 @@ def kills(total: int, postgresql: bool = False) -> None:
             "finished steps repeated": 0, "in-flight steps run again": 0}
     parks = {"kills": 0, "runs": 0, "wrong results": 0, "events lost": 0, "events doubled": 0,
              "decisions lost": 0, "decisions applied twice": 0, "defaults early": 0, "finished steps repeated": 0,
-             "left pending": 0, "worker tracebacks": 0, "in-flight steps run again": 0, "answers": 0,
-             "answer processes killed": 0, "defaults applied": 0, "defaults due with no worker": 0,
+             "left pending": 0, "worker faults": 0, "in-flight steps run again": 0, "answers": 0,
+             "answer processes killed": 0, "answers failed": 0, "defaults applied": 0, "defaults due with no worker": 0,
              "audits after a kill": 0}
     points: dict[str, int] = {}
     problems: list[str] = []
@@ -313,9 +313,10 @@ def kills(total: int, postgresql: bool = False) -> None:
                                     ("decisions applied twice", park.decisions_doubled),
                                     ("defaults early", park.defaults_early),
                                     ("finished steps repeated", park.steps_repeated), ("left pending", park.left_pending),
-                                    ("worker tracebacks", park.tracebacks),
+                                    ("worker faults", park.worker_faults),
                                     ("in-flight steps run again", park.steps_in_flight_rerun), ("answers", park.answers),
-                                    ("answer processes killed", park.answers_killed), ("defaults applied", park.defaults),
+                                    ("answer processes killed", park.answers_killed),
+                                    ("answers failed", park.answers_failed), ("defaults applied", park.defaults),
                                     ("defaults due with no worker", park.defaults_with_no_worker),
                                     ("audits after a kill", park.checks)):
                     parks[name] += value

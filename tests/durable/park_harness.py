@@ -52,6 +52,7 @@ PARK_SCRIPT = DATA / "park.yaml"
 PARK_RULES = DATA / "park-rules.yaml"
 DEADLINE = 4.0  # park-rules.yaml: both deadlines
 PARKING_AFTER = 2.0  # engine/services/parking.py PARK_AFTER, as the harness aims at it
+SETTLE = 240.0  # after the last kill, the seconds a loaded host may take to end every run
 KILL_POINTS = ("park", "requeue", "continue", "sweep", "random")
 # The log of an uninterrupted run of park.sr, by event type.
 OVER = ("done", "failed", "stopped", "aborted", "cancelled")  # a run that ends otherwise than done is audited as wrong
@@ -66,6 +67,7 @@ class ParkReport:
     kill_points: Counter[str] = field(default_factory=Counter)
     answers: int = 0  # decisions written by `escalate answer`
     answers_killed: int = 0  # `escalate answer` processes killed (their decision given again)
+    answers_failed: int = 0  # `escalate answer` exits 2 (a database locked too long): given again
     defaults: int = 0  # escalations decided by their deadline's default
     defaults_with_no_worker: int = 0  # ... whose deadline passed while no worker ran
     checks: int = 0  # audits made after a kill
@@ -79,7 +81,7 @@ class ParkReport:
     steps_repeated: int = 0  # a step executed again after its result was recorded
     steps_in_flight_rerun: int = 0  # a step executed again that had not been recorded (allowed)
     left_pending: int = 0  # at the end: a run not done, an escalation pending, a workflow unfinished
-    tracebacks: int = 0  # a worker that wrote a traceback
+    worker_faults: int = 0  # a worker that wrote a traceback, a round stalled, a worker deaf to SIGTERM
     problems: list[str] = field(default_factory=list)  # what each count above is, in words
     seconds: float = 0.0
     _seen: set[str] = field(default_factory=set, repr=False)
@@ -95,7 +97,7 @@ class ParkReport:
     def clean(self) -> bool:
         return not (self.wrong_results or self.events_lost or self.events_doubled or self.decisions_lost
                     or self.decisions_doubled or self.defaults_early or self.steps_repeated or self.left_pending
-                    or self.tracebacks)
+                    or self.worker_faults)
 
 
 class _Workers:
@@ -136,15 +138,24 @@ class _Workers:
         proc.wait()
         return True
 
-    def stop_all(self) -> None:
+    def stop_all(self) -> str:
+        """SIGTERM to each; what the threads of those still running after 60 s were doing."""
         for proc in self.alive():
             proc.terminate()
-        for proc in self.alive():
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        end = time.monotonic() + 60
+        while self.alive() and time.monotonic() < end:
+            time.sleep(0.1)
+        return self.dump() if self.alive() else ""
+
+    def dump(self) -> str:
+        """Each live worker's threads (faulthandler, on SIGABRT: it dies), from its log."""
+        dumped = []
+        for proc, log in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGABRT)
                 proc.wait()
+                dumped.append(f"{log.name}: {log.read_text(errors='replace')[-6000:]}")
+        return "\n".join(dumped)
 
     def errors(self) -> str:
         """Tracebacks the workers wrote (a worker must fail in one line, never a traceback)."""
@@ -200,7 +211,7 @@ def kill_while_parking(workdir: Path, rng: random.Random, *, runs: int = 4, kill
     workdir.mkdir(parents=True, exist_ok=True)
     db_url = db_url or f"sqlite:///{workdir / 'escalate.db'}"
     steps = workdir / "steps.jsonl"
-    env = {**os.environ, "ESCALATE_STEP_AUDIT": str(steps)}
+    env = {**os.environ, "ESCALATE_STEP_AUDIT": str(steps), "PYTHONFAULTHANDLER": "1"}  # SIGABRT: threads dumped
     report = ParkReport(runs=runs)
     ids = queue_runs(db_url, workdir, PARK, PARK_SCRIPT, PARK_RULES, runs)
     report.runs = len(ids)
@@ -223,13 +234,17 @@ def kill_while_parking(workdir: Path, rng: random.Random, *, runs: int = 4, kill
             if report.kills < kills and _over(db):
                 ids += queue_runs(db_url, workdir, PARK, PARK_SCRIPT, PARK_RULES, runs)  # more to kill
                 report.runs = len(ids)
-        while time.monotonic() < deadline and not _over(db):
+        settle = time.monotonic() + SETTLE  # the kills over: every run ends by then, or it stalled
+        while time.monotonic() < settle and not _over(db):
             round_.step()
+        if not _over(db):  # stalled: what each live worker's threads were doing
+            report.problem("worker_faults", "stalled", f"stalled; the live workers' threads: {crew.dump()}")
         round_.finish_answers()
-        crew.stop_all()
+        if hung := crew.stop_all():
+            report.problem("worker_faults", "hung", f"workers still running 60 s after SIGTERM: {hung}")
         round_.audit.check(ids, final=True)
         if errors := crew.errors():
-            report.problem("tracebacks", "tracebacks", f"a worker wrote a traceback: {errors[-2000:]}")
+            report.problem("worker_faults", "tracebacks", f"a worker wrote a traceback: {errors[-2000:]}")
     finally:
         round_.finish_answers()
         for proc in crew.alive():
@@ -278,8 +293,11 @@ class _Round:
             if proc.returncode == 0:
                 self.report.answers += 1
                 self.answered_at = time.monotonic()
-            elif proc.returncode == -signal.SIGKILL:
-                self.report.answers_killed += 1
+            elif proc.returncode != 1:  # 1: decided meanwhile (a default)
+                if proc.returncode == -signal.SIGKILL:
+                    self.report.answers_killed += 1
+                else:
+                    self.report.answers_failed += 1
                 self.answer_at[esc_id] = time.time() + self.rng.uniform(0.0, 1.0)  # given again, if still pending
         time.sleep(0.02)
 
