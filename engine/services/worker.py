@@ -5,8 +5,9 @@ processes that died, until it is stopped.
   from it. A run that pauses for a person leaves the worker and its place (parked: rows only);
   its decision, from any process, puts it back on the queue (engine/services/parking.py).
 - Takeover: every second the worker looks for active runs whose process is gone (on this host:
-  its pid no longer exists, however late its heartbeat; on PostgreSQL, anywhere: its connection's advisory lock is free and
-  it has not beaten for `PRESENCE_GRACE`; otherwise: no heartbeat for `STALE_AFTER`), claims
+  its pid no longer exists, however late its heartbeat; on PostgreSQL, anywhere: its
+  connection's advisory lock is free and it has not beaten for `PRESENCE_GRACE`; otherwise: no
+  heartbeat for `STALE_AFTER`), claims
   them with a conditional update (the first taker wins) and continues them here from their last
   recorded step. A queued run that a dead worker took from the queue but never began is taken
   back the same way.
