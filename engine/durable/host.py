@@ -208,7 +208,12 @@ class DurableHost:
             _HOST.close()  # an earlier console or command of this process, on another database or loop
         host = cls(db, loop)
         await asyncio.to_thread(host._admit, worker_concurrency is not None)
-        host._launch([WORKERS_QUEUE] if worker_concurrency is not None else [])
+        _HOST = host  # before the launch: a run DBOS hands over at once finds it (and waits for its engines)
+        try:
+            host._launch([WORKERS_QUEUE] if worker_concurrency is not None else [])
+        except BaseException:
+            _HOST = None
+            raise
         from dbos import DBOS
 
         # Polled often: a resumed run starts within a tenth of a second.
@@ -218,7 +223,6 @@ class DurableHost:
             await DBOS.register_queue_async(WORKERS_QUEUE, worker_concurrency=worker_concurrency,
                                             polling_interval_sec=0.1, on_conflict="always_update")
         db.signals.hold_presence(host.owner)
-        _HOST = host
         return host
 
     def enqueue_in(self, conn: object, run_id: str) -> None:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+import pytest
+
 from engine.durable.database import Database
 from engine.services import open_services
 from engine.services.worker import EngineRouter
@@ -25,10 +27,28 @@ def _workflow_status(db: Database, run_id: str) -> str | None:
         return c.execute(sa.text("SELECT status FROM workflow_status WHERE workflow_uuid = :i"), {"i": run_id}).scalar()
 
 
-async def test_a_run_dequeued_before_the_worker_has_its_engines_waits_for_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("during_open", [False, True])
+async def test_a_run_dequeued_before_the_worker_has_its_engines_waits_for_them(tmp_path: Path, monkeypatch,
+                                                                               during_open: bool) -> None:
+    """`during_open`: the run is handed over while the host is still opening (after DBOS's
+    launch, before the queues' settings are written: that window widened to seconds here)."""
+    from dbos import DBOS
+
     url = f"sqlite:///{tmp_path / 'escalate.db'}"
     (run_id,) = await asyncio.to_thread(queue_runs, url, tmp_path, PARK, PARK_SCRIPT, PARK_RULES, 1)
     db = Database(url)
+    if during_open:
+        register = DBOS.register_queue_async
+
+        async def slowly(*args, **kwargs):  # DBOS's queue thread dequeues meanwhile
+            end = time.monotonic() + 120
+            while await asyncio.to_thread(_workflow_status, db, run_id) == "ENQUEUED":
+                assert time.monotonic() < end, "DBOS did not dequeue the run while the host opened"
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.0)
+            return await register(*args, **kwargs)
+
+        monkeypatch.setattr(DBOS, "register_queue_async", slowly)
     services = await open_services(url, identity="worker", worker_concurrency=1)
     try:
         end = time.monotonic() + 120
