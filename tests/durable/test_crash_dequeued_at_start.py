@@ -16,6 +16,7 @@ import sqlalchemy as sa
 import pytest
 
 from engine.durable.database import Database
+from engine.durable.host import WORKERS_QUEUE
 from engine.services import open_services
 from engine.services.worker import EngineRouter
 from tests.durable.crash_harness import queue_runs
@@ -30,8 +31,8 @@ def _workflow_status(db: Database, run_id: str) -> str | None:
 @pytest.mark.parametrize("during_open", [False, True])
 async def test_a_run_dequeued_before_the_worker_has_its_engines_waits_for_them(tmp_path: Path, monkeypatch,
                                                                                during_open: bool) -> None:
-    """`during_open`: the run is handed over while the host is still opening (after DBOS's
-    launch, before the queues' settings are written: that window widened to seconds here)."""
+    """`during_open`: the run is handed over while the host is still opening (the workers' queue
+    registered, `open` not returned yet: that window widened to seconds here)."""
     from dbos import DBOS
 
     url = f"sqlite:///{tmp_path / 'escalate.db'}"
@@ -40,13 +41,14 @@ async def test_a_run_dequeued_before_the_worker_has_its_engines_waits_for_them(t
     if during_open:
         register = DBOS.register_queue_async
 
-        async def slowly(*args, **kwargs):  # DBOS's queue thread dequeues meanwhile
+        async def slowly(name, *args, **kwargs):  # once the workers' queue is known, DBOS dequeues meanwhile
+            done = await register(name, *args, **kwargs)
             end = time.monotonic() + 120
-            while await asyncio.to_thread(_workflow_status, db, run_id) == "ENQUEUED":
+            while name == WORKERS_QUEUE and await asyncio.to_thread(_workflow_status, db, run_id) == "ENQUEUED":
                 assert time.monotonic() < end, "DBOS did not dequeue the run while the host opened"
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.0)
-            return await register(*args, **kwargs)
+            return done
 
         monkeypatch.setattr(DBOS, "register_queue_async", slowly)
     services = await open_services(url, identity="worker", worker_concurrency=1)
