@@ -19,12 +19,13 @@ import asyncio
 import concurrent.futures
 import contextvars
 import logging
+import threading
 import time
 from typing import Any, Awaitable, Callable, Protocol
 
 from engine.durable import parking, steps
 from engine.durable.askers import is_outside, withdraw_if_gone
-from engine.durable.owners import new_owner, pid_gone
+from engine.durable.owners import alive_here, new_owner, pid_gone
 from engine.durable.database import HEARTBEAT_SECONDS, PARKED, STALE_AFTER, Database, DatabaseError
 
 log = logging.getLogger("escalate.durable")
@@ -32,6 +33,7 @@ log = logging.getLogger("escalate.durable")
 APP_NAME = "escalate"
 # Fixed: DBOS filters recovery by application version, and a run must survive an upgrade.
 APP_VERSION = "escalate-runs-1"
+EXECUTOR_WAIT = 60.0  # a run DBOS hands over before this process has its engines waits this long for them
 WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
 WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queue poll)
 WORKFLOW_NAME = "escalate_run"
@@ -67,6 +69,10 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     @DBOS.workflow(name=WORKFLOW_NAME)
     async def escalate_run(run_id: str) -> None:
         host = _HOST
+        if host is not None and host.executor is None:
+            # Dequeued as a worker starts, before its engines exist (DBOS's queue is listened to
+            # from launch): the run waits for them instead of failing for good.
+            await asyncio.to_thread(host.executor_ready.wait, EXECUTOR_WAIT)
         if host is None or host.executor is None:
             # A worker's DBOS takes runs from the queue as soon as it launches, before the host is
             # known here and the worker has attached its engines: raising then ended such a run
@@ -135,7 +141,8 @@ class DurableHost:
         self.loop = loop
         self.owner = new_owner()
         self.queue_name = f"escalate-{self.owner}"
-        self.executor: RunExecutor | None = None
+        self._executor: RunExecutor | None = None
+        self.executor_ready = threading.Event()  # set with the executor (a run dequeued before waits)
         self.draining = False  # a worker stopping: runs it takes from the queue now are left for others
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
@@ -144,6 +151,17 @@ class DurableHost:
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
         self.converted = 0  # pickle rows of this user's converted to JSON at open
+
+    @property
+    def executor(self) -> RunExecutor | None:
+        """What executes this process's runs (an engine, a worker's router)."""
+        return self._executor
+
+    @executor.setter
+    def executor(self, value: RunExecutor | None) -> None:
+        self._executor = value
+        if value is not None:
+            self.executor_ready.set()
 
     @property
     def notices(self) -> list[str]:
@@ -205,7 +223,12 @@ class DurableHost:
             _HOST.close()  # an earlier console or command of this process, on another database or loop
         host = cls(db, loop)
         await asyncio.to_thread(host._admit, worker_concurrency is not None)
-        host._launch([WORKERS_QUEUE] if worker_concurrency is not None else [])
+        _HOST = host  # before the launch: a run DBOS hands over at once finds it (and waits for its engines)
+        try:
+            host._launch([WORKERS_QUEUE] if worker_concurrency is not None else [])
+        except BaseException:
+            _HOST = None
+            raise
         from dbos import DBOS
 
         # Polled often: a resumed run starts within a tenth of a second.
@@ -217,7 +240,6 @@ class DurableHost:
             await DBOS.register_queue_async(WORKERS_QUEUE, worker_concurrency=worker_concurrency,
                                             polling_interval_sec=WORKERS_QUEUE_POLL, on_conflict="always_update")
         db.signals.hold_presence(host.owner)
-        _HOST = host
         return host
 
     def enqueue_in(self, conn: object, run_id: str) -> None:
@@ -320,6 +342,8 @@ class DurableHost:
             row = await asyncio.to_thread(self.db.get_run, run_id)
         owner = row["owner"] if row else None
         beat = row["heartbeat"] if row else None
+        if owner and owner != self.owner and beat is not None and await asyncio.to_thread(alive_here, owner, beat):
+            return False  # executing in a live process of this host whose beat is late: never in two at once
         dead = owner if owner and not await asyncio.to_thread(owner_alive, owner, self.db, beat) else None
         if not await asyncio.to_thread(lambda: self.db.claim_run(run_id, self.owner, dead_owner=dead)):
             return False

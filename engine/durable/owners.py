@@ -13,6 +13,36 @@ def new_owner() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
+def alive_here(owner: str, beat: float) -> bool:
+    """True when `owner` names a process of this host that exists and already existed at its
+    last heartbeat `beat` (a pid reused by a process started since is not it). A late beat
+    (a stopped process, or one starved on a loaded host) does not make it gone: its runs are
+    still executing there."""
+    host, _, pid = owner.rpartition("-")[0].rpartition("-")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        pass
+    started = _started(int(pid))
+    return started is None or started <= beat + 2.0  # /proc's boot time is in whole seconds
+
+
+def _started(pid: int) -> float | None:
+    """When process `pid` started (epoch seconds), where /proc tells (Linux); else None."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            ticks = int(stat.read().rpartition(")")[2].split()[19])  # field 22: starttime
+        with open("/proc/stat", encoding="ascii", errors="replace") as system:
+            boot = next(int(line.split()[1]) for line in system if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def pid_gone(owner: str) -> bool:
     """True when `owner` names a process of this host that no longer exists."""
     host, _, pid = owner.rpartition("-")[0].rpartition("-")

@@ -5,8 +5,9 @@ processes that died, until it is stopped.
   from it. A run that pauses for a person leaves the worker and its place (parked: rows only);
   its decision, from any process, puts it back on the queue (engine/services/parking.py).
 - Takeover: every second the worker looks for active runs whose process is gone (on this host:
-  its pid no longer exists; on PostgreSQL, anywhere: its connection's advisory lock is free and
-  it has not beaten for `PRESENCE_GRACE`; otherwise: no heartbeat for `STALE_AFTER`), claims
+  its pid no longer exists, however late its heartbeat; on PostgreSQL, anywhere: its
+  connection's advisory lock is free and it has not beaten for `PRESENCE_GRACE`; otherwise: no
+  heartbeat for `STALE_AFTER`), claims
   them with a conditional update (the first taker wins) and continues them here from their last
   recorded step. A queued run that a dead worker took from the queue but never began is taken
   back the same way.
@@ -28,6 +29,7 @@ from typing import Any, Callable
 from engine.durable import parking, steps
 from engine.durable.database import ACTIVE, QUEUED, STALE_AFTER, Database
 from engine.durable.host import WORKERS_QUEUE, DurableHost, RunRefused, owner_alive
+from engine.durable.owners import alive_here
 from engine.services.parking import Parking
 from engine.services.wiring import Services, open_services
 
@@ -210,6 +212,8 @@ class Worker:
                 continue
             beat = row["heartbeat"]
             stale = beat is None or beat < now - STALE_AFTER
+            if stale and beat is not None and owner is not None and await asyncio.to_thread(alive_here, owner, beat):
+                continue  # late, not gone (stopped, or starved by a loaded host): taking it would run it twice
             if not stale and owner is not None:
                 if owner not in verdicts:
                     verdicts[owner] = not await asyncio.to_thread(owner_alive, owner, self.db, beat)

@@ -9,10 +9,14 @@
 2. `escalate answer` in another process -> the waiting agent resumed: a run waits in
    `escalate run --wait`; the answer is written by a separate process; the time until the
    agent's next turn starts (its `decision` event), p50/p95 over K answers.
-3. Random kills (tests/durable/crash_harness.py): runs killed with SIGKILL at random points and
-   continued until done; totals of decisions lost or doubled and finished steps repeated.
+3. Random kills: half of them `escalate run`/`resume` killed with SIGKILL at random points and
+   continued until done (tests/durable/crash_harness.py); half of them `escalate worker`s killed
+   while runs park, while `escalate answer`'s decisions requeue them, while workers continue
+   them and while a worker's poll applies an overdue default (tests/durable/park_harness.py);
+   totals of results wrong, events and decisions lost or doubled, finished steps repeated,
+   runs left pending. `--postgresql`: on a PostgreSQL server the benchmark starts.
 
-Run: python tests/benchmarks/bench_durable.py [--turns N] [--rounds R] [--trees DIR ...] [--answers K] [--kills K]
+Run: python tests/benchmarks/bench_durable.py [--turns N] [--rounds R] [--trees DIR ...] [--answers K] [--kills K] [--postgresql]
 """
 
 from __future__ import annotations
@@ -253,24 +257,80 @@ def answer_latency(answers: int) -> None:
           f"p95 {p95:.1f} ms, max {lat[-1]:.1f} ms")
 
 
-def kills(total: int) -> None:
-    from tests.durable.crash_harness import run_with_kills
+def kills(total: int, postgresql: bool = False) -> None:
+    """`total` SIGKILLs, half on `escalate run`/`resume` (run_with_kills: 10 a run), half on
+    `escalate worker`s while runs park, are requeued by `escalate answer`, are continued and get
+    their deadlines' defaults (park_harness: 10 a round), rounds taken in turn. On a new SQLite
+    file each, or (`postgresql`) a new database each on a PostgreSQL server started here."""
+    from tests.durable.crash_harness import EXPECTED, run_with_kills
+    from tests.durable.park_harness import kill_while_parking
 
+    server = None
+    if postgresql:
+        from tests.pg_server import PostgresServer
+
+        server = PostgresServer().start()
     rng = random.Random(12)
-    totals = {"kills": 0, "runs": 0, "wrong results": 0, "decisions lost": 0, "decisions doubled": 0,
-              "finished steps repeated": 0, "in-flight steps run again": 0}
+    runs = {"kills": 0, "runs": 0, "wrong results": 0, "decisions lost": 0, "decisions doubled": 0,
+            "finished steps repeated": 0, "in-flight steps run again": 0}
+    parks = {"kills": 0, "runs": 0, "wrong results": 0, "events lost": 0, "events doubled": 0,
+             "decisions lost": 0, "decisions applied twice": 0, "defaults early": 0, "finished steps repeated": 0,
+             "left pending": 0, "worker faults": 0, "in-flight steps run again": 0, "answers": 0,
+             "answer processes killed": 0, "answers failed": 0, "defaults applied": 0, "defaults due with no worker": 0,
+             "audits after a kill": 0}
+    points: dict[str, int] = {}
+    problems: list[str] = []
     started = time.monotonic()
-    while totals["kills"] < total:
-        report = run_with_kills(Path(tempfile.mkdtemp()), kills=min(10, total - totals["kills"]), rng=rng)
-        totals["kills"] += report.kills
-        totals["runs"] += 1
-        totals["wrong results"] += report.result != "first done | second done | ship it"
-        totals["decisions lost"] += report.decisions_missing + (3 - report.escalations if report.escalations < 3 else 0)
-        totals["decisions doubled"] += report.decision_events_doubled
-        totals["finished steps repeated"] += report.steps_repeated
-        totals["in-flight steps run again"] += report.steps_in_flight_rerun
-        print(f"  {totals} ({time.monotonic() - started:.0f} s)", flush=True)
-    print("random kills:", ", ".join(f"{k} {v}" for k, v in totals.items()))
+    half = total - total // 2
+
+    def line() -> str:
+        kind = "PostgreSQL" if postgresql else "SQLite"
+        return (f"{kind}, {time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.1f}\n"
+                f"    run/resume: {', '.join(f'{k} {v}' for k, v in runs.items())}\n"
+                f"    workers, parking: {', '.join(f'{k} {v}' for k, v in parks.items())}\n"
+                f"    kills at: {', '.join(f'{k} {v}' for k, v in sorted(points.items()))}")
+
+    try:
+        while runs["kills"] < half or parks["kills"] < total - half:
+            url = server.new_database() if server is not None else None
+            if runs["kills"] < half and runs["kills"] <= parks["kills"]:
+                report = run_with_kills(Path(tempfile.mkdtemp()), kills=min(10, half - runs["kills"]), rng=rng, db_url=url)
+                runs["kills"] += report.kills
+                runs["runs"] += 1
+                runs["wrong results"] += report.result != EXPECTED
+                runs["decisions lost"] += report.decisions_missing + max(0, 3 - report.escalations)
+                runs["decisions doubled"] += report.decision_events_doubled
+                runs["finished steps repeated"] += report.steps_repeated
+                runs["in-flight steps run again"] += report.steps_in_flight_rerun
+                if report.result != EXPECTED or report.decisions_missing or report.steps_repeated:
+                    problems.append(f"run/resume: {report}")
+            else:
+                park = kill_while_parking(Path(tempfile.mkdtemp()), rng, runs=4, kills=min(10, total - half - parks["kills"]),
+                                          concurrency=rng.choice([1, 2]), db_url=url)
+                for name, value in (("kills", park.kills), ("runs", park.runs), ("wrong results", park.wrong_results),
+                                    ("events lost", park.events_lost), ("events doubled", park.events_doubled),
+                                    ("decisions lost", park.decisions_lost),
+                                    ("decisions applied twice", park.decisions_doubled),
+                                    ("defaults early", park.defaults_early),
+                                    ("finished steps repeated", park.steps_repeated), ("left pending", park.left_pending),
+                                    ("worker faults", park.worker_faults),
+                                    ("in-flight steps run again", park.steps_in_flight_rerun), ("answers", park.answers),
+                                    ("answer processes killed", park.answers_killed),
+                                    ("answers failed", park.answers_failed), ("defaults applied", park.defaults),
+                                    ("defaults due with no worker", park.defaults_with_no_worker),
+                                    ("audits after a kill", park.checks)):
+                    parks[name] += value
+                for point, n in park.kill_points.items():
+                    points[point] = points.get(point, 0) + n
+                problems.extend(park.problems)
+            print(line(), flush=True)
+            for problem in problems:
+                print("    PROBLEM", problem[:3000], flush=True)
+            problems.clear()
+    finally:
+        if server is not None:
+            server.stop()
+    print("random kills:", line())
 
 
 if __name__ == "__main__":
@@ -280,6 +340,7 @@ if __name__ == "__main__":
     parser.add_argument("--trees", type=Path, nargs="*", default=[], help="other checkouts of escalate, run side by side")
     parser.add_argument("--answers", type=int, default=40)
     parser.add_argument("--kills", type=int, default=1000)
+    parser.add_argument("--postgresql", action="store_true", help="the kills on a PostgreSQL server started here")
     args = parser.parse_args()
     os.chdir(ROOT)
     if args.turns:
@@ -287,4 +348,4 @@ if __name__ == "__main__":
     if args.answers:
         answer_latency(args.answers)
     if args.kills:
-        kills(args.kills)
+        kills(args.kills, args.postgresql)

@@ -127,22 +127,34 @@ def _audit(report: Report, db: Database, run_id: str | None, audit: Path, workdi
         if event["type"] == "decision":
             decided[event["id"]] = decided.get(event["id"], 0) + 1
     report.decision_events_doubled = sum(1 for n in decided.values() if n > 1)
-    recorded: set[str] = set()
-    seen_live: set[str] = set()
-    if audit.exists():
-        for line in audit.read_text(encoding="utf-8").splitlines():
-            entry = json.loads(line)
-            key = entry["key"]
-            if entry["kind"] == "recorded":
-                recorded.add(key)
-            elif key in recorded:
-                report.steps_repeated += 1
-            elif key in seen_live:
-                report.steps_in_flight_rerun += 1
-            else:
-                seen_live.add(key)
+    repeated, report.steps_in_flight_rerun = steps_audit(audit)
+    report.steps_repeated = len(repeated)
     ran = workdir / "ran.txt"
     report.commands_run = ran.read_text(encoding="utf-8").split() if ran.exists() else []
+
+
+def steps_audit(audit: Path) -> tuple[list[str], int]:
+    """From ESCALATE_STEP_AUDIT's file: the keys of steps executed again after their result was
+    recorded (each time), and how many executions repeated a step not recorded yet (in flight
+    at a kill: allowed)."""
+    recorded: set[str] = set()
+    seen_live: set[str] = set()
+    repeated: list[str] = []
+    in_flight = 0
+    if not audit.exists():
+        return repeated, in_flight
+    for line in audit.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        key = entry["key"]
+        if entry["kind"] == "recorded":
+            recorded.add(key)
+        elif key in recorded:
+            repeated.append(key)
+        elif key in seen_live:
+            in_flight += 1
+        else:
+            seen_live.add(key)
+    return repeated, in_flight
 
 
 @dataclass
@@ -226,29 +238,34 @@ def _wait(done: object, timeout: float, what: str) -> None:
 
 
 def _queue_elsewhere(db_url: str, workdir: Path, count: int) -> list[str]:
-    """`run --detach` `count` times, in one process of its own (the engine as this code is)."""
-    code = ("import json, sys; from pathlib import Path; from tests.durable.crash_harness import queue_finishing; "
-            "print(json.dumps(queue_finishing(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]))))")
+    return queue_runs(db_url, workdir, FINISH, DATA / "finish.yaml", None, count)
+
+
+def queue_runs(db_url: str, workdir: Path, workflow: Path, script: Path, rules: Path | None, count: int) -> list[str]:
+    """`run --detach` `count` times (inputs n0, n1, ...), in one process of its own (the engine
+    as this code is)."""
+    code = ("import json, sys; from pathlib import Path; from tests.durable.crash_harness import queue_here; "
+            "print(json.dumps(queue_here(*sys.argv[1:])))")
     root = Path(__file__).parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(root)]))}
-    done = subprocess.run([sys.executable, "-c", code, db_url, str(workdir), str(count)], capture_output=True,
-                          text=True, cwd=workdir, env=env, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code, db_url, str(workdir), str(workflow), str(script), str(rules or ""),
+                           str(count)], capture_output=True, text=True, cwd=workdir, env=env, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def queue_finishing(db_url: str, workspace: Path, count: int) -> list[str]:
+def queue_here(db_url: str, workspace: str, workflow: str, script: str, rules: str, count: str) -> list[str]:
     async def queue() -> list[str]:
         from engine.runtime.script import load_script
         from engine.services import open_services
         from rules import load_rules
 
         services = await open_services(db_url, identity="escalate run")
-        engine = services.engine(load_rules(), script=load_script(str(DATA / "finish.yaml")), workspace=workspace)
+        engine = services.engine(load_rules(rules or None), script=load_script(script), workspace=Path(workspace))
         try:
-            workflow = engine.load(FINISH)
-            return [engine.queue_run(workflow, input=f"n{i}", task="finish") for i in range(count)]
+            loaded = engine.load(Path(workflow))
+            return [engine.queue_run(loaded, input=f"n{i}", task=Path(workflow).stem) for i in range(int(count))]
         finally:
             services.close()
 

@@ -1,0 +1,66 @@
+"""A worker whose heartbeat is late but whose process lives (stopped, or starved on a loaded
+host) keeps its run: another worker on the same host must not take it over, which would execute
+one workflow in two processes at once, and so must `escalate resume` (and a console) (found by tests/durable/park_harness.py under load: the
+run ended `failed`, DBOS's "awaited workflow was cancelled"). Real `escalate worker`s on a real
+SQLite file, the holder stopped with SIGSTOP past STALE_AFTER, then continued."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.durable.database import STALE_AFTER
+from tests.durable.park_harness import Audit, ParkReport, answer, answer_until_done
+from tests.durable.test_crash_parking import _setup
+from tests.workers.procs import WorkerProcess
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+def test_a_live_worker_with_a_late_heartbeat_keeps_its_run(tmp_path: Path, monkeypatch) -> None:
+    url, db, ids, steps = _setup(tmp_path, 1, deadline=600)
+    monkeypatch.setenv("ESCALATE_STEP_AUDIT", str(steps))
+    workers = [WorkerProcess(url, tmp_path, concurrency=1, name=f"w{i}") for i in range(2)]
+    stopped: WorkerProcess | None = None
+    try:
+        for worker in workers:
+            worker.wait_ready()
+        owners = {w.owner: w for w in workers}
+        end = time.monotonic() + 300
+        while stopped is None:  # the holder, while its run waits in place (before it parks)
+            assert time.monotonic() < end, "the run was never seen waiting in its worker"
+            run = db.get_run(ids[0])
+            pending = db.pending_escalations(ids)
+            if run["status"] == "waiting" and run["owner"] in owners and pending and pending[0]["created"] > time.time() - 1.5:
+                stopped = owners[run["owner"]]
+                os.kill(stopped.proc.pid, signal.SIGSTOP)
+            elif run["status"] == "parked" and pending:
+                answer(url, tmp_path, pending[0])  # parked before we looked: the next question
+            time.sleep(0.02)
+        other = next(w for w in workers if w is not stopped)
+        beat = db.get_run(ids[0])["heartbeat"]
+        while time.time() < beat + STALE_AFTER + 4:  # its beat is stale now: the other scans 4 times
+            time.sleep(0.2)
+        assert "taken over" not in other.text, other.text
+        resumed = subprocess.run([sys.executable, "-m", "engine", "resume", ids[0], "--db", url], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=120)  # nor `escalate resume`, nor a console
+        assert "active in another process" in resumed.stderr, resumed.stderr
+        assert db.get_run(ids[0])["owner"] == stopped.owner
+        os.kill(stopped.proc.pid, signal.SIGCONT)
+        answer_until_done(db, url, tmp_path, ids)
+        assert [w.stop() for w in workers] == [0, 0]
+        report = ParkReport(runs=1)
+        Audit(db, url, report, steps).check(ids, final=True)
+        assert report.problems == [] and report.clean and report.done == 1, report
+    finally:
+        if stopped is not None and stopped.proc.poll() is None:
+            os.kill(stopped.proc.pid, signal.SIGCONT)
+        for worker in workers:
+            worker.kill()
+        db.close()
