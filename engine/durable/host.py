@@ -55,14 +55,6 @@ def current_host() -> "DurableHost | None":
     return _HOST
 
 
-async def _attached_host(timeout: float = 120.0) -> "DurableHost | None":
-    """This process's host once it has an executor (or after `timeout`), on any thread's loop."""
-    end = time.monotonic() + timeout
-    while (_HOST is None or _HOST.executor is None) and time.monotonic() < end:
-        await asyncio.sleep(0.01)
-    return _HOST
-
-
 def _workflow_function() -> Callable[[str], Awaitable[None]]:
     from dbos import DBOS
 
@@ -73,11 +65,6 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
             # Dequeued as a worker starts, before its engines exist (DBOS's queue is listened to
             # from launch): the run waits for them instead of failing for good.
             await asyncio.to_thread(host.executor_ready.wait, EXECUTOR_WAIT)
-        if host is None or host.executor is None:
-            # A worker's DBOS takes runs from the queue as soon as it launches, before the host is
-            # known here and the worker has attached its engines: raising then ended such a run
-            # for good (DBOS: ERROR, its row queued forever; 3 of 1,000 at a loaded worker start).
-            host = await _attached_host()
         if host is None or host.executor is None:
             raise RuntimeError("no escalate engine in this process to run " + run_id)
         if asyncio.get_running_loop() is host.loop:
