@@ -48,6 +48,7 @@ async def _resume(args: argparse.Namespace) -> int:
         db.close()
         return outcome_code(_Finished(row), _status(row["status"]), label)
     events = Path(args.events) if args.events else None
+    warm_up = _warm_up_if_due(db, args.run_id)  # noqa: F841 (kept: a task nobody holds may be collected)
     try:
         rules = load_layered(None, row["rules"])  # the run's rules, with the workspace's taught rules over them
         if events is not None:
@@ -73,6 +74,27 @@ async def _resume(args: argparse.Namespace) -> int:
         return await drive(engine, start, answers=answers, wait=args.wait, label=label, db_arg=args.db)
     finally:
         services.close()
+
+
+# How an escalation raised inside an agent's call says so (engine.kernel.model.Origin's values):
+# once it is decided, continuing the run continues that call, with a model turn.
+_IN_AN_AGENT_CALL = ("agent_text", "agent_tool", "tool_approval")
+
+
+def _warm_up_if_due(db: Any, run_id: str) -> "asyncio.Task[None] | None":
+    """When the run goes on with a model turn (its latest escalation was an agent's, and it is
+    decided), ADK's imports and first use start now, on a thread (adk_setup.models_ready),
+    while DBOS launches and the run's recorded steps are read back; the turn awaits the same
+    warm-up. Otherwise nothing: a run that waits again, or whose flow asks a person, never
+    imports ADK (docs/startup.md)."""
+    from engine.runtime import engine  # noqa: F401 (it names the warm-up models_ready runs)
+    from engine.runtime.adk_setup import models_ready
+
+    latest = db.escalations_of(run_id)[-1:]
+    if not latest or latest[0]["status"] == "pending":
+        return None
+    origin = (latest[0]["payload"].get("escalation") or {}).get("origin", "agent_text")
+    return asyncio.ensure_future(models_ready()) if origin in _IN_AN_AGENT_CALL else None
 
 
 class _Finished:
