@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -328,3 +329,26 @@ async def test_resume_warms_adk_up_at_once_only_when_an_agents_decided_escalatio
         db.close()
     code, _, said = _escalate(workspace, "resume", agent_run, "--db", db_url)
     assert (code, said) == (0, "went on\n")
+
+
+def test_an_idle_worker_holds_no_model_library(tmp_path: Path) -> None:
+    """`escalate worker` started, ready, stopped with nothing to run: ADK is warmed up at its
+    runs' first model turn (adk_setup.models_ready, on a thread), not at start (~65 MiB idle)."""
+    out = tmp_path / "modules.json"
+    worker = subprocess.Popen([sys.executable, "-c", _COMMAND, "worker", "--db", f"sqlite:///{tmp_path / 'runs.db'}"],
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "OUT": str(out)})
+    try:
+        assert worker.stderr is not None
+        for line in worker.stderr:
+            if "taking up to" in line:  # ready: its queue listened to
+                break
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=120) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    found = json.loads(out.read_text())
+    assert found["code"] == 0 and "dbos" in found["modules"]
+    assert _loaded(found["modules"], (*MODEL, *NEVER_OUTSIDE_CONSOLE, "psycopg2", "asyncpg")) == []
