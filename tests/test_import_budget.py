@@ -305,6 +305,7 @@ async def test_resume_warms_adk_up_at_once_only_when_an_agents_decided_escalatio
     still waiting, or raised by the flow itself: nothing is warmed (a flow that asks people
     never imports ADK)."""
     from engine.cli.resume_cmd import _warm_up_if_due
+    from engine.runtime.adk_setup import models_ready
     from engine.services import open_database
 
     workspace, db_url, flow_run = waiting
@@ -317,13 +318,12 @@ async def test_resume_warms_adk_up_at_once_only_when_an_agents_decided_escalatio
                             if run["run_id"] != flow_run]
     db = open_database(db_url, existing=True)
     try:
-        assert _warm_up_if_due(db, agent_run) is None  # waiting: resume would wait again
+        assert not _warm_up_if_due(db, agent_run)  # waiting: resume would wait again
         assert _escalate(workspace, "answer", f"{flow_run}.1", "--text", "yes", "--db", db_url)[0] == 0
-        assert _warm_up_if_due(db, flow_run) is None  # the flow's own question: no model turn follows
+        assert not _warm_up_if_due(db, flow_run)  # the flow's own question: no model turn follows
         assert _escalate(workspace, "answer", asked, "--option", "go", "--db", db_url)[0] == 0
-        warming = _warm_up_if_due(db, agent_run)
-        assert warming is not None
-        await warming
+        assert _warm_up_if_due(db, agent_run)
+        await models_ready()  # the same warm-up, on its thread
         assert "google.adk.runners" in sys.modules
     finally:
         db.close()

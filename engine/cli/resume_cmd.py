@@ -48,7 +48,6 @@ async def _resume(args: argparse.Namespace) -> int:
         db.close()
         return outcome_code(_Finished(row), _status(row["status"]), label)
     events = Path(args.events) if args.events else None
-    warm_up = _warm_up_if_due(db, args.run_id)  # noqa: F841 (kept: a task nobody holds may be collected)
     try:
         rules = load_layered(None, row["rules"])  # the run's rules, with the workspace's taught rules over them
         if events is not None:
@@ -64,6 +63,9 @@ async def _resume(args: argparse.Namespace) -> int:
         _err(refusal)
         services.close()
         return EXIT_USAGE
+    # After DBOS's launch (its imports done: two threads importing at once can deadlock on
+    # Python's module locks), before the run is handed to DBOS and read back.
+    _warm_up_if_due(db, args.run_id)
     try:
         async def start() -> Any:
             handle = await engine.resume_run(args.run_id)
@@ -81,20 +83,26 @@ async def _resume(args: argparse.Namespace) -> int:
 _IN_AN_AGENT_CALL = ("agent_text", "agent_tool", "tool_approval")
 
 
-def _warm_up_if_due(db: Any, run_id: str) -> "asyncio.Task[None] | None":
+def _warm_up_if_due(db: Any, run_id: str) -> bool:
     """When the run goes on with a model turn (its latest escalation was an agent's, and it is
-    decided), ADK's imports and first use start now, on a thread (adk_setup.models_ready),
-    while DBOS launches and the run's recorded steps are read back; the turn awaits the same
+    decided), ADK's imports and first use start now, on a thread (adk_setup.start_warm_up),
+    while DBOS takes the run back and its recorded steps are read; the turn awaits the same
     warm-up. Otherwise nothing: a run that waits again, or whose flow asks a person, never
-    imports ADK (docs/startup.md)."""
-    from engine.runtime import engine  # noqa: F401 (it names the warm-up models_ready runs)
-    from engine.runtime.adk_setup import models_ready
+    imports ADK (docs/startup.md). True when it started."""
+    from engine.durable.database import DatabaseError
+    from engine.runtime import engine  # noqa: F401 (it names the warm-up adk_setup runs)
+    from engine.runtime.adk_setup import start_warm_up
 
-    latest = db.escalations_of(run_id)[-1:]
+    try:
+        latest = db.escalations_of(run_id)[-1:]
+    except DatabaseError:  # only the early start is lost: the turn warms ADK up when it comes
+        return False
     if not latest or latest[0]["status"] == "pending":
-        return None
-    origin = (latest[0]["payload"].get("escalation") or {}).get("origin", "agent_text")
-    return asyncio.ensure_future(models_ready()) if origin in _IN_AN_AGENT_CALL else None
+        return False
+    if (latest[0]["payload"].get("escalation") or {}).get("origin", "agent_text") not in _IN_AN_AGENT_CALL:
+        return False
+    start_warm_up()
+    return True
 
 
 class _Finished:

@@ -85,6 +85,13 @@ async def models_ready() -> None:
     _ready = True
 
 
+def start_warm_up() -> None:
+    """Start the warm-up now, on its thread, for a caller that knows a model turn is coming
+    (`resume` of an agent's decided escalation); the turn's `models_ready` awaits the same one."""
+    if not _ready and _warm_up is not None:
+        _started_warm_up(_warm_up)
+
+
 _warm_up_done: concurrent.futures.Future[None] | None = None
 _start_lock = threading.Lock()
 
