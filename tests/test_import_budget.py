@@ -9,12 +9,17 @@ and looks at `sys.modules` when the command is done: no timing is asserted.
   `import dbos`: docs/startup.md); never psycopg2 or asyncpg.
 - The paths a hook shares (rules loaded and matched, the database opened, decisions read,
   news listened to) import none of ADK, Textual, aiohttp, DBOS or psycopg.
+- Start-up collects less (engine/kernel/collector.py): a few dozen collector passes where
+  Python's thresholds made ~540, and the thresholds as they were when the command is done.
+- `answer` does not import the tools' registry (only `--args` needs it); `resume` of a run whose
+  agent's escalation was decided starts ADK's warm-up before DBOS's launch (docs/startup.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -89,7 +94,7 @@ def test_runs_and_answer_read_and_decide_with_the_database_alone(waiting: tuple[
     assert (code, _loaded(modules, READ_OR_DECIDE)) == (0, [])
     code, modules, said = _escalate(workspace, "answer", f"{run_id}.1", "--text", "yes", "--db", db)
     assert (code, said) == (0, f"{run_id}.1: decided (text)\n")
-    assert _loaded(modules, READ_OR_DECIDE) == []
+    assert _loaded(modules, (*READ_OR_DECIDE, "engine.runtime.tools.registry", "engine.flow")) == []
 
 
 def test_resume_imports_no_model_library_when_no_model_turn_is_due(waiting: tuple[Path, str, str]) -> None:
@@ -114,6 +119,42 @@ def test_a_model_turn_imports_adk_but_not_the_console_nor_litellm(tmp_path: Path
     assert code == 0 and said.startswith("[")
     assert _loaded(modules, ("google.adk", "google.genai")) == ["google.adk", "google.genai"]
     assert _loaded(modules, ("textual", "litellm", "psycopg2", "asyncpg")) == []
+
+
+# `escalate ARGV` with the collector's passes counted per generation, and its thresholds after.
+_PASSES = textwrap.dedent("""
+    import gc, json, os, sys
+    from engine.cli.main import main
+    passes = [0, 0, 0]
+
+    def count(phase, info):
+        if phase == "start":
+            passes[info["generation"]] += 1
+
+    gc.callbacks.append(count)
+    before = gc.get_threshold()
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+    with open(os.environ["OUT"], "w") as out:
+        json.dump({"code": code, "passes": passes, "before": before, "after": gc.get_threshold()}, out)
+""")
+
+
+def test_start_up_makes_few_collector_passes_and_leaves_the_thresholds_as_they_were(tmp_path: Path) -> None:
+    """A cold `run` of six scripted agent turns: SQLAlchemy, DBOS, ADK and genai imported, DBOS
+    launched, the run done. Python's thresholds made 492 young, 45 middle and 4 full passes over
+    the ~200,000 objects those imports make (16% of their CPU time); held, a few dozen."""
+    out = tmp_path / "passes.json"
+    done = subprocess.run([sys.executable, "-c", _PASSES, "run", str(DATA / "loops.sr"), "--script",
+                           str(DATA / "loops.yaml"), "--db", f"sqlite:///{tmp_path / 'runs.db'}"],
+                          cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "OUT": str(out)}, timeout=120)
+    assert out.is_file(), done.stderr
+    found = json.loads(out.read_text())
+    assert found["code"] == 0
+    assert sum(found["passes"]) < 150, found["passes"]
+    assert found["after"] == found["before"]
 
 
 HOOK_PATH = textwrap.dedent("""
@@ -242,3 +283,72 @@ def test_the_first_model_turn_imports_adk_on_a_thread_not_on_the_runs_loop(tmp_p
     assert out.is_file(), done.stderr
     found = json.loads(out.read_text())
     assert found == {"code": 0, "on_the_main_thread": {"google.adk.runners": False, "google.genai.types": False}}
+
+
+AGENT_ASKING = """\
+prompt p: \"\"\"Do the next step.\"\"\"
+agent worker:
+    instruction p
+flow main:
+    $x = run agent worker $input
+    return $x
+"""
+AGENT_ASKING_SCRIPT = ("agents:\n  worker:\n"
+                       "    - escalate: {reason: architecture_decision, question: 'Go on?', options: [{id: go, label: Go}]}\n"
+                       "    - 'went on'\n")
+
+
+async def test_resume_warms_adk_up_at_once_only_when_an_agents_decided_escalation_goes_on(
+        waiting: tuple[Path, str, str]) -> None:
+    """`resume` of a run whose agent raised the escalation, decided: the agent's call goes on
+    with a model turn, so ADK's warm-up starts before DBOS's launch (resume_cmd._warm_up_if_due);
+    still waiting, or raised by the flow itself: nothing is warmed (a flow that asks people
+    never imports ADK)."""
+    from engine.cli.resume_cmd import _warm_up_if_due
+    from engine.runtime.adk_setup import models_ready
+    from engine.services import open_database
+
+    workspace, db_url, flow_run = waiting
+    (workspace / "agent.sr").write_text(AGENT_ASKING)
+    (workspace / "agent.yaml").write_text(AGENT_ASKING_SCRIPT)
+    code, _, _ = _escalate(workspace, "run", "agent.sr", "--input", "go", "--db", db_url)
+    assert code == 4
+    code, _, listed = _escalate(workspace, "runs", "--db", db_url, "--format", "json")
+    [(agent_run, asked)] = [(run["run_id"], run["pending"][0]["id"]) for run in json.loads(listed)
+                            if run["run_id"] != flow_run]
+    db = open_database(db_url, existing=True)
+    try:
+        assert not _warm_up_if_due(db, agent_run)  # waiting: resume would wait again
+        assert _escalate(workspace, "answer", f"{flow_run}.1", "--text", "yes", "--db", db_url)[0] == 0
+        assert not _warm_up_if_due(db, flow_run)  # the flow's own question: no model turn follows
+        assert _escalate(workspace, "answer", asked, "--option", "go", "--db", db_url)[0] == 0
+        assert _warm_up_if_due(db, agent_run)
+        await models_ready()  # the same warm-up, on its thread
+        assert "google.adk.runners" in sys.modules
+    finally:
+        db.close()
+    code, _, said = _escalate(workspace, "resume", agent_run, "--db", db_url)
+    assert (code, said) == (0, "went on\n")
+
+
+def test_an_idle_worker_holds_no_model_library(tmp_path: Path) -> None:
+    """`escalate worker` started, ready, stopped with nothing to run: ADK is warmed up at its
+    runs' first model turn (adk_setup.models_ready, on a thread), not at start (~65 MiB idle)."""
+    out = tmp_path / "modules.json"
+    worker = subprocess.Popen([sys.executable, "-c", _COMMAND, "worker", "--db", f"sqlite:///{tmp_path / 'runs.db'}"],
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "OUT": str(out)})
+    try:
+        assert worker.stderr is not None
+        for line in worker.stderr:
+            if "taking up to" in line:  # ready: its queue listened to
+                break
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=120) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    found = json.loads(out.read_text())
+    assert found["code"] == 0 and "dbos" in found["modules"]
+    assert _loaded(found["modules"], (*MODEL, *NEVER_OUTSIDE_CONSOLE, "psycopg2", "asyncpg")) == []

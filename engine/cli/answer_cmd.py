@@ -15,7 +15,6 @@ from dataclasses import replace
 
 from engine.cli.output import write_line
 from engine.escalation.broker import EscalationError, RequestChanged, validate_response
-from engine.runtime.tools.edits import edited_args
 from engine.kernel.model import Audit, Decision, Origin, ResolvedBy, Response, escalation_digest
 from engine.kernel.responses import kind_of, kinds
 
@@ -43,6 +42,8 @@ def main(args: argparse.Namespace) -> int:
         if response is None:
             return _fail(f"{args.escalation}: {_either(True, ' and ')} answer tool approvals only; use {_either(False, ' or ')}", 2)
         if args.args is not None:
+            from engine.runtime.tools.edits import edited_args  # only for --args: the tools' registry
+
             edited = edited_args(args.args, str(pending.extra.get("tool", "")))
             if isinstance(edited, str):
                 return _fail(f"{args.escalation}: --args: {edited}", 2)

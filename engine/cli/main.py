@@ -224,11 +224,30 @@ def _dispatch(argv: Sequence[str] | None) -> tuple[str | None, int]:
         from engine.lang.compiler import allow_imports_outside
 
         allow_imports_outside(allowed)
+    if args.command not in _COLLECT_LESS_AT_START:
+        return _call(args)
+    from engine.kernel import collector
+
+    collector.start_up()
+    try:
+        return _call(args)
+    finally:
+        collector.started()  # a command that opened no services (answer, runs) is over
+
+
+def _call(args: argparse.Namespace) -> tuple[str, int]:
     module = importlib.import_module(_COMMANDS[args.command])
     try:
         return args.command, int(module.main(args))
     except KeyboardInterrupt:
         return args.command, 130
+
+
+# Commands whose start (imports, DBOS's launch, the database's first reads) makes objects that
+# live to the end: fewer collector passes until their services are open or they end
+# (engine/kernel/collector.py). The console has its own policy (console_cmd.py: no collection
+# until its first frame); long-lived servers (serve, mcp) keep Python's.
+_COLLECT_LESS_AT_START = frozenset({"run", "resume", "worker", "answer", "runs"})
 
 
 # Commands that leave nothing to close (no database, no threads, no files open for writing): the

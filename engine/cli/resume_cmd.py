@@ -63,6 +63,9 @@ async def _resume(args: argparse.Namespace) -> int:
         _err(refusal)
         services.close()
         return EXIT_USAGE
+    # After DBOS's launch (its imports done: two threads importing at once can deadlock on
+    # Python's module locks), before the run is handed to DBOS and read back.
+    _warm_up_if_due(db, args.run_id)
     try:
         async def start() -> Any:
             handle = await engine.resume_run(args.run_id)
@@ -73,6 +76,33 @@ async def _resume(args: argparse.Namespace) -> int:
         return await drive(engine, start, answers=answers, wait=args.wait, label=label, db_arg=args.db)
     finally:
         services.close()
+
+
+# How an escalation raised inside an agent's call says so (engine.kernel.model.Origin's values):
+# once it is decided, continuing the run continues that call, with a model turn.
+_IN_AN_AGENT_CALL = ("agent_text", "agent_tool", "tool_approval")
+
+
+def _warm_up_if_due(db: Any, run_id: str) -> bool:
+    """When the run goes on with a model turn (its latest escalation was an agent's, and it is
+    decided), ADK's imports and first use start now, on a thread (adk_setup.start_warm_up),
+    while DBOS takes the run back and its recorded steps are read; the turn awaits the same
+    warm-up. Otherwise nothing: a run that waits again, or whose flow asks a person, never
+    imports ADK (docs/startup.md). True when it started."""
+    from engine.durable.database import DatabaseError
+    from engine.runtime import engine  # noqa: F401 (it names the warm-up adk_setup runs)
+    from engine.runtime.adk_setup import start_warm_up
+
+    try:
+        latest = db.escalations_of(run_id)[-1:]
+    except DatabaseError:  # only the early start is lost: the turn warms ADK up when it comes
+        return False
+    if not latest or latest[0]["status"] == "pending":
+        return False
+    if (latest[0]["payload"].get("escalation") or {}).get("origin", "agent_text") not in _IN_AN_AGENT_CALL:
+        return False
+    start_warm_up()
+    return True
 
 
 class _Finished:

@@ -215,6 +215,9 @@ def news_folder(db_path: Path) -> Path | None:
     return fallback if _fits(fallback) else None
 
 
+_POLL_SECONDS = 0.5  # the listening thread looks whether it was closed (close() also wakes it)
+
+
 class SocketSignals(_Fanout):
     """A socket per listening process in the news folder, which is this user's alone: made 0700
     and checked every time it is opened, to listen or to send. A folder someone else made (or
@@ -288,7 +291,7 @@ class SocketSignals(_Fanout):
         except OSError:
             sock.close()
             raise
-        sock.settimeout(0.5)
+        sock.settimeout(_POLL_SECONDS)
         self._socket, self._path = sock, path
         self._thread = threading.Thread(target=self._serve, args=(sock,), name="escalate-listen", daemon=True)
         self._thread.start()
@@ -306,6 +309,8 @@ class SocketSignals(_Fanout):
             sender, self._sender = self._sender, None
             path, self._path = self._path, None
             thread, self._thread = self._thread, None
+        if thread is not None and path is not None:
+            _wake(path)  # closing the socket does not end a recv() under way: the process's exit waited for its poll
         if path is not None:
             _unlink(str(path))
         if sock is not None:
@@ -325,7 +330,19 @@ class SocketSignals(_Fanout):
                 continue
             except OSError:  # closed
                 return
+            if self._socket is not sock:  # close()'s wake, or news arriving as it closes
+                return
             self._deliver(data.decode("utf-8", "surrogateescape"))
+
+
+def _wake(path: Path) -> None:
+    """An empty datagram to our own socket: its listening thread returns from recv() now."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as waker:
+            waker.setblocking(False)
+            waker.sendto(b"", str(path))
+    except OSError:  # a full queue: the thread ends at its next poll instead
+        pass
 
 
 def _unlink(path: str) -> None:

@@ -6,6 +6,7 @@ ADK's imports and first use, paid on a thread when the process's first model tur
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import logging
 import os
@@ -58,23 +59,55 @@ def warm_up_with(warm_up: Callable[[], None]) -> None:
 
 @contextmanager
 def warming() -> Iterator[None]:
-    """The warm-up runs in this thread: its own model turn goes straight on."""
+    """The warm-up runs in this thread: its own model turn goes straight on. ADK's imports
+    make ~200,000 objects that live as long as the process: fewer collector passes meanwhile
+    (engine/kernel/collector.py)."""
+    from engine.kernel.collector import collecting_less
+
     _warming.add(threading.get_ident())
     try:
-        yield
+        with collecting_less():
+            yield
     finally:
         _warming.discard(threading.get_ident())
 
 
 async def models_ready() -> None:
     """Before a model turn: ADK imported and used once (1-4 s), on a thread, so that the loop the
-    run shares (a console, other runs, DBOS) goes on meanwhile; at once after the first time. A
-    warm-up that fails is logged: the turn then meets the failure where it is reported."""
+    run shares (a console, other runs, DBOS) goes on meanwhile; at once after the first time.
+    Every turn that comes meanwhile awaits the same warm-up: one thread, not one of the loop's
+    executor threads per waiting run (DBOS records steps with those). A warm-up that fails is
+    logged: the turn then meets the failure where it is reported."""
     global _ready
     if _ready or _warm_up is None or threading.get_ident() in _warming:
         return
+    await asyncio.wrap_future(_started_warm_up(_warm_up))
+    _ready = True
+
+
+def start_warm_up() -> None:
+    """Start the warm-up now, on its thread, for a caller that knows a model turn is coming
+    (`resume` of an agent's decided escalation); the turn's `models_ready` awaits the same one."""
+    if not _ready and _warm_up is not None:
+        _started_warm_up(_warm_up)
+
+
+_warm_up_done: concurrent.futures.Future[None] | None = None
+_start_lock = threading.Lock()
+
+
+def _started_warm_up(warm_up: Callable[[], None]) -> concurrent.futures.Future[None]:
+    global _warm_up_done
+    with _start_lock:
+        if _warm_up_done is None:
+            _warm_up_done = concurrent.futures.Future()
+            threading.Thread(target=_warm_up_on_thread, args=(warm_up, _warm_up_done), name="escalate-warm-up").start()
+        return _warm_up_done
+
+
+def _warm_up_on_thread(warm_up: Callable[[], None], done: concurrent.futures.Future[None]) -> None:
     try:
-        await asyncio.to_thread(_warm_up)
+        warm_up()
     except Exception:
         log.warning("the runtime's warm-up failed", exc_info=True)
-    _ready = True
+    done.set_result(None)

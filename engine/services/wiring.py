@@ -74,6 +74,7 @@ async def open_decisions(db: Database | str | None, *, identity: str) -> Service
     from engine.durable.feed import Feed
     from engine.escalation.broker import EscalationBroker
     from engine.kernel.clock import RealClock
+    from engine.kernel.collector import started
     from engine.services.database import open_database
 
     database = open_database(db) if db is None or isinstance(db, str) else db
@@ -82,6 +83,7 @@ async def open_decisions(db: Database | str | None, *, identity: str) -> Service
     broker = EscalationBroker(clock, store=store, identity=who(identity))
     feed = Feed(broker, store)
     feed.start()  # decisions made elsewhere reach this process's waits at once
+    started()  # the command's start-up is over (engine/kernel/collector.py)
     return Services(broker=broker, clock=clock, db=database, store=store, feed=feed)
 
 
@@ -101,6 +103,7 @@ async def open_services(db: Database | str | None, *, identity: str, broker: Esc
     from engine.durable.host import DurableHost
     from engine.escalation.broker import EscalationBroker
     from engine.kernel.clock import RealClock
+    from engine.kernel.collector import started
     from engine.services.database import open_database
 
     opened = db is None or isinstance(db, str)
@@ -119,4 +122,5 @@ async def open_services(db: Database | str | None, *, identity: str, broker: Esc
         broker.store, broker.identity = store, who(identity)
     feed = Feed(broker, store)
     feed.start(everything=hear_everything)  # decisions made by other processes reach this one's runs at once
+    started()  # the command's start-up is over (engine/kernel/collector.py)
     return Services(broker=broker, clock=clock, db=database, host=host, store=store, feed=feed)

@@ -112,17 +112,13 @@ class Worker:
         self._now = asyncio.Event()  # a second signal: stop without waiting for steps
 
     async def serve(self) -> int:
-        from engine.runtime.engine import warm_up
-
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._signalled)
         try:
-            # ADK's imports and first use (1-4 s) before the first run, not inside it: the runs
-            # share this loop, and the first one would hold up every other meanwhile.
-            await asyncio.to_thread(warm_up)
-            if self._stop.is_set():  # stopped while starting: nothing was taken
-                return 0
+            # ADK is imported when a run's first model turn is due, on a thread while the loop
+            # goes on (engine/runtime/adk_setup.py models_ready), not at start: an idle worker,
+            # or one whose runs wait on people, holds ~65 MiB less (docs/startup.md).
             return await self._serve()
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):

@@ -7,7 +7,8 @@ nothing (the import budget itself is tests/test_import_budget.py; docs/startup.m
   scripted agent turn), and launch -> exit;
 - `runs` and `answer`, launch -> exit, on a database holding one waiting run;
 - `answer` + `resume` with no process waiting: launch of `answer` -> the resumed run's next
-  turn done (its first `agent_result` event) and -> exit;
+  turn done (its first `agent_result` event) and -> exit; once where the flow asked (a model
+  turn follows), once where the agent asked (bench_peer.py's workload: its call goes on);
 - idle memory (VmRSS): a `run --wait` process waiting on a person after one agent turn, and the
   console (`escalate console FILE.sr --db ...` on a pseudo-terminal) once it has listed the
   waiting runs;
@@ -46,6 +47,10 @@ ASK_THEN_TURN = ('prompt p: """Answer."""\nagent a:\n    instruction p\nflow mai
 TURN_THEN_ASK = ('prompt p: """Answer."""\nagent a:\n    instruction p\nflow main:\n'
                  '    $x = run agent a $input\n    $go = escalate to human "Ship " + $x + "?"\n    return $go\n')
 SCRIPT = "agents:\n  a: [ready, again]\n"
+# The agent itself asks (bench_peer.py's workload): the decision continues its call, a model turn.
+AGENT_ASKS = TURN_THEN_DONE
+AGENT_ASKS_SCRIPT = ("agents:\n  a:\n    - escalate: {reason: architecture_decision, question: 'Go on?', "
+                     "options: [{id: go, label: Go}]}\n    - 'went on'\n")
 
 
 class Tree:
@@ -70,6 +75,8 @@ def _workspace(folder: Path) -> None:
         (folder / name).write_text(text)
     for name in ("turn", "ask", "wait"):
         (folder / f"{name}.yaml").write_text(SCRIPT)
+    (folder / "agentask.sr").write_text(AGENT_ASKS)
+    (folder / "agentask.yaml").write_text(AGENT_ASKS_SCRIPT)
 
 
 def _until_event(proc: subprocess.Popen, events: Path, started: float) -> float:
@@ -110,18 +117,28 @@ def _waiting_run(tree: Tree, folder: Path, db: str, flow: str = "ask.sr") -> str
     return next(run["run_id"] for run in listed if run["pending"])
 
 
-def answer_and_resume(tree: Tree, folder: Path, db: str) -> tuple[float, ...]:
+def _pending_id(tree: Tree, folder: Path, db: str, run_id: str) -> str:
+    listed = json.loads(_quick(tree, folder, "runs", "--db", db, "--format", "json")[1])
+    return next(run["pending"][0]["id"] for run in listed if run["run_id"] == run_id)
+
+
+def answer_and_resume(tree: Tree, folder: Path, db: str, flow: str = "ask.sr") -> tuple[float, ...]:
     """(answer alone, runs alone, answer -> the next turn done, answer -> resume's exit; CPU
-    seconds of runs, of answer, of answer + resume)."""
-    run_id = _waiting_run(tree, folder, db)
+    seconds of runs, of answer, of answer + resume). `flow`: ask.sr, the flow asks, then an
+    agent's turn; agentask.sr, the agent asks, its call goes on after the decision."""
+    run_id = _waiting_run(tree, folder, db, flow)
     cpu = _children_cpu()
     listing, _ = _quick(tree, folder, "runs", "--db", db)
     runs_cpu = _children_cpu() - cpu
     events = folder / "resume.jsonl"
     events.unlink(missing_ok=True)
+    asked = _pending_id(tree, folder, db, run_id)
     cpu = _children_cpu()
     started = time.perf_counter()
-    _quick(tree, folder, "answer", f"{run_id}.1", "--text", "yes", "--db", db)
+    if flow == "ask.sr":
+        _quick(tree, folder, "answer", asked, "--text", "yes", "--db", db)
+    else:
+        _quick(tree, folder, "answer", asked, "--option", "go", "--db", db)
     answered = time.perf_counter() - started
     answer_cpu = _children_cpu() - cpu
     proc = subprocess.Popen(tree.command("resume", run_id, "--events", str(events), "--db", db), cwd=folder, env=tree.env,
@@ -129,6 +146,10 @@ def answer_and_resume(tree: Tree, folder: Path, db: str) -> tuple[float, ...]:
     next_turn = _until_event(proc, events, started)
     proc.wait()
     return answered, listing, next_turn, time.perf_counter() - started, runs_cpu, answer_cpu, _children_cpu() - cpu
+
+
+def _pick(values: tuple[float, ...], *at: int) -> list[float]:
+    return [values[i] for i in at]
 
 
 def _rss_mib(pid: int) -> float:
@@ -226,6 +247,11 @@ def main() -> None:
                                               "answer + resume: launch -> exit (ms)", "runs: CPU (ms)",
                                               "answer: CPU (ms)", "answer + resume: CPU (ms)"),
                                              answer_and_resume(t, f, db))]),
+            ("agent asks", lambda t, f, db: [note(t, n, v * 1000) for n, v in
+                                             zip(("agent asks: answer + resume: launch -> next turn done (ms)",
+                                                  "agent asks: answer + resume: launch -> exit (ms)",
+                                                  "agent asks: answer + resume: CPU (ms)"),
+                                                 _pick(answer_and_resume(t, f, db, "agentask.sr"), 2, 3, 6))]),
             ("rss", lambda t, f, db: note(t, "idle RSS, run --wait waiting after a turn (MiB)", run_wait_rss(t, f, db))),
             ("console", lambda t, f, db: note(t, "idle RSS, console with the waiting runs listed (MiB)",
                                               console_rss(t, f, db))),
