@@ -37,6 +37,10 @@ EXECUTOR_WAIT = 60.0  # a run DBOS hands over before this process has its engine
 WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
 WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queue poll)
 WORKFLOW_NAME = "escalate_run"
+# DBOS's thread pool (its steps' and workflows' database writes, and every `asyncio.to_thread`
+# of a loop it runs on) is unbounded by default: 200 runs started at once grew it to ~130 threads,
+# ~40 KB of RSS each run, all queueing for SQLite's one write lock anyway (docs/durable.md).
+EXECUTOR_THREADS = 16
 
 
 class RunRefused(DatabaseError):
@@ -262,6 +266,7 @@ class DurableHost:
             "log_level": "ERROR",
             "notification_listener_polling_interval_sec": 0.05,
             "serializer": serializer(),  # JSON: a database is data, never code
+            "max_executor_threads": EXECUTOR_THREADS,
         }
         engine = self.db.dbos_engine()  # SQLite: WAL, synchronous=NORMAL (database.py dbos_engine)
         if engine is not None:

@@ -23,8 +23,8 @@ Figures (fresh processes for everything a user starts from a shell):
   the thread (a LangGraph run waits in no process); and from the decision written to that next
   turn, against a LangGraph process that holds the thread, reads the answer and resumes it;
 - process memory, idle: those two processes holding one run at its approval (RSS);
-- N runs brought to their approval in one process: the time, and memory per waiting run (RSS
-  delta / N after a collection);
+- N runs brought to their approval in one process: the time (and the process's CPU time over
+  it, all threads), and memory per waiting run (RSS delta / N after a collection);
 - with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
   their approval (all, once a waiting run leaves its worker place: then their time and answer
   from the shell -> next turn in the worker), the worker's memory idle and per waiting run.
@@ -229,11 +229,13 @@ def many(sides: Sides, figures: Figures, count: int, round_: int, escalate_first
         if result["waiting"] < count:
             raise SystemExit(f"escalate: only {result['waiting']} of {count} runs reached their approval")
         figures.add("many", "escalate", result["seconds"])
+        figures.add("many_cpu", "escalate", result["cpu"])
         figures.add("per-run", "escalate", result["rss_delta_kb"] / count)
 
     def peer() -> None:
         result = sides.peer("many", sides.saver, str(count), str(sides.work / f"many-{round_}.db"))
         figures.add("many", "langgraph", result["seconds"])
+        figures.add("many_cpu", "langgraph", result["cpu"])
         figures.add("per-run", "langgraph", result["rss_delta_kb"] / count)
 
     for side in (escalate, peer) if escalate_first else (peer, escalate):
@@ -358,6 +360,7 @@ def table(figures: Figures, args: argparse.Namespace) -> list[str]:
         row(f"memory per waiting run, {args.many} runs in a live process (RSS delta / N)", *both("per-run"), "KB",
             digits=0),
         row(f"time to bring {args.many} runs to their approval, one process", *both("many"), "s", digits=1),
+        row("  the same in CPU time (all threads of the process)", *both("many_cpu"), "s", digits=1),
         row("process memory, idle (holding one run at its approval: `run --wait` / a LangGraph process)",
             *both("idle"), "MiB", digits=0),
     ]

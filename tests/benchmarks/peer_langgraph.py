@@ -13,7 +13,7 @@ Run as a fresh process by bench_peer.py (prints one JSON line; times are `time.t
                                                      # stdin answers it here: {"answered": t, "next_turn": t}
     python peer_langgraph.py turns N                 # seconds per turn: {"memory", "durable_sync", "durable_async"}
                                                      # and each one's CPU seconds per turn ("memory_cpu", ...)
-    python peer_langgraph.py many SAVER N DB         # N threads to their approval: {"seconds", "rss_delta_kb"}
+    python peer_langgraph.py many SAVER N DB         # N threads to their approval: {"seconds", "cpu", "rss_delta_kb"}
 """
 
 from __future__ import annotations
@@ -223,14 +223,16 @@ def many(saver: str, count: int, db: str) -> dict[str, Any]:
             graph = build(TURNS, approval=True, checkpointer=checkpointer)
             graph.invoke({"turn": 0}, config("warm"), durability="sync")
             gc.collect()
-            before, started = rss_kb(), time.perf_counter()
+            before, started, cpu = rss_kb(), time.perf_counter(), time.process_time()
             outs = [graph.invoke({"turn": 0}, config(f"t{i}"), durability="sync") for i in range(count)]
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     else:
+        cpu = time.process_time()
         seconds, before, outs = asyncio.run(many_async(count, db))
+        cpu = time.process_time() - cpu  # the saver's connection opened and closed too
     assert all("__interrupt__" in out for out in outs)
     gc.collect()
-    return {"seconds": seconds, "rss_delta_kb": rss_kb() - before, "waiting": len(outs)}
+    return {"seconds": seconds, "cpu": cpu, "rss_delta_kb": rss_kb() - before, "waiting": len(outs)}
 
 
 async def many_async(count: int, db: str) -> tuple[float, int, list[Any]]:
