@@ -19,7 +19,10 @@ on screen. Figures, per request: requested -> the first frame showing it (in the
 pane was empty: every request with one agent; else as an inbox row), split into requested ->
 raised and raised -> in the pane; the key -> the agent has its option; the key -> the screen
 updated (the next request, or the pane gone); the console's CPU between key and screen.
-The machine is shared: the load average is printed with the figures.
+The machine is shared: the load average is printed with the figures. Counted, which the load
+does not distort: per request, the console's CPU (this process: the ACP client and the frames),
+frames sent, layout passes of the screen (compositor reflows) and widget renders, by widget.
+Old against new: `git archive OLD | tar -x -C /tmp/old`, copy this file there, run both in turn.
 """
 
 from __future__ import annotations
