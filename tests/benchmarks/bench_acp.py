@@ -19,7 +19,10 @@ on screen. Figures, per request: requested -> the first frame showing it (in the
 pane was empty: every request with one agent; else as an inbox row), split into requested ->
 raised and raised -> in the pane; the key -> the agent has its option; the key -> the screen
 updated (the next request, or the pane gone); the console's CPU between key and screen.
-The machine is shared: the load average is printed with the figures.
+The machine is shared: the load average is printed with the figures. Counted, which the load
+does not distort: per request, the console's CPU (this process: the ACP client and the frames),
+frames sent, layout passes of the screen (compositor reflows) and widget renders, by widget.
+Old against new: `git archive OLD | tar -x -C /tmp/old`, copy this file there, run both in turn.
 """
 
 from __future__ import annotations
@@ -147,6 +150,7 @@ async def console(n: int, agents: int) -> None:
     raised_cpu: dict[str, float] = {}  # the console's CPU time (s) when raised
     pane_cpu: dict[str, float] = {}  # the console's CPU between raised and the frame with it in the pane
     async with app.run_test(size=(120, 40)):
+        counts = RenderCounts(app.main)
         pane = app.main.query_one(DecisionPane)
         inbox = app.main.query_one(Inbox)
         original = app._display  # where each frame leaves for the terminal (bench_console.FrameProbe)
@@ -189,6 +193,8 @@ async def console(n: int, agents: int) -> None:
 
         await until(app.engine_ready.is_set)
         session.broker.subscribe(on_raised)
+        counts.start()
+        cpu_started = time.process_time()
         handles = [app.start(entry, RunRequest(None, "go")) for entry in session.workflows]
         keys, cpu = [], []
         pressed: dict[str, list[int]] = {}  # run id -> when its requests were answered, in order
@@ -204,6 +210,8 @@ async def console(n: int, agents: int) -> None:
             cpu.append((time.process_time() - c) * 1000)  # this process's CPU: what the load cannot inflate
         await until(lambda: all(h.finished_at is not None for h in handles), timeout=300)
         done = sum(h.status.value == "done" for h in handles)
+        counts.stop()
+        cpu_total = time.process_time() - cpu_started
         session.close()
     told = []
     for handle, trace in zip(handles, traces):
@@ -227,6 +235,56 @@ async def console(n: int, agents: int) -> None:
         if values:
             print(f"  {name:44s} n={len(values):4d}  median {statistics.median(values):6.2f} ms  "
                   f"p95 {p95(values):6.2f} ms  max {max(values):7.2f} ms")
+    print(f"  per request: console CPU {cpu_total * 1000 / total:.1f} ms (agents' processes not counted), "
+          f"frames {counts.frames / total:.2f}, layout passes of the screen {counts.layouts / total:.2f}, "
+          f"widget renders {sum(counts.renders.values()) / total:.1f}")
+    print("  widget renders per request, by widget: " + ", ".join(
+        f"{name} {k / total:.1f}" for name, k in counts.renders.most_common()))
+
+
+class RenderCounts:
+    """What the console's frames cost, counted (the load cannot inflate a count): layout passes of
+    the main screen, frames sent, and each widget's render (its lines drawn for a frame). It wraps
+    Textual's internals: a benchmark's probe, not the console's code."""
+
+    def __init__(self, screen) -> None:  # noqa: ANN001
+        from collections import Counter
+
+        from textual.widget import Widget
+
+        self.frames = self.layouts = 0
+        self.renders: Counter[str] = Counter()
+        self._screen, self._widget = screen, Widget
+        self._on = False
+        compositor = screen._compositor
+        reflow, render_lines, compositor_refresh = compositor.reflow, Widget.render_lines, screen._compositor_refresh
+
+        def counted_reflow(*args):  # noqa: ANN002  a layout of the whole screen
+            if self._on:
+                self.layouts += 1
+            return reflow(*args)
+
+        def counted_render(widget, crop):  # noqa: ANN001
+            if self._on:
+                self.renders[type(widget).__name__] += 1
+            return render_lines(widget, crop)
+
+        def counted_refresh() -> None:
+            if self._on and screen is screen.app.screen:
+                self.frames += 1
+            compositor_refresh()
+
+        compositor.reflow = counted_reflow
+        screen._compositor_refresh = counted_refresh
+        Widget.render_lines = counted_render
+        self._render_lines = render_lines
+
+    def start(self) -> None:
+        self._on = True
+
+    def stop(self) -> None:
+        self._on = False
+        self._widget.render_lines = self._render_lines
 
 
 if __name__ == "__main__":

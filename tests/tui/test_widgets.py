@@ -177,3 +177,26 @@ async def test_header_shows_the_title_without_laying_out_and_its_icon_opens_the_
         await pilot.click(ConsoleHeader, offset=(1, 0))
         await settle(pilot)
         assert isinstance(app.screen, CommandPalette)
+
+
+async def test_a_decision_raised_draws_its_runs_waiting_status_with_the_pane() -> None:
+    """The run's "waiting" is drawn in the frame that shows the pane (one frame for the decision),
+    not in a frame of its own when the run's next event comes (old: it stayed "running" until then)."""
+    from tui.widgets.run_list import RunList
+
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        clock = session.clock
+        run = SimpleNamespace(id="r7", status="running", workflow="acp", flow="", tokens=0,
+                              started_at=clock.now(), finished_at=None, events=[])
+        runs = app.main.query_one(RunList)
+        runs.add_run(run)
+        await settle(pilot)
+        assert "running" in runs.render_line(1).text
+        run.status = "waiting"  # as the engine sets it just before the broker raises (engine/runtime/human.py)
+        task = ask(session, pending(clock, run_id="r7"))
+        await settle(pilot)
+        assert app.main.query_one("#pane").visible
+        assert "waiting" in runs.render_line(1).text  # no run event came: the decision drew it
+        task.cancel()

@@ -178,6 +178,10 @@ class MainScreen(Screen):
         if self.current_id not in ids:
             self.current_id = ids[min(self._position, len(ids) - 1)] if ids else None
         self._show(pending, ids)
+        runs = self.query_one(RunList)
+        for waiting in pending:
+            if waiting.escalation.id in arrived:
+                runs.note_status(waiting.escalation.run_id)
         if self.current_id is None:
             if pane.has_focus_within:
                 self._give_focus_back()

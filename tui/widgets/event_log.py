@@ -12,9 +12,10 @@ from collections import deque
 from typing import Any
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.events import Resize
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import Reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -55,6 +56,7 @@ class EventLog(ScrollView, can_focus=True):
         self._heights: deque[int] = deque()  # screen lines of each text, to drop the oldest
         self.lines: list[Strip] = []  # the texts wrapped to `_width`
         self._width = 0  # 0 until the log has a size: texts written before wait for it
+        self._style: Style | None = None  # the log's style while a frame renders it
 
     def show_run(self, run_id: str | None, events: list[Any]) -> None:
         """Switch to another run: its whole log so far."""
@@ -128,10 +130,20 @@ class EventLog(ScrollView, can_focus=True):
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return container.width  # lines wrap to whatever width the log is given
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The log's style, once per frame: `rich_style` walks the ancestors' styles, and per line
+        # (21 of them, repainted whenever a line arrives) it was the log's largest cost.
+        self._style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._style = None
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
+        style = self.rich_style if self._style is None else self._style  # outside a frame: a test reading a line
         index = scroll_y + y
         if index >= len(self.lines):
-            return Strip.blank(width, self.rich_style)
-        return self.lines[index].crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(self.rich_style)
+            return Strip.blank(width, style)
+        return self.lines[index].crop_extend(scroll_x, scroll_x + width, style).apply_style(style)

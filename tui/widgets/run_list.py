@@ -47,7 +47,12 @@ class RunList(RowTable):
         if run_id not in self._runs:
             return
         self._latest[run_id] = one_line(event_line(event_type, fields).plain, 40)  # as the event log words it
-        if _status(self._runs[run_id]) != self._drawn_status.get(run_id):
+        self.note_status(run_id)
+
+    def note_status(self, run_id: str) -> None:
+        """Redraw a run's row if its status is not the one drawn (a decision raised: "waiting"
+        goes in the frame that shows the pane, not in one of its own when the next event comes)."""
+        if run_id in self._runs and _status(self._runs[run_id]) != self._drawn_status.get(run_id):
             self.refresh_run(run_id)
 
     def refresh_run(self, run_id: str) -> None:
