@@ -18,17 +18,27 @@ def alive_here(owner: str, beat: float) -> bool:
     last heartbeat `beat` (a pid reused by a process started since is not it). A late beat
     (a stopped process, or one starved on a loaded host) does not make it gone: its runs are
     still executing there."""
-    host, _, pid = owner.rpartition("-")[0].rpartition("-")
-    if host != socket.gethostname() or not pid.isdigit():
+    pid = _local_pid(owner)
+    if pid is None or not _exists(pid):
         return False
+    started = _started(pid)
+    return started is None or started <= beat + 2.0  # /proc's boot time is in whole seconds
+
+
+def _local_pid(owner: str) -> int | None:
+    """The pid `owner` names when it is a process of this host."""
+    host, _, pid = owner.rpartition("-")[0].rpartition("-")
+    return int(pid) if host == socket.gethostname() and pid.isdigit() else None
+
+
+def _exists(pid: int) -> bool:
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: it exists
         pass
-    started = _started(int(pid))
-    return started is None or started <= beat + 2.0  # /proc's boot time is in whole seconds
+    return True
 
 
 def _started(pid: int) -> float | None:
@@ -45,13 +55,5 @@ def _started(pid: int) -> float | None:
 
 def pid_gone(owner: str) -> bool:
     """True when `owner` names a process of this host that no longer exists."""
-    host, _, pid = owner.rpartition("-")[0].rpartition("-")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    pid = _local_pid(owner)
+    return pid is not None and not _exists(pid)

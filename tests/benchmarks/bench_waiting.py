@@ -62,6 +62,25 @@ SCRIPT = '''agents:
 '''
 
 
+def answer_one_by_one(db: Database, answers: int) -> list[float]:
+    """answer -> the run's end (ms), each answered once the previous one ended."""
+    latencies = []
+    for row in db.pending_escalations()[:answers]:
+        run_id = row["run_id"]
+        at = time.time()
+        answer_directly(db, row)
+        end = time.monotonic() + 60
+        while True:
+            run = db.get_run(run_id)
+            if run is not None and run["status"] == "done":
+                latencies.append(1000 * (run["finished"] - at))
+                break
+            if time.monotonic() > end:
+                raise TimeoutError(f"{run_id} not continued within 60 s of its answer")
+            time.sleep(0.005)
+    return latencies
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -151,20 +170,7 @@ def bench(url: str, folder: Path, runs: int, answers: int, concurrency: int, n_w
         print(f"  escalate runs --format json: {len(json.loads(listed.stdout))} runs listed in {took:.2f} s "
               f"(its CPU {children.children_user + children.children_system:.2f} s: the only child reaped yet)"
               f"   (load {load()})")
-        latencies = []
-        for row in db.pending_escalations()[:answers]:
-            run_id = row["run_id"]
-            at = time.time()
-            answer_directly(db, row)
-            end = time.monotonic() + 60
-            while True:
-                run = db.get_run(run_id)
-                if run is not None and run["status"] == "done":
-                    latencies.append(1000 * (run["finished"] - at))
-                    break
-                if time.monotonic() > end:
-                    raise TimeoutError(f"{run_id} not continued within 60 s of its answer")
-                time.sleep(0.005)
+        latencies = answer_one_by_one(db, answers)
         print(f"  answer -> next turn (the run's end), worker running, {runs - answers} others waiting: "
               f"n={len(latencies)}, p50 {statistics.median(latencies):.0f} ms, p95 {p95(latencies):.0f} ms, "
               f"max {max(latencies):.0f} ms   (load {load()})")

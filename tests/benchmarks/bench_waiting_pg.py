@@ -41,7 +41,7 @@ ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_waiting import FLOW, SCRIPT, _queue, load, p95, pending_count, rss_mib  # noqa: E402
+from bench_waiting import FLOW, SCRIPT, _queue, answer_one_by_one, load, p95, pending_count, rss_mib  # noqa: E402
 from first_frame import MARKER, _command, _on_terminal  # noqa: E402
 
 from engine.durable.database import Database  # noqa: E402
@@ -55,25 +55,6 @@ def _wait_all_waiting(db: Database, runs: int, limit: float = 7200.0) -> float:
             raise TimeoutError(f"only {pending_count(db)} of {runs} waiting after {limit:.0f} s")
         time.sleep(0.5)
     return time.monotonic() - start
-
-
-def _answer_one_by_one(db: Database, answers: int) -> list[float]:
-    """answer -> the run's end (ms), each answered once the previous one ended."""
-    latencies = []
-    for row in db.pending_escalations()[:answers]:
-        run_id = row["run_id"]
-        at = time.time()
-        answer_directly(db, row)
-        end = time.monotonic() + 60
-        while True:
-            run = db.get_run(run_id)
-            if run is not None and run["status"] == "done":
-                latencies.append(1000 * (run["finished"] - at))
-                break
-            if time.monotonic() > end:
-                raise TimeoutError(f"{run_id} not continued within 60 s of its answer")
-            time.sleep(0.005)
-    return latencies
 
 
 def _console(url: str, runs: int, folder: Path) -> tuple[float, float]:
@@ -169,7 +150,7 @@ def bench(url: str, folder: Path, runs: int, answers: int, concurrency: int, n_w
         first, everything = _console(url, runs, folder)
         print(f"  console: first frame {first:.2f} s, all {runs} listed (Inbox ({runs})) {everything:.2f} s   "
               f"(load {load()})", flush=True)
-        latencies = _answer_one_by_one(db, answers)
+        latencies = answer_one_by_one(db, answers)
         print(f"  answer -> next turn (the run's end), {n_workers} workers running, {runs - answers} others waiting: "
               f"n={len(latencies)}, p50 {statistics.median(latencies):.0f} ms, p95 {p95(latencies):.0f} ms, "
               f"max {max(latencies):.0f} ms   (load {load()})", flush=True)
