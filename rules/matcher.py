@@ -58,6 +58,13 @@ class Pattern:
             self._needle = normalize(source)
             self._words = pattern_words(source)
 
+    # A pattern is its source: rules read from a snapshot equal the same rules parsed.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pattern) and other.source == self.source
+
+    def __hash__(self) -> int:
+        return hash(self.source)
+
     def matches(self, activity: "Activity") -> bool:
         if self._regex is not None:
             return self._regex.search(activity.utf8) is not None

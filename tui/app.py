@@ -92,7 +92,10 @@ class EscalateApp(DecideActions, App[int]):
         self._first_input = first_input or ""
         self._open_engine = open_engine
         self.engine_ready = asyncio.Event()
-        self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None)
+        # An escalation listed waits for the loop turn's end: a console opening on thousands
+        # (the feed's first read, or the listing at open) redraws once, not once each.
+        self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None,
+                                                         defer=lambda event: event.kind == RAISED)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self.broker_news)
         # Whether the pane's decision has alike ones (its `b` key), per decision and broker news:

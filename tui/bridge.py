@@ -18,11 +18,15 @@ T = TypeVar("T")
 
 
 class Batcher(Generic[T]):
-    def __init__(self, deliver: Callable[[list[T]], None], delay: float | None = 0.0) -> None:
+    def __init__(self, deliver: Callable[[list[T]], None], delay: float | None = 0.0,
+                 defer: Callable[[T], bool] | None = None) -> None:
         self._deliver = deliver
         # None: at once, inside the caller (decisions: not one loop turn later); 0: next loop
         # turn; > 0: coalesce a burst (run events).
         self._delay = delay
+        # With delay None, items `defer` says yes to wait for the next loop turn (thousands
+        # listed in one turn: one delivery); any other item delivers them all, in order, at once.
+        self._defer = defer
         self._items: list[T] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._context: contextvars.Context | None = None
@@ -43,7 +47,7 @@ class Batcher(Generic[T]):
         self._items.append(item)
         if self._loop is None:
             return  # not bound yet: delivered by bind()
-        if self._delay is None and not self._delivering:
+        if self._delay is None and not self._delivering and not (self._defer is not None and self._defer(item)):
             self._delivering = True
             try:  # in the app's context (Textual's active app), whatever task called us
                 assert self._context is not None
