@@ -32,13 +32,18 @@ def _local_pid(owner: str) -> int | None:
 
 
 def _exists(pid: int) -> bool:
+    """The process runs (a zombie, killed and not yet reaped by its parent, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: it exists
         pass
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[:1] != ["Z"]  # field 3: state
+    except OSError:
+        return True  # no /proc here: kill(0) is all we know
 
 
 def _started(pid: int) -> float | None:
