@@ -17,7 +17,6 @@ from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.geometry import Size
-from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -89,12 +88,16 @@ def _update_in_place(static: Static, text: Text) -> None:
 
 def _set_prompts(options: OptionList, prompts: list[Text]) -> None:
     """The choices, replaced in place when there are as many (the option list then lays the
-    screen out again only if its height changes: its virtual size is a layout reactive)."""
+    screen out again only if its height changes: its virtual size is a layout reactive), and
+    only those that differ."""
     if options.option_count != len(prompts):
         options.clear_options()
         options.add_options(Option(prompt) for prompt in prompts)
         return
-    for index, prompt in enumerate(prompts):
+    changed = [(index, prompt) for index, prompt in enumerate(prompts) if options.get_option_at_index(index).prompt != prompt]
+    if not changed:  # the same choices (an agent's permission requests share their options): nothing to draw
+        return
+    for index, prompt in changed:
         options.replace_option_prompt_at_index(index, prompt)
     options.scroll_to_highlight()  # measures the new prompts now, not during the next frame
 
@@ -140,6 +143,19 @@ class DecisionPane(Vertical):
         self._queue = (0, 0)  # (position, total) of the shown escalation
         self._countdown = ""  # the countdown line on screen
         self.aside = False  # Escape set the pane aside: hidden until `d` (MainScreen.set_aside)
+        # Its parts, held rather than looked up: `show` runs with every decision raised and
+        # answered, on the way to the frame that shows it.
+        self._title = Static("", id="pane-title", markup=False)
+        self._position = Static("", id="pane-queue", markup=False)
+        self._text = Static("", id="pane-text", markup=False)
+        self._body = VerticalScroll(self._text, id="pane-body")
+        self._options = OptionList(id="pane-choices", markup=False)
+        self._custom = Input(placeholder="your answer, then Enter (Escape: back)", id="pane-custom", compact=True)
+        self._custom.display = False  # until a choice asks for text
+        self._instructions_field = Input(placeholder="> type here, Enter or Escape to go back", id="pane-instructions",
+                                         compact=True)
+        self._countdown_line = Static("", id="pane-countdown", markup=False)
+        self._shown: tuple[Text | None, Text | None, Text | None] = (None, None, None)  # title, position, text on screen
 
     def on_mount(self) -> None:
         # The pane's widgets are mounted right after the console's first frame, which they would
@@ -148,7 +164,17 @@ class DecisionPane(Vertical):
         self.call_after_refresh(self._mount_children)
 
     async def _mount_children(self) -> None:
-        await self.mount_all(self._children())
+        await self.mount_all([
+            Horizontal(self._title, self._position, id="pane-head"),
+            # One widget for reason, question and context: fewer widgets to lay out and paint
+            # when the pane switches to another decision.
+            self._body,
+            self._options,
+            self._custom,
+            Static("Additional instructions (optional, i):", id="pane-instructions-label"),
+            self._instructions_field,
+            self._countdown_line,
+        ])
         if not self.is_attached:  # the console quit before the pane got its widgets
             return
         # The countdown is redrawn from the injected clock: a frozen clock gives a frozen pane.
@@ -159,22 +185,6 @@ class DecisionPane(Vertical):
             self.show(pending, *self._queue)
             if self._focus_asked:
                 self.focus_answer()
-
-    @staticmethod
-    def _children() -> list[Widget]:
-        custom = Input(placeholder="your answer, then Enter (Escape: back)", id="pane-custom", compact=True)
-        custom.display = False  # until a choice asks for text
-        return [
-            Horizontal(Static("", id="pane-title", markup=False), Static("", id="pane-queue", markup=False), id="pane-head"),
-            # One widget for reason, question and context: fewer widgets to lay out and paint
-            # when the pane switches to another decision.
-            VerticalScroll(Static("", id="pane-text", markup=False), id="pane-body"),
-            OptionList(id="pane-choices", markup=False),
-            custom,
-            Static("Additional instructions (optional, i):", id="pane-instructions-label"),
-            Input(placeholder="> type here, Enter or Escape to go back", id="pane-instructions", compact=True),
-            Static("", id="pane-countdown", markup=False),
-        ]
 
     # ---- what is shown -------------------------------------------------------------------
 
@@ -195,18 +205,16 @@ class DecisionPane(Vertical):
             self._choices = []
             return
         esc = pending.escalation
-        self.query_one("#pane-queue", Static).update(  # fixed size: no relayout
-            Text(f"{position} of {total} · [ ]" if total > 1 else "", style="bold"), layout=False
-        )
-        if pending == previous:
-            return  # same escalation: keep the user's highlight and typing (a changed one is shown again)
+        where = Text(f"{position} of {total} · [ ]" if total > 1 else "", style="bold")
+        if pending == previous:  # same escalation: keep the user's highlight and typing (a changed one is shown again)
+            self._show_lines(where=where)
+            return
         title = Text("⚠  DECISION REQUIRED ", style="bold")
         title.append(f"[{one_line(esc.task_id, 80)}]", style="bold yellow")
-        self.query_one("#pane-title", Static).update(title, layout=False)
-        _update_in_place(self.query_one("#pane-text", Static), pane_text(esc, str(pending.extra.get(ASKED_BY) or "")))
+        self._show_lines(title, where, pane_text(esc, str(pending.extra.get(ASKED_BY) or "")))
         self._choices = choices_for(esc)
         descriptions = {o.id: o.description for o in esc.options}
-        _set_prompts(self.query_one("#pane-choices", OptionList), [
+        _set_prompts(self._options, [
             _choice_prompt(n, c, descriptions.get(c.option_id or "", ""))
             for n, c in enumerate(self._choices, start=1)
         ])
@@ -216,14 +224,25 @@ class DecisionPane(Vertical):
         if _asks_for_text(esc):  # nothing to choose from: the answer is typed (a reflexive Enter never skips)
             fallback = next(i for i, c in enumerate(self._choices) if c.key == "custom")
         recommended = next((i for i, c in enumerate(self._choices) if c.recommended), fallback)
-        options = self.query_one("#pane-choices", OptionList)
-        options.highlighted = recommended  # Enter takes the recommended option
-        custom = self.query_one("#pane-custom", Input)
-        custom.value = ""
-        custom.display = _asks_for_text(esc)
-        self.query_one("#pane-instructions", Input).value = self._drafts.get(esc.id, "")
+        self._options.highlighted = recommended  # Enter takes the recommended option
+        self._custom.value = ""
+        self._custom.display = _asks_for_text(esc)
+        self._instructions_field.value = self._drafts.get(esc.id, "")
         self.refresh_countdown()
         self.fit()
+
+    def _show_lines(self, title: Text | None = None, where: Text | None = None, text: Text | None = None) -> None:
+        """The title, the queue position and the text, each drawn again only when it changed
+        (many decisions of one agent differ in a line or two)."""
+        shown = self._shown
+        if title is not None and title != shown[0]:
+            self._title.update(title, layout=False)
+        if where is not None and where != shown[1]:
+            self._position.update(where, layout=False)  # fixed size: no relayout
+        if text is not None and text != shown[2]:
+            _update_in_place(self._text, text)
+        self._shown = (title if title is not None else shown[0], where if where is not None else shown[1],
+                       text if text is not None else shown[2])
 
     def fit(self) -> None:
         """Size the pane to the terminal so that every part of it stays on screen: on a small
@@ -235,11 +254,11 @@ class DecisionPane(Vertical):
         # 70% of a tall screen; on a short one all but the header and key bar (and the gap).
         limit = max(int(height * 0.7), min(height - 3, 22))
         self.styles.max_height = limit
-        body, options = self.query_one("#pane-body"), self.query_one("#pane-choices", OptionList)
+        body, options = self._body, self._options
         width = max(1, self.content_size.width)
-        body_needs = 1 + self.query_one("#pane-text", Static).get_content_height(Size(0, 0), Size(0, 0), width)
+        body_needs = 1 + self._text.get_content_height(Size(0, 0), Size(0, 0), width)
         choices_need = options.get_content_height(Size(0, 0), Size(0, 0), width)
-        fixed = PANE_FIXED_ROWS + (1 if self.query_one("#pane-custom", Input).display else 0)
+        fixed = PANE_FIXED_ROWS + (1 if self._custom.display else 0)
         room = max(2, limit - fixed)
         choices = min(choices_need, MAX_CHOICE_ROWS, max(min(3, choices_need), room - min(body_needs, 4)))
         body.styles.max_height = max(2, min(MAX_BODY_ROWS, room - choices))
@@ -251,22 +270,21 @@ class DecisionPane(Vertical):
         line = countdown(self.pending, self._clock.now())
         if line != self._countdown:  # four checks a second; most change nothing on screen
             self._countdown = line
-            self.query_one("#pane-countdown", Static).update(Text(line, style="bold"), layout=False)
+            self._countdown_line.update(Text(line, style="bold"), layout=False)
 
     def focus_answer(self) -> None:
         """Where the keyboard goes when a decision is shown: the answer field for a question
         without options (type, then Enter), else the choices."""
         if self._mounted and self.pending is not None and _asks_for_text(self.pending.escalation):
-            custom = self.query_one("#pane-custom", Input)
-            custom.display = True
-            self.screen.set_focus(custom)
+            self._custom.display = True
+            self.screen.set_focus(self._custom)
             self.fit()
         else:
             self.focus_choices()
 
     def focus_choices(self) -> None:
         if self._mounted:  # at once, like the fields: the next key of a burst is a choice again
-            self.screen.set_focus(self.query_one("#pane-choices", OptionList))
+            self.screen.set_focus(self._options)
         else:
             self._focus_asked = True
 
@@ -276,8 +294,7 @@ class DecisionPane(Vertical):
 
     def _save_draft(self) -> None:
         if self.pending is not None:
-            text = self.query_one("#pane-instructions", Input).value
-            self._drafts[self.pending.escalation.id] = text
+            self._drafts[self.pending.escalation.id] = self._instructions_field.value
 
     # ---- answering -------------------------------------------------------------------------
 
@@ -290,11 +307,11 @@ class DecisionPane(Vertical):
         """Enter: the highlighted line (the recommended option until the user moves). In the
         instructions field it goes back to the choices, at once (the next key of a burst is a
         choice again); in the custom-answer field it sends the answer."""
-        if self.app.focused is self.query_one("#pane-instructions", Input):
+        if self.app.focused is self._instructions_field:
             self.focus_choices()
             return
         self._skip_while_typing()
-        index = self.query_one("#pane-choices", OptionList).highlighted
+        index = self._options.highlighted
         if index is None or index >= len(self._choices):
             raise SkipAction()
         self._take(self._choices[index])
@@ -305,16 +322,16 @@ class DecisionPane(Vertical):
 
     def action_focus_instructions(self) -> None:
         self._skip_while_typing()
-        self.screen.set_focus(self.query_one("#pane-instructions", Input))
+        self.screen.set_focus(self._instructions_field)
 
     def action_escape(self) -> None:
         """Escape: from a field back to the choices; on the choices, the pane steps aside until
         `d` (elsewhere Escape is not the pane's)."""
-        custom = self.query_one("#pane-custom", Input)
-        if self.query_one("#pane-instructions", Input).has_focus or custom.has_focus:
+        custom = self._custom
+        if self._instructions_field.has_focus or custom.has_focus:
             custom.display = self.pending is not None and _asks_for_text(self.pending.escalation)
             self.focus_choices()
-        elif self.query_one("#pane-choices", OptionList).has_focus:
+        elif self._options.has_focus:
             set_aside = getattr(self.screen, "set_aside", None)
             if set_aside is None:
                 raise SkipAction()
@@ -335,9 +352,8 @@ class DecisionPane(Vertical):
 
     def _take(self, choice: Choice) -> None:
         if choice.key == "custom":
-            custom = self.query_one("#pane-custom", Input)
-            custom.display = True
-            self.screen.set_focus(custom)  # at once: the answer typed right after the key lands here
+            self._custom.display = True
+            self.screen.set_focus(self._custom)  # at once: the answer typed right after the key lands here
             self.fit()
             return
         if self.pending is None:
@@ -345,14 +361,14 @@ class DecisionPane(Vertical):
         # Instructions typed just before (a burst: `i`, text, Enter, `1`) may still wait in the
         # field's own message queue: the answer is made after them, in that queue, for the
         # escalation on screen now.
-        self.query_one("#pane-instructions", Input).call_later(self._send, self.pending.escalation.id, choice)
+        self._instructions_field.call_later(self._send, self.pending.escalation.id, choice)
 
     def _send(self, escalation_id: str, choice: Choice) -> None:
         answer = kind("option") if choice.option_id is not None else by_pane_key(choice.key)
         self._on_answer(escalation_id, answer.make(choice.option_id, self._instructions()))
 
     def _instructions(self) -> str | None:
-        return self.query_one("#pane-instructions", Input).value.strip() or None
+        return self._instructions_field.value.strip() or None
 
     def _answer(self, response: Response) -> None:
         if self.pending is not None:

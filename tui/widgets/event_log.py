@@ -4,11 +4,17 @@ A line-API widget of its own rather than Textual's RichLog: RichLog imports rich
 imports attrs (~17 ms before the first frame), for pretty-printing we never use. Lines are Rich
 `Text` (agent output is never parsed as markup), wrapped to the log's width and wrapped again
 when that width changes.
+
+The runs shown lately keep their wrapped lines (`RECENT_RUNS`): with many agents asking at
+once, the pane switches the log to another run at every answer, and formatting and wrapping
+that run's whole log again was most of the console's work between the key and the frame
+(tests/benchmarks/bench_acp.py --console --agents 20).
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.segment import Segment
@@ -24,6 +30,19 @@ from tui.format import event_line
 
 MAX_EVENTS = 2000  # events kept per log; older ones leave from the top
 MIN_WIDTH = 20  # narrower than this, lines scroll sideways instead of wrapping to nothing
+RECENT_RUNS = 64  # runs whose wrapped lines are kept for the next time they are shown
+
+
+@dataclass
+class _Written:
+    """One run's log as written: its texts, and their lines wrapped to `width`."""
+
+    shown: int = 0  # how many of the run's events are written
+    texts: deque[Text] = field(default_factory=lambda: deque(maxlen=MAX_EVENTS))
+    heights: deque[int] = field(default_factory=deque)  # screen lines of each text, to drop the oldest
+    lines: list[Strip] = field(default_factory=list)
+    width: int = 0
+    noted: bool = False  # holds a line that is not an event (written again when shown again)
 
 
 class EventLog(ScrollView, can_focus=True):
@@ -51,21 +70,30 @@ class EventLog(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.run_id: str | None = None
-        self._shown = 0  # how many of the run's events are written
-        self._texts: deque[Text] = deque(maxlen=MAX_EVENTS)
-        self._heights: deque[int] = deque()  # screen lines of each text, to drop the oldest
-        self.lines: list[Strip] = []  # the texts wrapped to `_width`
+        self._log = _Written()  # the shown run's
         self._width = 0  # 0 until the log has a size: texts written before wait for it
+        self._recent: OrderedDict[str, _Written] = OrderedDict()  # runs shown before, newest last
         self._style: Style | None = None  # the log's style while a frame renders it
 
+    @property
+    def lines(self) -> list[Strip]:
+        """The shown run's texts wrapped to the log's width."""
+        return self._log.lines
+
     def show_run(self, run_id: str | None, events: list[Any]) -> None:
-        """Switch to another run: its whole log so far."""
+        """Switch to another run: its whole log so far, following its end."""
+        if self.run_id is not None and not self._log.noted:
+            self._recent[self.run_id] = self._log
+            self._recent.move_to_end(self.run_id)
+            while len(self._recent) > RECENT_RUNS:
+                self._recent.popitem(last=False)
         self.run_id = run_id
-        self._shown = 0
-        self._texts.clear()
-        self._heights.clear()
-        self.lines = []
-        self._resized()  # empty: back to the top, so the new run's log follows its end
+        recent = self._recent.pop(run_id, None) if run_id is not None else None
+        # Kept only while the events given still begin with those it wrote.
+        self._log = recent if recent is not None and recent.shown <= len(events) else _Written()
+        if self._log.width != self._width:
+            self._rewrap()
+        self._resized(following=True)  # a run shown follows its end
         self.border_title = f"Events · run {run_id}" if run_id else "Events"
         self.catch_up(events)
         self.refresh()
@@ -73,13 +101,13 @@ class EventLog(ScrollView, can_focus=True):
     def catch_up(self, events: list[Any]) -> None:
         """Write the run's events not written yet. The run's own list is the source of truth, so
         a switch and a batch of news overlapping never write an event twice."""
-        if self._shown >= len(events):
+        if self._log.shown >= len(events):
             return
         following = self._at_end()
-        for event in events[self._shown:]:
+        for event in events[self._log.shown:]:
             stamp = Text(f"{str(getattr(event, 'time', ''))[11:19]} ", style="dim")
             self._add(stamp + event_line(event.type, dict(event.fields)))
-        self._shown = len(events)
+        self._log.shown = len(events)
         self._resized(following)
         self.refresh()
 
@@ -88,17 +116,19 @@ class EventLog(ScrollView, can_focus=True):
         it stays in the log, where a toast would fade."""
         following = self._at_end()
         self._add(text)
+        self._log.noted = True
         self._resized(following)
         self.refresh()
 
     def _add(self, text: Text) -> None:
         text.expand_tabs()
-        if len(self._texts) == MAX_EVENTS:
-            del self.lines[: self._heights.popleft()]
-        self._texts.append(text)
+        log = self._log
+        if len(log.texts) == MAX_EVENTS:
+            del log.lines[: log.heights.popleft()]
+        log.texts.append(text)
         strips = self._wrap(text) if self._width else []
-        self._heights.append(len(strips))
-        self.lines.extend(strips)
+        log.heights.append(len(strips))
+        log.lines.extend(strips)
 
     def _wrap(self, text: Text) -> list[Strip]:
         console = self.app.console
@@ -121,11 +151,17 @@ class EventLog(ScrollView, can_focus=True):
             return
         following = self._at_end()
         self._width = width
-        wrapped = [self._wrap(text) for text in self._texts]
-        self._heights = deque(len(strips) for strips in wrapped)
-        self.lines = [strip for strips in wrapped for strip in strips]
+        self._rewrap()
         self._resized(following)
         self.refresh()
+
+    def _rewrap(self) -> None:
+        """The shown run's texts wrapped again, to the log's width."""
+        log = self._log
+        wrapped = [self._wrap(text) for text in log.texts] if self._width else [[] for _ in log.texts]
+        log.heights = deque(len(strips) for strips in wrapped)
+        log.lines = [strip for strips in wrapped for strip in strips]
+        log.width = self._width
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return container.width  # lines wrap to whatever width the log is given
