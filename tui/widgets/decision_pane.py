@@ -86,20 +86,21 @@ def _update_in_place(static: Static, text: Text) -> None:
         static.refresh(layout=True)
 
 
-def _set_prompts(options: OptionList, prompts: list[Text]) -> None:
+def _set_prompts(options: OptionList, prompts: list[Text]) -> bool:
     """The choices, replaced in place when there are as many (the option list then lays the
     screen out again only if its height changes: its virtual size is a layout reactive), and
-    only those that differ."""
+    only those that differ. Whether any changed."""
     if options.option_count != len(prompts):
         options.clear_options()
         options.add_options(Option(prompt) for prompt in prompts)
-        return
+        return True
     changed = [(index, prompt) for index, prompt in enumerate(prompts) if options.get_option_at_index(index).prompt != prompt]
     if not changed:  # the same choices (an agent's permission requests share their options): nothing to draw
-        return
+        return False
     for index, prompt in changed:
         options.replace_option_prompt_at_index(index, prompt)
     options.scroll_to_highlight()  # measures the new prompts now, not during the next frame
+    return True
 
 
 # Rows of the pane besides its text and its choices (theme.tcss): its border (2), the title (1),
@@ -156,6 +157,8 @@ class DecisionPane(Vertical):
                                          compact=True)
         self._countdown_line = Static("", id="pane-countdown", markup=False)
         self._shown: tuple[Text | None, Text | None, Text | None] = (None, None, None)  # title, position, text on screen
+        self._choices_drawn = 0  # counts the changes of the choices on screen
+        self._fitted: tuple[int, int, int, int, bool] | None = None  # what `fit` sized the pane for
 
     def on_mount(self) -> None:
         # The pane's widgets are mounted right after the console's first frame, which they would
@@ -214,7 +217,7 @@ class DecisionPane(Vertical):
         self._show_lines(title, where, pane_text(esc, str(pending.extra.get(ASKED_BY) or "")))
         self._choices = choices_for(esc)
         descriptions = {o.id: o.description for o in esc.options}
-        _set_prompts(self._options, [
+        self._choices_drawn += _set_prompts(self._options, [
             _choice_prompt(n, c, descriptions.get(c.option_id or "", ""))
             for n, c in enumerate(self._choices, start=1)
         ])
@@ -241,8 +244,9 @@ class DecisionPane(Vertical):
             self._position.update(where, layout=False)  # fixed size: no relayout
         if text is not None and text != shown[2]:
             _update_in_place(self._text, text)
-        self._shown = (title if title is not None else shown[0], where if where is not None else shown[1],
-                       text if text is not None else shown[2])
+        else:
+            text = shown[2]  # the one on screen: the same object while the same text shows (`fit`)
+        self._shown = (title if title is not None else shown[0], where if where is not None else shown[1], text)
 
     def fit(self) -> None:
         """Size the pane to the terminal so that every part of it stays on screen: on a small
@@ -251,11 +255,17 @@ class DecisionPane(Vertical):
         if not self._mounted or self.pending is None:
             return
         height = self.screen.size.height
+        width = max(1, self.content_size.width)
+        # Measuring the text and the choices was half of showing a decision: done again only
+        # when one of them, the size or the answer field changed.
+        fitted = (height, width, id(self._shown[2]), self._choices_drawn, self._custom.display)
+        if fitted == self._fitted:
+            return
+        self._fitted = fitted
         # 70% of a tall screen; on a short one all but the header and key bar (and the gap).
         limit = max(int(height * 0.7), min(height - 3, 22))
         self.styles.max_height = limit
         body, options = self._body, self._options
-        width = max(1, self.content_size.width)
         body_needs = 1 + self._text.get_content_height(Size(0, 0), Size(0, 0), width)
         choices_need = options.get_content_height(Size(0, 0), Size(0, 0), width)
         fixed = PANE_FIXED_ROWS + (1 if self._custom.display else 0)

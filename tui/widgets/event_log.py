@@ -93,9 +93,9 @@ class EventLog(ScrollView, can_focus=True):
         self._log = recent if recent is not None and recent.shown <= len(events) else _Written()
         if self._log.width != self._width:
             self._rewrap()
-        self._resized(following=True)  # a run shown follows its end
         self.border_title = f"Events · run {run_id}" if run_id else "Events"
-        self.catch_up(events)
+        self._write(events)
+        self._resized(following=True)  # a run shown follows its end
         self.refresh()
 
     def catch_up(self, events: list[Any]) -> None:
@@ -104,12 +104,15 @@ class EventLog(ScrollView, can_focus=True):
         if self._log.shown >= len(events):
             return
         following = self._at_end()
+        self._write(events)
+        self._resized(following)
+        self.refresh()
+
+    def _write(self, events: list[Any]) -> None:
         for event in events[self._log.shown:]:
             stamp = Text(f"{str(getattr(event, 'time', ''))[11:19]} ", style="dim")
             self._add(stamp + event_line(event.type, dict(event.fields)))
-        self._log.shown = len(events)
-        self._resized(following)
-        self.refresh()
+        self._log.shown = max(self._log.shown, len(events))
 
     def note(self, text: Text) -> None:
         """A line that is not one of the run's events (how a failed run ended, and its fix):
