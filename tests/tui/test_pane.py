@@ -306,3 +306,24 @@ async def test_what_is_typed_right_after_i_or_custom_lands_in_the_field(keys, ex
         response = (await decided(task)).response
         assert (response.selected_option, response.text_response, response.additional_instructions) == expected
         assert app.screen is app.main  # no `s` or `h` slipped through
+
+
+async def test_the_next_decision_draws_again_only_what_differs() -> None:
+    """An agent's requests share their choices and title: answering one shows the next with its
+    own text, and the choices stay the lines already on screen (not drawn again)."""
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        first = ask(session, pending(session.clock, question="Deploy build 1?", timeout=None))
+        ask(session, pending(session.clock, question="Deploy build 2?", timeout=None))
+        await settle(pilot)
+        options = app.main.query_one("#pane-choices", OptionList)
+        prompts = [options.get_option_at_index(i).prompt for i in range(options.option_count)]
+        await pilot.press("down", "1")
+        assert (await decided(first)).response.selected_option == "opt1"
+        await settle(pilot)
+        text = pane_text(app)
+        assert "Deploy build 2?" in text and "Deploy build 1?" not in text and "1 of 1" not in text
+        assert [options.get_option_at_index(i).prompt for i in range(options.option_count)] == prompts
+        assert all(options.get_option_at_index(i).prompt is prompt for i, prompt in enumerate(prompts))
+        assert options.highlighted == 0  # on the recommended option again

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from rich.text import Text
 from textual.command import CommandPalette
 from textual.screen import Screen
 
@@ -157,6 +158,46 @@ async def test_event_log_keeps_the_newest_events_only() -> None:
         text = "\n".join(line.text for line in log.lines)
         assert len(log.lines) == MAX_EVENTS and "line 49\n" not in text and text.startswith("10:00:50 ")
         assert text.rstrip().endswith(f"line {MAX_EVENTS + 49}")
+
+
+async def test_event_log_shown_again_keeps_a_runs_lines_and_writes_only_its_new_events() -> None:
+    """With many agents asking, the pane moves the log to another run at every answer: a run
+    shown lately is not formatted and wrapped again, only what it logged since is written."""
+    app = make_app(make_session())
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.main.query_one(EventLog)
+        ours, other = _log_events(30, "ours {n}"), _log_events(5, "other {n}")
+        log.show_run("r1", ours[:25])
+        await settle(pilot)
+        first = log.lines[0]
+        log.show_run("r2", other)
+        log.show_run("r1", ours)  # five more events since it was shown
+        await settle(pilot)
+        lines = [line.text.rstrip() for line in log.lines]
+        assert log.lines[0] is first  # written once
+        assert len(lines) == 30 and lines[0].endswith("ours 0") and lines[-1].endswith("ours 29")
+        assert log.border_title == "Events · run r1" and log.scroll_y == log.max_scroll_y  # it follows its end
+        log.show_run("r2", other)
+        await pilot.resize_terminal(70, 40)
+        await settle(pilot)
+        log.show_run("r1", ours)  # kept at another width: wrapped again to this one
+        await settle(pilot)
+        assert all(line.cell_length <= log.scrollable_content_region.width for line in log.lines)
+        assert [line.text for line in log.lines if "ours" in line.text][-1].rstrip().endswith("ours 29")
+
+
+async def test_event_log_shown_again_writes_a_note_only_once() -> None:
+    """A line that is not an event (how a run failed) is written by whoever shows the run: a run
+    with one is not kept, so showing it again never doubles it."""
+    app = make_app(make_session())
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.main.query_one(EventLog)
+        log.show_run("r1", _log_events(3))
+        log.note(Text("✗ failed: the agent crashed"))
+        log.show_run("r2", _log_events(2))
+        log.show_run("r1", _log_events(3))
+        await settle(pilot)
+        assert [line.text.rstrip()[-4:] for line in log.lines] == ["ne 0", "ne 1", "ne 2"]
 
 
 async def test_header_shows_the_title_without_laying_out_and_its_icon_opens_the_palette() -> None:
