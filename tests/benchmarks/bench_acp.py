@@ -22,6 +22,9 @@ updated (the next request, or the pane gone); the console's CPU between key and 
 The machine is shared: the load average is printed with the figures. Counted, which the load
 does not distort: per request, the console's CPU (this process: the ACP client and the frames),
 frames sent, layout passes of the screen (compositor reflows) and widget renders, by widget.
+Also the console's CPU per frame drawn (thread time, median and p95: what the load inflates
+least). --profile prints where the console's own work goes (cProfile of its frames, broker and
+run news and the pane's key; the agents' ACP traffic left out), sorted by internal time.
 Old against new: `git archive OLD | tar -x -C /tmp/old`, copy this file there, run both in turn.
 """
 
@@ -110,7 +113,7 @@ async def main(n: int, agents: int) -> None:
               f"p95 {p95(values):6.2f} ms  max {max(values):7.2f} ms")
 
 
-async def console(n: int, agents: int) -> None:
+async def console(n: int, agents: int, profile: bool = False) -> None:
     """K ACP agents at once in one console; the person answers from the pane with the key `1`."""
     sys.path.insert(0, str(Path(__file__).parent))
     import tui  # noqa: F401  before Textual, as `escalate` does
@@ -139,6 +142,7 @@ async def console(n: int, agents: int) -> None:
         source.write_text(agent_source(agent_command(script)))
         entries.append(WorkflowEntry(source))
     session = ConsoleSession(entries, rules=default_rules(), workspace=tmp)
+    profiler = ConsoleProfile() if profile else None
     app = EscalateApp(session)
     total = agents * n
     # CLOCK_MONOTONIC ns, which the agents' stamps use too (perf_counter is the same clock on Linux)
@@ -240,6 +244,50 @@ async def console(n: int, agents: int) -> None:
           f"widget renders {sum(counts.renders.values()) / total:.1f}")
     print("  widget renders per request, by widget: " + ", ".join(
         f"{name} {k / total:.1f}" for name, k in counts.renders.most_common()))
+    frame_cpu = counts.frame_cpu
+    print(f"  console CPU per frame drawn: median {statistics.median(frame_cpu):.2f} ms, p95 {p95(frame_cpu):.2f} ms "
+          f"(n={len(frame_cpu)})")
+    if profiler is not None:
+        profiler.report()
+
+
+class ConsoleProfile:
+    """cProfile of the console's own work: its frames, the broker's and the runs' news, the
+    pane's key and answer (the ACP clients' reading of 20 agents' streams is left out)."""
+
+    def __init__(self) -> None:
+        """Before the app is made: it keeps some of these methods as callbacks."""
+        import cProfile
+
+        from textual.screen import Screen
+
+        from tui.app import EscalateApp
+        from tui.widgets.decision_pane import DecisionPane
+
+        self.profile = cProfile.Profile()
+        self._depth = 0
+        for owner, name in ((Screen, "_on_timer_update"), (EscalateApp, "_apply_broker_events"),
+                            (EscalateApp, "_apply_run_events"), (EscalateApp, "answer"), (DecisionPane, "action_choose")):
+            setattr(owner, name, self._profiled(getattr(owner, name)))
+
+    def _profiled(self, method):  # noqa: ANN001, ANN202
+        def profiled(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            self._depth += 1
+            if self._depth == 1:
+                self.profile.enable()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.profile.disable()
+        return profiled
+
+    def report(self) -> None:
+        import pstats
+
+        print("  where the console's own work went (cProfile, by internal time):")
+        pstats.Stats(self.profile, stream=sys.stdout).sort_stats("tottime").print_stats(25)
 
 
 class RenderCounts:
@@ -253,6 +301,7 @@ class RenderCounts:
         from textual.widget import Widget
 
         self.frames = self.layouts = 0
+        self.frame_cpu: list[float] = []  # ms of this thread's CPU drawing each frame (not its layout)
         self.renders: Counter[str] = Counter()
         self._screen, self._widget = screen, Widget
         self._on = False
@@ -270,9 +319,13 @@ class RenderCounts:
             return render_lines(widget, crop)
 
         def counted_refresh() -> None:
-            if self._on and screen is screen.app.screen:
-                self.frames += 1
+            if not (self._on and screen is screen.app.screen):
+                compositor_refresh()
+                return
+            self.frames += 1
+            started = time.thread_time()
             compositor_refresh()
+            self.frame_cpu.append((time.thread_time() - started) * 1000)
 
         compositor.reflow = counted_reflow
         screen._compositor_refresh = counted_refresh
@@ -292,5 +345,6 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--agents", type=int, default=1)
     parser.add_argument("--console", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="with --console: where the console's work goes")
     args = parser.parse_args()
-    asyncio.run(console(args.n, args.agents) if args.console else main(args.n, args.agents))
+    asyncio.run(console(args.n, args.agents, args.profile) if args.console else main(args.n, args.agents))
