@@ -13,7 +13,7 @@ Figures (CLOCK_MONOTONIC, which every process on the machine shares):
 With --agents K, K agents run at once in one engine (one loop), each asking N permissions.
 
 --console [--agents 20]: the agents run in one console (Textual's App under run_test, headless,
-120x40), each streaming lines, thoughts and tool calls between its permission requests (stamped
+120x40, on the PriorityLoop `escalate` runs it on; --plain-loop: asyncio's own, as before), each streaming lines, thoughts and tool calls between its permission requests (stamped
 by the agent); the person answers from the pane with the key `1` (Allow once) as soon as it is
 on screen. Figures, per request: requested -> the first frame showing it (in the pane when the
 pane was empty: every request with one agent; else as an inbox row), split into requested ->
@@ -346,5 +346,13 @@ if __name__ == "__main__":
     parser.add_argument("--agents", type=int, default=1)
     parser.add_argument("--console", action="store_true")
     parser.add_argument("--profile", action="store_true", help="with --console: where the console's work goes")
+    parser.add_argument("--plain-loop", action="store_true",
+                        help="with --console: asyncio's own loop (the figures before this flag), not the PriorityLoop")
     args = parser.parse_args()
-    asyncio.run(console(args.n, args.agents, args.profile) if args.console else main(args.n, args.agents))
+    if args.console:  # on the loop `escalate` runs the console on (EscalateApp.run): runs' work after the console's
+        from engine.runtime.priority_loop import PriorityLoop
+
+        with asyncio.Runner(loop_factory=asyncio.new_event_loop if args.plain_loop else PriorityLoop) as runner:
+            runner.run(console(args.n, args.agents, args.profile))
+    else:
+        asyncio.run(main(args.n, args.agents))
