@@ -8,7 +8,8 @@ every run. This loop keeps the runs' callbacks in a queue of their own and serve
 one slice per loop turn, after everything else that is ready. A slice ends after `SLICE`
 seconds, or as soon as the console has something to do (a key from the terminal's thread, a
 message posted by a run, a timer due such as the next frame): the console's hops wait for one
-run step at most, and runs get whatever time the console leaves.
+run step at most, and runs get whatever time the console leaves, but for a whole slice once
+their slices were cut short for `FLOOR` seconds (a console always busy never starves them).
 
 A callback belongs to the runs when its context says so (`BACKGROUND`, which the engine sets in
 every run's task, so the tasks and futures a run creates inherit it, and clears while a run
@@ -25,14 +26,22 @@ from typing import Any, Callable
 
 BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("escalate_background", default=False)
 SLICE = 0.004  # seconds of run work per loop turn when the console has nothing to do
+# However busy the console, runs get a whole slice at least this often: with 20 ACP agents
+# streaming, the console always had a frame due, runs got one callback a loop turn, and their
+# permission requests waited 2-3 s to be read, answers 300-500 ms to reach them (0.1 s and 50 ms
+# with it; bench_acp.py --console --agents 20). 20 ms took 30 ms more to show a decision among
+# 20 busy runs (bench_console.py); 50 ms, none measured.
+FLOOR = 0.05
 
 _Queued = tuple[asyncio.Handle, Callable[..., Any], tuple[Any, ...], contextvars.Context]
 
 
 class PriorityLoop(asyncio.SelectorEventLoop):
-    def __init__(self, slice_seconds: float = SLICE) -> None:
+    def __init__(self, slice_seconds: float = SLICE, floor_seconds: float = FLOOR) -> None:
         super().__init__()
         self._slice = slice_seconds
+        self._floor = floor_seconds
+        self._cut_since: float | None = None  # since when every slice was cut short by the console
         self._background: deque[_Queued] = deque()
         self._pump_scheduled = False
         self._foreground_ready = False  # the console has work in this loop turn
@@ -80,7 +89,10 @@ class PriorityLoop(asyncio.SelectorEventLoop):
         # Console work scheduled since the last slice sits in this loop turn too: this slice
         # then runs one step (runs always move on) and lets it go first.
         console_waiting, self._foreground_ready = self._foreground_ready, False
-        end = time.perf_counter() + self._slice
+        start = time.perf_counter()
+        end = start + self._slice
+        whole = self._cut_since is not None and start - self._cut_since >= self._floor  # runs starved: theirs now
+        cut = False
         while queue:
             handle, callback, args, context = queue.popleft()
             if handle.cancelled():
@@ -91,8 +103,15 @@ class PriorityLoop(asyncio.SelectorEventLoop):
                 raise
             except BaseException as exc:  # what asyncio's own handles do with a failing callback
                 self.call_exception_handler({"message": f"Exception in callback {callback!r}", "exception": exc, "handle": handle})
-            if console_waiting or time.perf_counter() >= end or self._console_due():
+            if time.perf_counter() >= end:
                 break
+            if not whole and (console_waiting or self._console_due()):
+                cut = True
+                break
+        if not cut:
+            self._cut_since = None
+        elif self._cut_since is None:
+            self._cut_since = start
         if queue:
             super().call_soon(self._pump)
         else:

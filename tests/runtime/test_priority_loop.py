@@ -202,3 +202,27 @@ def test_a_key_from_another_thread_is_console_work(threadsafe: bool) -> None:
 
     run(main, slice_seconds=10.0)
     assert order == ["run0", "key", "run1", "run2"]
+
+
+def test_a_console_always_busy_still_gives_runs_a_whole_slice() -> None:
+    """A console with work due at every loop turn (the frames of many streaming agents) cuts
+    each slice to one run step; once that has lasted FLOOR seconds, runs get a whole slice."""
+    done: list[int] = []
+
+    async def main(loop: PriorityLoop) -> None:
+        ctx = background()
+        for n in range(1000):
+            loop.call_soon(done.append, n, context=ctx)
+        end = time.perf_counter() + 0.3
+
+        def frame() -> None:  # console work, due again at once
+            time.sleep(0.002)
+            if time.perf_counter() < end:
+                loop.call_soon(frame)
+
+        loop.call_soon(frame)
+        while time.perf_counter() < end:
+            await asyncio.sleep(0)
+
+    run(main)
+    assert len(done) == 1000  # one step a turn would be about a hundred
