@@ -10,7 +10,10 @@ Why a queue per process: `resume` re-enqueues a run; a queue named after this pr
 id, which only this process listens to (`DBOS.listen_queues`: by default a DBOS process dequeues
 from every queue in the database), makes sure that this process, and no other one sharing the
 database, executes it. Workers (`escalate worker`) also listen to the shared queue `escalate-runs`
-that `run --detach` fills.
+that `run --detach` fills. Only a process that resumes runs registers its queue at open
+(`resumes`): `escalate run` never does, and a registered queue costs a DBOS thread polling the
+database ten times a second for as long as the process lives (a `run --wait` waiting a weekend)
+and a row in DBOS's `queues` table that outlives the process.
 """
 
 from __future__ import annotations
@@ -138,6 +141,7 @@ class DurableHost:
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
         self._client: Any = None  # the DBOSClient that queues runs (`enqueue_in`), made at first use
+        self._queue_registered = False  # this process's own queue, registered with DBOS (`resumes`)
         self.trusted = True  # the database is this user's (engine/durable/trust.py)
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
@@ -202,14 +206,19 @@ class DurableHost:
         return self.refused[run_id]
 
     @classmethod
-    async def open(cls, db: Database, *, worker_concurrency: int | None = None) -> "DurableHost":
+    async def open(cls, db: Database, *, worker_concurrency: int | None = None, resumes: bool = True) -> "DurableHost":
         """Launch DBOS for this process (once; a second open with the same database reuses it).
         `worker_concurrency`: this process is a worker, taking up to that many runs at once
-        from the shared queue."""
+        from the shared queue. `resumes`: this process continues runs started elsewhere
+        (`resume`, a console, a worker), so its own queue is registered now; without it (`run`)
+        a later `resume` here registers it then, and DBOS's queue thread, which looks for new
+        queues every second, hands that run back up to a second later."""
         global _HOST
         loop = asyncio.get_running_loop()
         if _HOST is not None:
             if _HOST.db.url == db.url and _HOST.loop is loop and worker_concurrency is None:
+                if resumes:
+                    await _HOST._register_queue()
                 return _HOST
             _HOST.close()  # an earlier console or command of this process, on another database or loop
         host = cls(db, loop)
@@ -222,8 +231,8 @@ class DurableHost:
             raise
         from dbos import DBOS
 
-        # Polled often: a resumed run starts within a tenth of a second.
-        await DBOS.register_queue_async(host.queue_name, polling_interval_sec=0.1)
+        if resumes or worker_concurrency is not None:
+            await host._register_queue()
         if worker_concurrency is not None:
             # DBOS keeps one per-worker limit with the queue: the latest worker to start sets it.
             # Every 50 ms: a decided run that parked waits on this poll to be continued (half of
@@ -232,6 +241,15 @@ class DurableHost:
                                             polling_interval_sec=WORKERS_QUEUE_POLL, on_conflict="always_update")
         db.signals.hold_presence(host.owner)
         return host
+
+    async def _register_queue(self) -> None:
+        """This process's own queue, registered with DBOS once (it listens to it from launch)."""
+        from dbos import DBOS
+
+        if not self._queue_registered:
+            # Polled often: a resumed run starts within a tenth of a second.
+            await DBOS.register_queue_async(self.queue_name, polling_interval_sec=0.1)
+            self._queue_registered = True
 
     def enqueue_in(self, conn: object, run_id: str) -> None:
         """Queue a recorded run for the workers, inside the transaction that records it."""
@@ -345,6 +363,7 @@ class DurableHost:
             # ran, so it starts from the beginning, here.
             await self.start(run_id)
         else:
+            await self._register_queue()
             await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
         return True
 
