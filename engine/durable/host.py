@@ -40,6 +40,7 @@ EXECUTOR_WAIT = 60.0  # a run DBOS hands over before this process has its engine
 WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
 WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queue poll)
 WORKFLOW_NAME = "escalate_run"
+OWN_QUEUE_POLL = 0.1  # seconds between looks at this process's own queue: a resumed run starts within it
 # DBOS's thread pool (its steps' and workflows' database writes, and every `asyncio.to_thread`
 # of a loop it runs on) is unbounded by default: 200 runs started at once grew it to ~130 threads,
 # ~40 KB of RSS each run, all queueing for SQLite's one write lock anyway (docs/durable.md).
@@ -224,6 +225,9 @@ class DurableHost:
         host = cls(db, loop)
         await asyncio.to_thread(host._admit, worker_concurrency is not None)
         _HOST = host  # before the launch: a run DBOS hands over at once finds it (and waits for its engines)
+        own_queue = resumes or worker_concurrency is not None
+        if own_queue:
+            await asyncio.to_thread(host._register_queue_before_launch)
         try:
             host._launch([WORKERS_QUEUE] if worker_concurrency is not None else [])
         except BaseException:
@@ -231,8 +235,8 @@ class DurableHost:
             raise
         from dbos import DBOS
 
-        if resumes or worker_concurrency is not None:
-            await host._register_queue()
+        if own_queue:
+            await host._register_queue()  # a database DBOS had not set up yet: registered now
         if worker_concurrency is not None:
             # DBOS keeps one per-worker limit with the queue: the latest worker to start sets it.
             # Every 50 ms: a decided run that parked waits on this poll to be continued (half of
@@ -247,22 +251,43 @@ class DurableHost:
         from dbos import DBOS
 
         if not self._queue_registered:
-            # Polled often: a resumed run starts within a tenth of a second.
-            await DBOS.register_queue_async(self.queue_name, polling_interval_sec=0.1)
+            await DBOS.register_queue_async(self.queue_name, polling_interval_sec=OWN_QUEUE_POLL)
             self._queue_registered = True
 
-    def enqueue_in(self, conn: object, run_id: str) -> None:
-        """Queue a recorded run for the workers, inside the transaction that records it."""
-        from dbos import DBOSClient, EnqueueOptions
+    def _register_queue_before_launch(self) -> None:
+        """This process's own queue registered before DBOS's launch, so that DBOS's queue thread,
+        which lists the queues at launch and then once a second, polls it from the start: a
+        queue registered after the launch was first polled ~1 s later (measured 0.91-0.98 s
+        after open), and `resume` waited that long for its run. A database DBOS has not set up
+        yet (no `queues` table: DBOS's launch makes it) keeps registering after the launch."""
+        import sqlalchemy as sa
+
+        try:
+            self._dbos_client().register_queue(self.queue_name, polling_interval_sec=OWN_QUEUE_POLL)
+        except sa.exc.SQLAlchemyError:
+            log.debug("own queue not registered before DBOS's launch", exc_info=True)
+            return
+        self._queue_registered = True
+
+    def _dbos_client(self) -> Any:
+        """The DBOSClient of this process (queues runs, registers a queue), made at first use:
+        each one made checks the connection (a query)."""
+        from dbos import DBOSClient
 
         from engine.durable.serialization import serializer
 
-        if self._client is None:  # one for the process: each one made checks the connection (a query)
+        if self._client is None:
             self._client = DBOSClient(system_database_engine=self.db.engine, application_name=APP_NAME,
                                       serializer=serializer(), lazy=True)
+        return self._client
+
+    def enqueue_in(self, conn: object, run_id: str) -> None:
+        """Queue a recorded run for the workers, inside the transaction that records it."""
+        from dbos import EnqueueOptions
+
         options: EnqueueOptions = {"workflow_name": WORKFLOW_NAME, "queue_name": WORKERS_QUEUE,
                                    "workflow_id": run_id, "app_version": APP_VERSION}
-        self._client.enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
+        self._dbos_client().enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
 
     def _launch(self, shared_queues: list[str]) -> None:
         from dbos import DBOS, DBOSConfig

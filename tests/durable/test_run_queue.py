@@ -40,3 +40,27 @@ def test_run_registers_no_queue_of_its_own_and_resume_does(tmp_path: Path) -> No
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.startswith("Plan: move auth to JWT")
     assert len(own_queues(tmp_path)) == 1  # `resume` continued the run through its own queue
+
+
+async def test_a_resuming_process_s_queue_is_there_when_dbos_launches(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """DBOS's queue thread lists the queues at launch, then once a second: a queue registered
+    after the launch was first polled ~1 s later, and `resume` waited that long for its run."""
+    from engine.durable.host import DurableHost
+    from engine.services import open_services
+
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    (await open_services(url, identity="first")).close()  # DBOS has set the database up
+    seen: list[list[str]] = []
+    launch = DurableHost._launch
+
+    def watched(host: DurableHost, shared: list[str]) -> None:
+        seen.append(own_queues(tmp_path))
+        launch(host, shared)
+
+    monkeypatch.setattr(DurableHost, "_launch", watched)
+    services = await open_services(url, identity="escalate resume")
+    try:
+        assert len(seen) == 1 and services.host.queue_name in seen[0]  # before: registered after the launch
+    finally:
+        services.close()
