@@ -10,11 +10,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from engine.durable.database import Database, runs
-
-
-def _row(run_id: str) -> dict:
-    return {"run_id": run_id, "task": "t", "workflow": "w", "path": "w.sr", "input": "", "workspace": ".",
-            "status": "waiting", "started": 1.0}
+from tests.durable.test_latency_sqlite_writes import _row
 
 
 def test_back_to_back_writes_send_one_pragma_not_two_each(tmp_path: Path) -> None:
