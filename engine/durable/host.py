@@ -254,6 +254,17 @@ class DurableHost:
             await DBOS.register_queue_async(self.queue_name, polling_interval_sec=OWN_QUEUE_POLL)
             self._queue_registered = True
 
+    async def resumes_no_more(self) -> None:
+        """This process will take no more runs back (`escalate resume`, its run arrived): its own
+        queue is deleted, and with it DBOS's thread polling it ten times a second (it ends when
+        the queue's row is gone) and the row itself. Nothing waits on that queue then: only this
+        process enqueues there, and its one run has been dequeued."""
+        from dbos import DBOS
+
+        if self._queue_registered:
+            await DBOS.delete_queue_async(self.queue_name)
+            self._queue_registered = False
+
     def _register_queue_before_launch(self) -> None:
         """This process's own queue registered before DBOS's launch, so that DBOS's queue thread,
         which lists the queues at launch and then once a second, polls it from the start: a

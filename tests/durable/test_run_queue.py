@@ -2,7 +2,7 @@
 (engine/durable/host.py, `resumes`). A registered queue is a DBOS thread polling the database
 ten times a second for the process's whole life (a `run --wait` waiting for a person) and a
 row of DBOS's `queues` table left behind by every process. `escalate resume` still registers
-its queue and continues the run through it."""
+its queue, continues the run through it, and deletes it once the run is back (its poll ends)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_run_registers_no_queue_of_its_own_and_resume_does(tmp_path: Path) -> No
     resumed = escalate(tmp_path, "resume", run_id)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.startswith("Plan: move auth to JWT")
-    assert len(own_queues(tmp_path)) == 1  # `resume` continued the run through its own queue
+    assert own_queues(tmp_path) == []  # `resume` took its run back through its own queue, then deleted it
 
 
 async def test_a_resuming_process_s_queue_is_there_when_dbos_launches(tmp_path: Path,
