@@ -71,6 +71,8 @@ async def _resume(args: argparse.Namespace) -> int:
             handle = await engine.resume_run(args.run_id)
             if handle is None:
                 _err(f"{args.run_id}: the run is active in another process ({row['owner']}); not resumed")
+            else:  # back in this process: no poll of its queue while it runs or waits (`--wait`)
+                await services.host.resumes_no_more()
             return handle
 
         return await drive(engine, start, answers=answers, wait=args.wait, label=label, db_arg=args.db)

@@ -98,7 +98,8 @@ async def _run(
     from engine.services import open_services
 
     try:  # durable: its runs are recorded, its escalations wait in the database
-        services = await open_services(args.db, identity="escalate run")
+        # resumes=False: this process starts its run; no queue of its own polled while it waits
+        services = await open_services(args.db, identity="escalate run", resumes=False)
     except DatabaseError as exc:
         _err(f"--db {exc}")
         return EXIT_USAGE

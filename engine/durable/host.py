@@ -10,7 +10,10 @@ Why a queue per process: `resume` re-enqueues a run; a queue named after this pr
 id, which only this process listens to (`DBOS.listen_queues`: by default a DBOS process dequeues
 from every queue in the database), makes sure that this process, and no other one sharing the
 database, executes it. Workers (`escalate worker`) also listen to the shared queue `escalate-runs`
-that `run --detach` fills.
+that `run --detach` fills. Only a process that resumes runs registers its queue at open
+(`resumes`): `escalate run` never does, and a registered queue costs a DBOS thread polling the
+database ten times a second for as long as the process lives (a `run --wait` waiting a weekend)
+and a row in DBOS's `queues` table that outlives the process.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ EXECUTOR_WAIT = 60.0  # a run DBOS hands over before this process has its engine
 WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
 WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queue poll)
 WORKFLOW_NAME = "escalate_run"
+OWN_QUEUE_POLL = 0.1  # seconds between looks at this process's own queue: a resumed run starts within it
 # DBOS's thread pool (its steps' and workflows' database writes, and every `asyncio.to_thread`
 # of a loop it runs on) is unbounded by default: 200 runs started at once grew it to ~130 threads,
 # ~40 KB of RSS each run, all queueing for SQLite's one write lock anyway (docs/durable.md).
@@ -138,6 +142,7 @@ class DurableHost:
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
         self._client: Any = None  # the DBOSClient that queues runs (`enqueue_in`), made at first use
+        self._queue_registered = False  # this process's own queue, registered with DBOS (`resumes`)
         self.trusted = True  # the database is this user's (engine/durable/trust.py)
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
@@ -202,19 +207,27 @@ class DurableHost:
         return self.refused[run_id]
 
     @classmethod
-    async def open(cls, db: Database, *, worker_concurrency: int | None = None) -> "DurableHost":
+    async def open(cls, db: Database, *, worker_concurrency: int | None = None, resumes: bool = True) -> "DurableHost":
         """Launch DBOS for this process (once; a second open with the same database reuses it).
         `worker_concurrency`: this process is a worker, taking up to that many runs at once
-        from the shared queue."""
+        from the shared queue. `resumes`: this process continues runs started elsewhere
+        (`resume`, a console, a worker), so its own queue is registered now; without it (`run`)
+        a later `resume` here registers it then, and DBOS's queue thread, which looks for new
+        queues every second, hands that run back up to a second later."""
         global _HOST
         loop = asyncio.get_running_loop()
         if _HOST is not None:
             if _HOST.db.url == db.url and _HOST.loop is loop and worker_concurrency is None:
+                if resumes:
+                    await _HOST._register_queue()
                 return _HOST
             _HOST.close()  # an earlier console or command of this process, on another database or loop
         host = cls(db, loop)
         await asyncio.to_thread(host._admit, worker_concurrency is not None)
         _HOST = host  # before the launch: a run DBOS hands over at once finds it (and waits for its engines)
+        own_queue = resumes or worker_concurrency is not None
+        if own_queue:
+            await asyncio.to_thread(host._register_queue_before_launch)
         try:
             host._launch([WORKERS_QUEUE] if worker_concurrency is not None else [])
         except BaseException:
@@ -222,8 +235,8 @@ class DurableHost:
             raise
         from dbos import DBOS
 
-        # Polled often: a resumed run starts within a tenth of a second.
-        await DBOS.register_queue_async(host.queue_name, polling_interval_sec=0.1)
+        if own_queue:
+            await host._register_queue()  # a database DBOS had not set up yet: registered now
         if worker_concurrency is not None:
             # DBOS keeps one per-worker limit with the queue: the latest worker to start sets it.
             # Every 50 ms: a decided run that parked waits on this poll to be continued (half of
@@ -233,18 +246,59 @@ class DurableHost:
         db.signals.hold_presence(host.owner)
         return host
 
-    def enqueue_in(self, conn: object, run_id: str) -> None:
-        """Queue a recorded run for the workers, inside the transaction that records it."""
-        from dbos import DBOSClient, EnqueueOptions
+    async def _register_queue(self) -> None:
+        """This process's own queue, registered with DBOS once (it listens to it from launch)."""
+        from dbos import DBOS
+
+        if not self._queue_registered:
+            await DBOS.register_queue_async(self.queue_name, polling_interval_sec=OWN_QUEUE_POLL)
+            self._queue_registered = True
+
+    async def resumes_no_more(self) -> None:
+        """This process will take no more runs back (`escalate resume`, its run arrived): its own
+        queue is deleted, and with it DBOS's thread polling it ten times a second (it ends when
+        the queue's row is gone) and the row itself. Nothing waits on that queue then: only this
+        process enqueues there, and its one run has been dequeued."""
+        from dbos import DBOS
+
+        if self._queue_registered:
+            await DBOS.delete_queue_async(self.queue_name)
+            self._queue_registered = False
+
+    def _register_queue_before_launch(self) -> None:
+        """This process's own queue registered before DBOS's launch, so that DBOS's queue thread,
+        which lists the queues at launch and then once a second, polls it from the start: a
+        queue registered after the launch was first polled ~1 s later (measured 0.91-0.98 s
+        after open), and `resume` waited that long for its run. A database DBOS has not set up
+        yet (no `queues` table: DBOS's launch makes it) keeps registering after the launch."""
+        import sqlalchemy as sa
+
+        try:
+            self._dbos_client().register_queue(self.queue_name, polling_interval_sec=OWN_QUEUE_POLL)
+        except sa.exc.SQLAlchemyError:
+            log.debug("own queue not registered before DBOS's launch", exc_info=True)
+            return
+        self._queue_registered = True
+
+    def _dbos_client(self) -> Any:
+        """The DBOSClient of this process (queues runs, registers a queue), made at first use:
+        each one made checks the connection (a query)."""
+        from dbos import DBOSClient
 
         from engine.durable.serialization import serializer
 
-        if self._client is None:  # one for the process: each one made checks the connection (a query)
+        if self._client is None:
             self._client = DBOSClient(system_database_engine=self.db.engine, application_name=APP_NAME,
                                       serializer=serializer(), lazy=True)
+        return self._client
+
+    def enqueue_in(self, conn: object, run_id: str) -> None:
+        """Queue a recorded run for the workers, inside the transaction that records it."""
+        from dbos import EnqueueOptions
+
         options: EnqueueOptions = {"workflow_name": WORKFLOW_NAME, "queue_name": WORKERS_QUEUE,
                                    "workflow_id": run_id, "app_version": APP_VERSION}
-        self._client.enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
+        self._dbos_client().enqueue_in_transaction(conn, options, run_id)  # type: ignore[arg-type]
 
     def _launch(self, shared_queues: list[str]) -> None:
         from dbos import DBOS, DBOSConfig
@@ -345,6 +399,7 @@ class DurableHost:
             # ran, so it starts from the beginning, here.
             await self.start(run_id)
         else:
+            await self._register_queue()
             await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
         return True
 

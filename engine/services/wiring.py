@@ -89,14 +89,16 @@ async def open_decisions(db: Database | str | None, *, identity: str) -> Service
 
 async def open_services(db: Database | str | None, *, identity: str, broker: EscalationBroker | None = None,
                         clock: Clock | None = None, hear_everything: bool = False,
-                        worker_concurrency: int | None = None) -> Services:
+                        worker_concurrency: int | None = None, resumes: bool = True) -> Services:
     """Durable services on `db` (a Database, or `--db` as given: a URL, else $ESCALATE_DB, else
     .escalate/escalate.db). Call it on the loop that will run the workflows: DBOS's host is bound
     to it. `identity`: who decides from this process (`escalate run`, `console`, `worker`).
     `broker`: one that subscribers already listen to (the console makes its own before the first
     frame), else a new one. `hear_everything`: every escalation raised anywhere is listed here
     (a console), not only decisions for this process's escalations. `worker_concurrency`: this
-    process takes up to that many runs at once from the workers' queue. Raises DatabaseError
+    process takes up to that many runs at once from the workers' queue. `resumes=False`: this
+    process only starts runs (`escalate run`): DBOS does not poll a queue of its own for runs
+    resumed here (engine/durable/host.py). Raises DatabaseError
     (one line) for a database that cannot be used; a database opened here is closed then."""
     from engine.durable.decisions import DecisionStore, who
     from engine.durable.feed import Feed
@@ -109,7 +111,7 @@ async def open_services(db: Database | str | None, *, identity: str, broker: Esc
     opened = db is None or isinstance(db, str)
     database = open_database(db) if opened else db
     try:
-        host = await DurableHost.open(database, worker_concurrency=worker_concurrency)
+        host = await DurableHost.open(database, worker_concurrency=worker_concurrency, resumes=resumes)
     except BaseException:
         if opened:  # a Database given stays the caller's to close
             database.close()

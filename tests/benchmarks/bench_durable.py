@@ -142,13 +142,22 @@ def statements_per_turn(turns: int) -> None:
     def commit(conn: Any) -> None:
         counts[f"{thread()}: COMMIT"] += 1
 
+    def traced(sql: str) -> None:  # what SQLite itself runs: the PRAGMAs sent on the raw connection too
+        if sql.startswith("PRAGMA busy_timeout"):
+            counts[f"{thread()}: PRAGMA busy_timeout"] += 1
+
+    def connected(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.set_trace_callback(traced)
+
     sa.event.listen(sa.engine.Engine, "before_cursor_execute", statement)
     sa.event.listen(sa.engine.Engine, "commit", commit)
+    sa.event.listen(sa.engine.Engine, "connect", connected)
     try:
         asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True))
     finally:
         sa.event.remove(sa.engine.Engine, "before_cursor_execute", statement)
         sa.event.remove(sa.engine.Engine, "commit", commit)
+        sa.event.remove(sa.engine.Engine, "connect", connected)
     shown = ", ".join(f"{name} {n / turns:.2f}" for name, n in counts.most_common() if n >= turns / 20)
     print(f"statements a durable turn, by thread ({turns} turns; open and close included): {shown}")
 
@@ -341,11 +350,17 @@ if __name__ == "__main__":
     parser.add_argument("--answers", type=int, default=40)
     parser.add_argument("--kills", type=int, default=1000)
     parser.add_argument("--postgresql", action="store_true", help="the kills on a PostgreSQL server started here")
+    parser.add_argument("--statements-only", action="store_true", help="only the statements a durable turn costs")
     args = parser.parse_args()
     os.chdir(ROOT)
-    if args.turns:
+    if args.statements_only:
+        from engine.runtime.adk_setup import prepare_adk
+
+        prepare_adk()
+        statements_per_turn(args.turns)
+    elif args.turns:
         turn_cost(args.turns, args.rounds, [tree.resolve() for tree in args.trees])
-    if args.answers:
+    if args.answers and not args.statements_only:
         answer_latency(args.answers)
-    if args.kills:
+    if args.kills and not args.statements_only:
         kills(args.kills, args.postgresql)

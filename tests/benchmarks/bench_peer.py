@@ -22,7 +22,8 @@ Figures (fresh processes for everything a user starts from a shell):
   turn in the `run --wait` process holding the run, against a fresh LangGraph process resuming
   the thread (a LangGraph run waits in no process); and from the decision written to that next
   turn, against a LangGraph process that holds the thread, reads the answer and resumes it;
-- process memory, idle: those two processes holding one run at its approval (RSS);
+- process memory, idle: those two processes holding one run at its approval (RSS), and the CPU
+  they spend a second meanwhile (their polls);
 - N runs brought to their approval in one process: the time (and the process's CPU time over
   it, all threads), and memory per waiting run (RSS delta / N after a collection);
 - with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
@@ -32,6 +33,8 @@ Figures (fresh processes for everything a user starts from a shell):
 Run (LangGraph is an optional extra: `pip install -e '.[bench]'`):
     python tests/benchmarks/bench_peer.py [--rounds 5] [--turns 200] [--many 200] [--many-rounds 3]
         [--worker-runs 200] [--saver sync|async] [--escalate-src DIR]
+The start-up figures alone (cold start, answer from the shell, the live answer, idle memory):
+    --turns 0 --many-rounds 0 --worker-runs 0
 `--escalate-src DIR`: the escalate tree measured (its PYTHONPATH; default: the `engine` this
 Python imports), so an older checkout can be measured against the same LangGraph.
 """
@@ -120,6 +123,20 @@ def events_after(path: Path, type_: str, since: float, timeout: float = 300) -> 
     raise SystemExit(f"{path}: no {type_} event within {timeout:g} s")
 
 
+IDLE_CPU_SECONDS = 3.0  # how long a process holding a waiting run is watched, idle
+
+
+def idle_cpu(pid: int) -> float:
+    """CPU milliseconds a second that process `pid` spends while it only waits (its polls)."""
+    def cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+    before, started = cpu(), time.monotonic()
+    time.sleep(IDLE_CPU_SECONDS)
+    return (cpu() - before) * 1000 / (time.monotonic() - started)
+
+
 def children_cpu() -> float:
     """CPU seconds (user + system) of this process's finished children: around one command run at
     a time, that command's CPU, start-up and exit included."""
@@ -184,6 +201,7 @@ def escalate_live(sides: Sides, figures: Figures, round_: int) -> None:
         asked = events_after(events, "human_escalation", launched)
         time.sleep(0.5)  # settled: what it holds while it waits
         figures.add("idle", "escalate", rss_kb(proc.pid) / 1024)
+        figures.add("idle_cpu", "escalate", idle_cpu(proc.pid))
         answered = time.time()
         decided = sides.escalate("answer", asked["id"], "--option", "go")
         if decided.returncode != 0:
@@ -211,6 +229,7 @@ def peer_live(sides: Sides, figures: Figures, round_: int) -> None:
             raise SystemExit(f"peer_langgraph.py live failed: {proc.stderr.read()[-300:] if proc.stderr else ''}")
         time.sleep(0.5)  # settled, as escalate's is
         figures.add("idle", "langgraph", rss_kb(proc.pid) / 1024)
+        figures.add("idle_cpu", "langgraph", idle_cpu(proc.pid))
         proc.stdin.write("go\n")
         proc.stdin.close()
         times = json.loads(proc.stdout.readline())
@@ -363,6 +382,7 @@ def table(figures: Figures, args: argparse.Namespace) -> list[str]:
         row("  the same in CPU time (all threads of the process)", *both("many_cpu"), "s", digits=1),
         row("process memory, idle (holding one run at its approval: `run --wait` / a LangGraph process)",
             *both("idle"), "MiB", digits=0),
+        row(f"  its CPU while it waits ({IDLE_CPU_SECONDS:g} s watched)", *both("idle_cpu"), "ms/s", digits=1),
     ]
 
 
@@ -386,7 +406,7 @@ def describe(src: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the per-turn and process figures")
-    parser.add_argument("--turns", type=int, default=200, help="turns of the per-turn loop")
+    parser.add_argument("--turns", type=int, default=200, help="turns of the per-turn loop (0: skip those figures)")
     parser.add_argument("--many", type=int, default=200, help="runs brought to their approval in one process")
     parser.add_argument("--many-rounds", type=int, default=3)
     parser.add_argument("--worker-runs", type=int, default=200,
@@ -426,7 +446,8 @@ def main() -> None:
                 step(sides, figures, round_)
             for step in ((escalate_live, peer_live) if first else (peer_live, escalate_live)):
                 step(sides, figures, round_)
-            turns(sides, figures, args.turns, first)
+            if args.turns:
+                turns(sides, figures, args.turns, first)
             print(f"  round {round_ + 1}/{args.rounds} done ({time.monotonic() - started:.0f} s, "
                   f"load {os.getloadavg()[0]:.1f})", flush=True)
         for esc_id, decided_at in sides.escalate_child("decided", sides.db_url).items():

@@ -9,7 +9,8 @@ nothing (the import budget itself is tests/test_import_budget.py; docs/startup.m
 - `answer` + `resume` with no process waiting: launch of `answer` -> the resumed run's next
   turn done (its first `agent_result` event) and -> exit; once where the flow asked (a model
   turn follows), once where the agent asked (bench_peer.py's workload: its call goes on);
-- idle memory (VmRSS): a `run --wait` process waiting on a person after one agent turn, and the
+- idle memory (VmRSS) and CPU (ms a second, its polls): a `run --wait` process waiting on a
+  person after one agent turn; the memory of the
   console (`escalate console FILE.sr --db ...` on a pseudo-terminal) once it has listed the
   waiting runs;
 - `python -X importtime` of each command: the top-level modules' cumulative sum;
@@ -159,8 +160,17 @@ def _rss_mib(pid: int) -> float:
     raise SystemExit(f"no VmRSS for {pid}")
 
 
-def run_wait_rss(tree: Tree, folder: Path, db: str) -> float:
-    """VmRSS of `run --wait` waiting on a person after one agent turn (settled for 1 s)."""
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+IDLE_WATCH = 3.0  # seconds a waiting process's CPU is watched
+
+
+def run_wait_rss(tree: Tree, folder: Path, db: str) -> tuple[float, float]:
+    """VmRSS (MiB) of `run --wait` waiting on a person after one agent turn (settled for 1 s),
+    and the CPU it spends meanwhile (ms a second over IDLE_WATCH: its polls)."""
     proc = subprocess.Popen(tree.command("run", "wait.sr", "--input", "v1", "--wait", "--db", db), cwd=folder,
                             env=tree.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
@@ -171,7 +181,9 @@ def run_wait_rss(tree: Tree, folder: Path, db: str) -> float:
         else:
             raise SystemExit(f"{tree.name}: run --wait ended ({proc.wait()}) without waiting")
         time.sleep(1.0)
-        return _rss_mib(proc.pid)
+        rss, cpu, started = _rss_mib(proc.pid), _cpu_seconds(proc.pid), time.monotonic()
+        time.sleep(IDLE_WATCH)
+        return rss, (_cpu_seconds(proc.pid) - cpu) * 1000 / (time.monotonic() - started)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
@@ -252,7 +264,9 @@ def main() -> None:
                                                   "agent asks: answer + resume: launch -> exit (ms)",
                                                   "agent asks: answer + resume: CPU (ms)"),
                                                  _pick(answer_and_resume(t, f, db, "agentask.sr"), 2, 3, 6))]),
-            ("rss", lambda t, f, db: note(t, "idle RSS, run --wait waiting after a turn (MiB)", run_wait_rss(t, f, db))),
+            ("rss", lambda t, f, db: [note(t, n, v) for n, v in
+                                      zip(("idle RSS, run --wait waiting after a turn (MiB)",
+                                           "idle CPU, run --wait waiting after a turn (ms/s)"), run_wait_rss(t, f, db))]),
             ("console", lambda t, f, db: note(t, "idle RSS, console with the waiting runs listed (MiB)",
                                               console_rss(t, f, db))),
         ]
