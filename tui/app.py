@@ -92,10 +92,11 @@ class EscalateApp(DecideActions, App[int]):
         self._first_input = first_input or ""
         self._open_engine = open_engine
         self.engine_ready = asyncio.Event()
-        # An escalation listed waits for the loop turn's end: a console opening on thousands
-        # (the feed's first read, or the listing at open) redraws once, not once each.
+        # An escalation listed, or decided by another process, waits for the loop turn's end: a
+        # console opening on thousands (the feed's first read), or a thousand answered elsewhere
+        # (the feed settles them in one turn), redraws once, not once each.
         self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None,
-                                                         defer=lambda event: event.kind == RAISED)
+                                                         defer=lambda event: event.kind == RAISED or event.elsewhere)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self.broker_news)
         # Whether the pane's decision has alike ones (its `b` key), per decision and broker news:
@@ -138,9 +139,7 @@ class EscalateApp(DecideActions, App[int]):
                 if self.session.store_error:  # a broken --store file: nothing imported, exit 2
                     self.exit(2)
                     return
-                self._announce_import()
-                with self.broker_news.held():  # every pending decision, listed at once: one redraw, not one each
-                    self.session.list_waiting()
+                self._announce_import()  # the decisions pending: the feed lists them, read off the loop (engine/durable/feed.py)
                 self._watch_attention()
             await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
             # The start dialog too: `s` and the keys typed right after it reach the dialog.

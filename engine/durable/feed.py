@@ -52,7 +52,11 @@ class Feed:
         self._unsubscribe: list[Callable[[], None]] = []
         self._news: list[str] = []
         self._news_ready: asyncio.Event | None = None
+        self._read_up: asyncio.Event | None = None  # set while every message heard has been read
         self._reader: asyncio.Task[None] | None = None
+        # One full read at a time: the poll's first one, due while the first read at a console's
+        # open still runs (10,000 rows: seconds on a loaded host), then finds them listed.
+        self._syncing = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
 
     def start(self, *, everything: bool = False) -> None:
@@ -95,17 +99,25 @@ class Feed:
         if self._poller is None or self._poller.done():
             self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
 
+    async def caught_up(self) -> None:
+        """Return once everything heard so far is read: with `everything`, once the escalations
+        pending at the start are listed (a console lists them before it loads its runtime)."""
+        if self._read_up is not None:
+            await self._read_up.wait()
+
     def _hear(self, message: str) -> None:
         self._news.append(message)
         if self._news_ready is None:
-            self._news_ready = asyncio.Event()
+            self._news_ready, self._read_up = asyncio.Event(), asyncio.Event()
         self._news_ready.set()
+        assert self._read_up is not None
+        self._read_up.clear()
         if self._reader is None or self._reader.done():
             self._reader = asyncio.get_running_loop().create_task(self._read_news(), name="escalate news")
 
     async def _read_news(self) -> None:
         """Messages in order, in batches: one query for everything heard meanwhile."""
-        assert self._news_ready is not None
+        assert self._news_ready is not None and self._read_up is not None
         while True:
             await self._news_ready.wait()
             self._news_ready.clear()
@@ -114,6 +126,8 @@ class Feed:
                 await self._look(batch)
             except Exception:  # a busy database: the poll catches up
                 log.debug("reading news failed", exc_info=True)
+            if not self._news:
+                self._read_up.set()
 
     async def _look(self, messages: list[str]) -> None:
         """Read the rows of the escalations the news names (only those that concern this
@@ -149,6 +163,10 @@ class Feed:
 
     async def _sync(self) -> None:
         """Everything again: decisions made elsewhere, and (a console) escalations raised elsewhere."""
+        async with self._syncing:
+            await self._sync_now()
+
+    async def _sync_now(self) -> None:
         ids = self.broker.waiting_ids()
         if self._everything:
             # The ids pending in the database tell both what is new and what is no longer pending
