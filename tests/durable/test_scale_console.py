@@ -81,3 +81,47 @@ async def test_the_decisions_waiting_at_open_are_listed_in_one_redraw(tmp_path, 
         await pilot.press("q")
         await pilot.press("y")
         await pilot.pause()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_a_console_reads_the_rows_waiting_at_open_once(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows of the decisions pending at open were read twice (the console's own listing and
+    the feed's first read, on top of each other), and every parked and queued run once more to
+    find the runs to continue (none of them is). Counted: rows read."""
+    from engine.durable.database import Database
+    from engine.kernel.clock import RealClock
+    from tests.durable.test_scale_polls import _add
+    from tests.tui.helpers import wait_until
+
+    db_url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    db = Database(db_url)
+    _add(db, 0, N)  # N parked runs, each waiting on a person, and N queued ones
+    db.close()
+    read = {"escalations": 0, "runs": 0}
+
+    def counting(name: str, what: str):  # type: ignore[no-untyped-def]
+        real = getattr(Database, name)
+
+        def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            rows = real(self, *args, **kwargs)
+            read[what] += len(rows)
+            return rows
+
+        monkeypatch.setattr(Database, name, counted)
+
+    for name in ("pending_escalations", "pending_among", "escalations_among"):
+        counting(name, "escalations")
+    counting("list_runs", "runs")
+    session = make_session([], clock=RealClock(), db_url=db_url, workspace=tmp_path)
+    app = make_app(session, open_engine=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.engine_ready.is_set() and len(session.pending()) == N, 60, "every waiting decision listed")
+        await wait_until(pilot, lambda: read["runs"] or not app.workers, 5, "the runs to continue looked for")
+        await pilot.pause(2.5)  # the feed's poll (every second) reads ids, not rows
+        assert app.main.query_one("Inbox").border_title == f"Inbox ({N})"
+        assert read["escalations"] == N, read
+        assert read["runs"] == 0, read  # only active runs are candidates: there are none
+        await pilot.press("q")
+        await pilot.press("y")
+        await pilot.pause()
