@@ -153,9 +153,9 @@ class ConsoleSession:
 
     async def open_database(self) -> None:
         """Durable runs (after the first frame): the database, DBOS, the broker's store, the
-        broker hearing escalations raised and decided by other processes, as they happen, and
-        listing every escalation pending in the database (their runs continue in a worker, or
-        in another process)."""
+        broker hearing escalations raised and decided by other processes, as they happen. Every
+        escalation pending in the database is listed first, before DBOS launches (their runs
+        continue in a worker, or in another process)."""
         import asyncio
 
         from engine.services import open_database, open_services
@@ -163,11 +163,7 @@ class ConsoleSession:
         assert self.db_url is not None
         db = await asyncio.to_thread(open_database, self.db_url)
         self.services = await open_services(db, identity="console", broker=self.broker, hear_everything=True)
-        # The decisions pending now are listed (the feed reads them off the loop) while the
-        # history is read: both before the runtime loads.
-        feed = self.services.feed
-        assert feed is not None  # open_services starts one
-        await asyncio.gather(asyncio.to_thread(self._load_history), feed.caught_up())
+        await asyncio.to_thread(self._load_history)
 
     @property
     def db(self) -> Any:
