@@ -52,7 +52,8 @@ class Feed:
         self._unsubscribe: list[Callable[[], None]] = []
         self._news: list[str] = []
         self._news_ready: asyncio.Event | None = None
-        self._read_up: asyncio.Event | None = None  # set while every message heard has been read
+        self._heard = self._read = 0  # messages heard, messages read (for `caught_up`)
+        self._progress = asyncio.Condition()
         self._reader: asyncio.Task[None] | None = None
         # One full read at a time: the poll's first one, due while the first read at a console's
         # open still runs (10,000 rows: seconds on a loaded host), then finds them listed.
@@ -100,24 +101,25 @@ class Feed:
             self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
 
     async def caught_up(self) -> None:
-        """Return once everything heard so far is read: with `everything`, once the escalations
-        pending at the start are listed (a console lists them before it loads its runtime)."""
-        if self._read_up is not None:
-            await self._read_up.wait()
+        """Return once the messages heard so far are read (not those heard meanwhile: a busy
+        database never stops talking): after `start(everything=True)`, once the escalations
+        pending at the start are listed."""
+        target = self._heard
+        async with self._progress:
+            await self._progress.wait_for(lambda: self._read >= target)
 
     def _hear(self, message: str) -> None:
         self._news.append(message)
+        self._heard += 1
         if self._news_ready is None:
-            self._news_ready, self._read_up = asyncio.Event(), asyncio.Event()
+            self._news_ready = asyncio.Event()
         self._news_ready.set()
-        assert self._read_up is not None
-        self._read_up.clear()
         if self._reader is None or self._reader.done():
             self._reader = asyncio.get_running_loop().create_task(self._read_news(), name="escalate news")
 
     async def _read_news(self) -> None:
         """Messages in order, in batches: one query for everything heard meanwhile."""
-        assert self._news_ready is not None and self._read_up is not None
+        assert self._news_ready is not None
         while True:
             await self._news_ready.wait()
             self._news_ready.clear()
@@ -126,8 +128,9 @@ class Feed:
                 await self._look(batch)
             except Exception:  # a busy database: the poll catches up
                 log.debug("reading news failed", exc_info=True)
-            if not self._news:
-                self._read_up.set()
+            async with self._progress:
+                self._read += len(batch)
+                self._progress.notify_all()
 
     async def _look(self, messages: list[str]) -> None:
         """Read the rows of the escalations the news names (only those that concern this
