@@ -129,7 +129,6 @@ class RowTable(ScrollView, can_focus=True):
         # its row changes or the table is resized; a style change (focus) picks other keys.
         self._strips: dict[str, dict[tuple[int, Style, Style | None], Strip]] = {}
         self.rows_rendered = 0  # how many row strips were built (for tests and benchmarks)
-        self.rows_made = 0  # how many rows given as a call had their cells made (the same)
 
     # ---- rows ----------------------------------------------------------------------------------
 
@@ -155,7 +154,6 @@ class RowTable(ScrollView, can_focus=True):
         if isinstance(cells, tuple):
             return cells
         made = self._cells[key] = self._as_cells(cells())
-        self.rows_made += 1
         return made
 
     def get_cell(self, key: str, column: str) -> Text:
