@@ -25,7 +25,7 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
-from engine.escalation.batch import alike
+from engine.escalation.batch import likeness
 from engine.escalation.notify import Attention, notifiers
 from engine.kernel.model import Origin, ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
@@ -99,11 +99,9 @@ class EscalateApp(DecideActions, App[int]):
                                                          defer=lambda event: event.kind == RAISED or event.elsewhere)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self.broker_news)
-        # Whether the pane's decision has alike ones (its `b` key), per decision and broker news:
-        # Textual asks at every bindings refresh, and with 10,000 pending each answer was a scan
-        # of them all (the console spent minutes there before listing them).
-        self._news_seen = 0
-        self._alike: tuple[tuple[str, int], bool] | None = None
+        # Whether the pane's decision has alike ones (its `b` key): Textual asks at every
+        # bindings refresh, and with 10,000 pending a pass over them all made half an answer's cost.
+        self._alike = session.broker.tally(likeness)
         self._stop_ringing: Callable[[], None] = lambda: None  # the console's notifiers, from mount
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
@@ -266,7 +264,6 @@ class EscalateApp(DecideActions, App[int]):
         """Everything the broker said since the last loop turn: one queue sync, then a toast
         when the inbox is not on screen (the bell, title and desktop notification are notifiers:
         tui/desktop_notify.py)."""
-        self._news_seen += 1
         if not self.main.ready:
             return  # the main screen syncs itself when it mounts
         pane = self.main.query_one(DecisionPane)
@@ -370,10 +367,7 @@ class EscalateApp(DecideActions, App[int]):
         if action == "edit_args":
             return pending.escalation.origin is Origin.TOOL_APPROVAL and isinstance(pending.extra.get("args"), dict)
         if action == "batch":
-            key = (pending.escalation.id, self._news_seen)
-            if self._alike is None or self._alike[0] != key:
-                self._alike = (key, len(alike(self.session.pending(), pending)) > 1)
-            return self._alike[1]
+            return self._alike.count(pending) > 1
         return True
 
     def action_start_run(self) -> None:

@@ -17,6 +17,20 @@ from tui.widgets.decision_pane import DecisionPane
 N = 300
 
 
+def _count_likeness(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Decisions looked at for their likeness (each comparison of two computes it for both; a
+    tally computes it once per decision listed or gone)."""
+    looked = [0]
+    real = batch.kind_of
+
+    def counted(p):  # type: ignore[no-untyped-def]
+        looked[0] += 1
+        return real(p)
+
+    monkeypatch.setattr(batch, "kind_of", counted)
+    return looked
+
+
 async def test_bindings_refreshed_again_do_not_compare_every_pending_decision_again(monkeypatch: pytest.MonkeyPatch) -> None:
     session = make_session()
     app = make_app(session)
@@ -24,26 +38,46 @@ async def test_bindings_refreshed_again_do_not_compare_every_pending_decision_ag
         tasks = [ask(session, pending(session.clock, run_id=f"r{n}", timeout=None)) for n in range(N)]
         await settle(pilot)
         assert app.main.query_one(DecisionPane).visible
-        compared = [0]
-        real = batch._likeness
-
-        def counted(p):  # type: ignore[no-untyped-def]
-            compared[0] += 1
-            return real(p)
-
-        monkeypatch.setattr(batch, "_likeness", counted)
+        compared = _count_likeness(monkeypatch)
         for _ in range(20):  # no news meanwhile: what applies has not changed
             app.refresh_bindings()
             await pilot.pause()
         assert app.check_action("batch", ()) is True  # 300 alike decisions: `b` applies
-        assert compared[0] <= N + 1, compared[0]
-        ask(session, pending(session.clock, run_id="rnew", timeout=None))  # news: asked again, once
+        assert compared[0] <= N + 100, compared[0]
+        ask(session, pending(session.clock, run_id="rnew", timeout=None))  # news: one more counted
         await settle(pilot)
         before = compared[0]
         for _ in range(5):
             app.refresh_bindings()
             await pilot.pause()
-        assert compared[0] - before <= N + 2
+        assert compared[0] - before <= 20, compared[0] - before
+        for task in tasks:
+            task.cancel()
+
+
+async def test_each_answer_costs_the_batch_check_a_constant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether `b` applies after an answer was a pass over every pending decision: with 10,000
+    pending, half of an answer key's CPU. Counted over 20 answers, one key each."""
+    session = make_session()
+    app = make_app(session)
+    answers = 20
+    async with app.run_test(size=SIZE) as pilot:
+        tasks = [ask(session, pending(session.clock, run_id=f"r{n}", timeout=None)) for n in range(N)]
+        await settle(pilot)
+        pane = app.main.query_one(DecisionPane)
+        compared = _count_likeness(monkeypatch)
+        assert app.check_action("batch", ()) is True  # the first ask counts them all, once
+        assert compared[0] <= N + 5, compared[0]
+        before = compared[0]
+        for n in range(answers):
+            shown = pane.pending
+            await pilot.press("1")
+            await settle(pilot)
+            assert session.broker.get(shown.escalation.id) is None  # answered
+            assert app.check_action("batch", ()) is True
+        # A pass per answer looks at N decisions (6,000 here); a tally at a few each.
+        assert compared[0] - before <= 10 * answers, compared[0] - before
+        assert len(session.pending()) == N - answers
         for task in tasks:
             task.cancel()
 
