@@ -25,7 +25,7 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationError
-from engine.escalation.batch import alike
+from engine.escalation.batch import likeness
 from engine.escalation.notify import Attention, notifiers
 from engine.kernel.model import Origin, ResolvedBy, Response
 from engine.runtime.priority_loop import PriorityLoop
@@ -92,17 +92,16 @@ class EscalateApp(DecideActions, App[int]):
         self._first_input = first_input or ""
         self._open_engine = open_engine
         self.engine_ready = asyncio.Event()
-        # An escalation listed waits for the loop turn's end: a console opening on thousands
-        # (the feed's first read, or the listing at open) redraws once, not once each.
+        # An escalation listed, or decided by another process, waits for the loop turn's end: a
+        # console opening on thousands (the feed's first read), or a thousand answered elsewhere
+        # (the feed settles them in one turn), redraws once, not once each.
         self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None,
-                                                         defer=lambda event: event.kind == RAISED)
+                                                         defer=lambda event: event.kind == RAISED or event.elsewhere)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self.broker_news)
-        # Whether the pane's decision has alike ones (its `b` key), per decision and broker news:
-        # Textual asks at every bindings refresh, and with 10,000 pending each answer was a scan
-        # of them all (the console spent minutes there before listing them).
-        self._news_seen = 0
-        self._alike: tuple[tuple[str, int], bool] | None = None
+        # Whether the pane's decision has alike ones (its `b` key): Textual asks at every
+        # bindings refresh, and with 10,000 pending a pass over them all made half an answer's cost.
+        self._alike = session.broker.tally(likeness)
         self._stop_ringing: Callable[[], None] = lambda: None  # the console's notifiers, from mount
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
@@ -138,9 +137,7 @@ class EscalateApp(DecideActions, App[int]):
                 if self.session.store_error:  # a broken --store file: nothing imported, exit 2
                     self.exit(2)
                     return
-                self._announce_import()
-                with self.broker_news.held():  # every pending decision, listed at once: one redraw, not one each
-                    self.session.list_waiting()
+                self._announce_import()  # the decisions pending: the feed lists them, read off the loop (engine/durable/feed.py)
                 self._watch_attention()
             await asyncio.to_thread(self.session.preload)  # ADK: ~1 s of imports, off the loop
             # The start dialog too: `s` and the keys typed right after it reach the dialog.
@@ -267,7 +264,6 @@ class EscalateApp(DecideActions, App[int]):
         """Everything the broker said since the last loop turn: one queue sync, then a toast
         when the inbox is not on screen (the bell, title and desktop notification are notifiers:
         tui/desktop_notify.py)."""
-        self._news_seen += 1
         if not self.main.ready:
             return  # the main screen syncs itself when it mounts
         pane = self.main.query_one(DecisionPane)
@@ -371,10 +367,7 @@ class EscalateApp(DecideActions, App[int]):
         if action == "edit_args":
             return pending.escalation.origin is Origin.TOOL_APPROVAL and isinstance(pending.extra.get("args"), dict)
         if action == "batch":
-            key = (pending.escalation.id, self._news_seen)
-            if self._alike is None or self._alike[0] != key:
-                self._alike = (key, len(alike(self.session.pending(), pending)) > 1)
-            return self._alike[1]
+            return self._alike.count(pending) > 1
         return True
 
     def action_start_run(self) -> None:

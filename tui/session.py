@@ -153,7 +153,9 @@ class ConsoleSession:
 
     async def open_database(self) -> None:
         """Durable runs (after the first frame): the database, DBOS, the broker's store, the
-        broker hearing escalations raised and decided by other processes, as they happen."""
+        broker hearing escalations raised and decided by other processes, as they happen. Every
+        escalation pending in the database is listed first, before DBOS launches (their runs
+        continue in a worker, or in another process)."""
         import asyncio
 
         from engine.services import open_database, open_services
@@ -190,26 +192,17 @@ class ConsoleSession:
             self._earlier_agents = contents.agent_entries
             self.store_loaded.set()
 
-    def list_waiting(self) -> int:
-        """Every escalation still pending in the database, listed in the inbox at once (their
-        runs continue in the background, or in another process); returns how many."""
-        from engine.durable.decisions import pending_from_json
-
-        rows = self.db.pending_escalations()
-        for row in rows:
-            self.broker.adopt(pending_from_json(row["payload"]))
-        return len(rows)
-
     def interrupted_runs(self) -> list[str]:
         """Runs left active by a process that is gone: this console continues them (not those
         the host refused: `self.host.notices` names them)."""
-        from engine.durable.database import ACTIVE
         from engine.durable.host import owner_alive
 
         stale = {r["run_id"] for r in self.db.interrupted_runs()}
         if not self.host.trusted:  # not this user's database: listed, never continued (notices say so)
             return []
-        return [r["run_id"] for r in self.db.list_runs() if r["status"] in ACTIVE and r["run_id"] not in self.host.refused and (
+        # The active runs only: not the parked and queued ones (thousands, none of them this
+        # console's to continue: a worker continues them).
+        return [r["run_id"] for r in self.db.list_runs(parked=False, queued=False) if r["run_id"] not in self.host.refused and (
                 r["run_id"] in stale or r["owner"] is None or not owner_alive(r["owner"], self.db, r["heartbeat"]))]
 
     @property

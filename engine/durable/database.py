@@ -239,11 +239,13 @@ class Database:
 
     def list_runs(self, *, include_finished: bool = False, parked: bool = True, queued: bool = True) -> list[dict[str, Any]]:
         """`parked`, `queued`: with the runs parked at a person's decision, with those queued for
-        a worker (a worker's takeover scan, which has nothing to take there, leaves out their
-        thousands)."""
+        a worker (a worker's takeover scan, which has nothing to take there, and the console's
+        history of finished runs leave out their thousands)."""
         query = runs.select().order_by(runs.c.started)
         if not include_finished:
             query = query.where(runs.c.status.in_((*ACTIVE, *((QUEUED,) if queued else ()), *((PARKED,) if parked else ()))))
+        elif not (parked and queued):
+            query = query.where(runs.c.status.not_in((*(() if queued else (QUEUED,)), *(() if parked else (PARKED,)))))
         with self.engine.connect() as c:
             return checked.valid(c.execute(query).mappings(), _run_out)
 

@@ -52,7 +52,12 @@ class Feed:
         self._unsubscribe: list[Callable[[], None]] = []
         self._news: list[str] = []
         self._news_ready: asyncio.Event | None = None
+        self._heard = self._read = 0  # messages heard, messages read (for `caught_up`)
+        self._progress = asyncio.Condition()
         self._reader: asyncio.Task[None] | None = None
+        # One full read at a time: the poll's first one, due while the first read at a console's
+        # open still runs (10,000 rows: seconds on a loaded host), then finds them listed.
+        self._syncing = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
 
     def start(self, *, everything: bool = False) -> None:
@@ -95,8 +100,17 @@ class Feed:
         if self._poller is None or self._poller.done():
             self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
 
+    async def caught_up(self) -> None:
+        """Return once the messages heard so far are read (not those heard meanwhile: a busy
+        database never stops talking): after `start(everything=True)`, once the escalations
+        pending at the start are listed."""
+        target = self._heard
+        async with self._progress:
+            await self._progress.wait_for(lambda: self._read >= target)
+
     def _hear(self, message: str) -> None:
         self._news.append(message)
+        self._heard += 1
         if self._news_ready is None:
             self._news_ready = asyncio.Event()
         self._news_ready.set()
@@ -114,6 +128,9 @@ class Feed:
                 await self._look(batch)
             except Exception:  # a busy database: the poll catches up
                 log.debug("reading news failed", exc_info=True)
+            async with self._progress:
+                self._read += len(batch)
+                self._progress.notify_all()
 
     async def _look(self, messages: list[str]) -> None:
         """Read the rows of the escalations the news names (only those that concern this
@@ -149,6 +166,10 @@ class Feed:
 
     async def _sync(self) -> None:
         """Everything again: decisions made elsewhere, and (a console) escalations raised elsewhere."""
+        async with self._syncing:
+            await self._sync_now()
+
+    async def _sync_now(self) -> None:
         ids = self.broker.waiting_ids()
         if self._everything:
             # The ids pending in the database tell both what is new and what is no longer pending

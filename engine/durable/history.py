@@ -35,7 +35,8 @@ def load_earlier(db: Database) -> StoreContents:
     runs = [
         StoredRun(r["run_id"], r["task"], r["workflow"], r["flow"], r["input"], r["status"], _summary(r["result"]),
                   r["error"], r["started"], r["finished"] or r["started"])
-        for r in db.list_runs(include_finished=True) if r["status"] not in ("running", "waiting", "parked")
+        # Not the parked and queued ones (unfinished, and thousands of them with issue 26's workers).
+        for r in db.list_runs(include_finished=True, parked=False, queued=False) if r["status"] not in ("running", "waiting")
     ]
     entries = [HistoryEntry(*row) for row in db.agent_entries()]
     return StoreContents(records, entries, runs)

@@ -78,7 +78,14 @@ def ready(db: Database, among: Iterable[str] | None = None) -> list[str]:
         ids = list(among)
         if not ids:
             return []
-        query = query.where(runs.c.run_id.in_(sa.select(escalations.c.run_id).where(escalations.c.id.in_(ids))))
+        # From the named escalations to their runs, by their keys. SQLite, which keeps no
+        # statistics here, walked the status index (every parked run) for each decision heard:
+        # 88,000 instructions (11 ms) a decision at 9,800 parked. The status is compared as an
+        # expression, which no index serves, so that it cannot be chosen again.
+        named = escalations.alias("named")
+        query = (sa.select(runs.c.run_id).distinct()
+                 .select_from(named.join(runs, runs.c.run_id == named.c.run_id))
+                 .where(named.c.id.in_(ids), sa.func.coalesce(runs.c.status, "") == PARKED, ~_PENDING))
     with db.engine.connect() as c:
         return list(c.execute(query).scalars())
 

@@ -41,7 +41,8 @@ def kind_of(pending: PendingEscalation) -> str:
     return f"reason {esc.reason.value}"
 
 
-def _likeness(pending: PendingEscalation) -> tuple[Any, ...]:
+def likeness(pending: PendingEscalation) -> tuple[Any, ...]:
+    """What alike ones share (the broker's tally of it answers whether `b` applies)."""
     esc = pending.escalation
     if esc.origin is Origin.TOOL_APPROVAL:
         return (esc.task_id, kind_of(pending), shape(pending.extra.get("args")))
@@ -64,8 +65,8 @@ def shown_whole(pending: PendingEscalation) -> bool:
 
 def alike(pending: list[PendingEscalation], current: PendingEscalation) -> list[PendingEscalation]:
     """The requests like `current` (itself included), whether or not each can be shown whole."""
-    likeness = _likeness(current)
-    return [p for p in pending if _likeness(p) == likeness]
+    key = likeness(current)
+    return [p for p in pending if likeness(p) == key]
 
 
 def batch_response(pending: PendingEscalation, approve: bool) -> Response | None:

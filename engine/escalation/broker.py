@@ -31,6 +31,7 @@ from engine.kernel.model import (
     escalation_digest,
 )
 from engine.kernel.responses import APPROVE, DENY, kind_of
+from engine.escalation.tally import Key, Tally
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +173,7 @@ class EscalationBroker:
         self.identity = identity  # who answers here (Decision.decided_by), e.g. "alice@laptop via console"
         self._on_changed: list[Callable[[str], None]] = []
         self._entries: dict[str, _Entry] = {}  # pending only, in raise order
+        self._tallies: list[Tally] = []  # counts of the pending by a key, kept with _entries
         self._done: dict[str, Decision | None] = {}  # resolved (Decision) or withdrawn (None)
         self._subscribers: list[Callable[[BrokerEvent], None]] = []
         self._queue: deque[BrokerEvent] = deque()
@@ -224,6 +226,8 @@ class EscalationBroker:
         esc_id = pending.escalation.id
         entry = _Entry(pending, asyncio.get_running_loop().create_future())
         self._entries[esc_id] = entry
+        for tally in self._tallies:
+            tally.added(pending)
         self._notify(BrokerEvent(RAISED, pending))
         deadline = pending.policy.deadline
         if deadline is not None and esc_id in self._entries:  # a subscriber may have answered
@@ -334,6 +338,13 @@ class EscalationBroker:
     def pending(self) -> list[PendingEscalation]:
         return [e.pending for e in self._entries.values()]
 
+    def tally(self, key: Key) -> Tally:
+        """How many pending share a key (`key(pending)`), counted once and kept current as
+        escalations come and go: a question asked at every answer costs a lookup."""
+        tally = Tally(key, self.pending)
+        self._tallies.append(tally)
+        return tally
+
     def get(self, escalation_id: str) -> PendingEscalation | None:
         entry = self._entries.get(escalation_id)
         return entry.pending if entry else None
@@ -380,6 +391,8 @@ class EscalationBroker:
     def _finish(self, entry: _Entry, decision: Decision | None) -> None:
         esc_id = entry.pending.escalation.id
         del self._entries[esc_id]
+        for tally in self._tallies:
+            tally.removed(entry.pending)
         self._done[esc_id] = decision
         if entry.timer is not None:
             entry.timer.cancel()
@@ -431,6 +444,9 @@ class EscalationBroker:
         another request, it is listed again as held (subscribers hear RAISED)."""
         entry = self._entries.get(pending.escalation.id)
         if entry is not None and escalation_digest(entry.pending) != escalation_digest(pending):
+            for tally in self._tallies:
+                tally.removed(entry.pending)
+                tally.added(pending)
             entry.pending = pending
             self._notify(BrokerEvent(RAISED, pending))
 

@@ -110,12 +110,6 @@ async def open_services(db: Database | str | None, *, identity: str, broker: Esc
 
     opened = db is None or isinstance(db, str)
     database = open_database(db) if opened else db
-    try:
-        host = await DurableHost.open(database, worker_concurrency=worker_concurrency, resumes=resumes)
-    except BaseException:
-        if opened:  # a Database given stays the caller's to close
-            database.close()
-        raise
     clock = clock or (broker.clock if broker is not None else RealClock())
     store = DecisionStore(database)
     if broker is None:
@@ -123,6 +117,16 @@ async def open_services(db: Database | str | None, *, identity: str, broker: Esc
     else:
         broker.store, broker.identity = store, who(identity)
     feed = Feed(broker, store)
+    try:
+        if hear_everything:  # a console lists what waits before DBOS launches: listing needs only the rows
+            feed.start(everything=True)
+            await feed.caught_up()
+        host = await DurableHost.open(database, worker_concurrency=worker_concurrency, resumes=resumes)
+    except BaseException:
+        feed.stop()
+        if opened:  # a Database given stays the caller's to close
+            database.close()
+        raise
     feed.start(everything=hear_everything)  # decisions made by other processes reach this one's runs at once
     started()  # the command's start-up is over (engine/kernel/collector.py)
     return Services(broker=broker, clock=clock, db=database, host=host, store=store, feed=feed)

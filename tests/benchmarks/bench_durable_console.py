@@ -8,7 +8,9 @@
    `bench_waiting.py --runs 10000 --keep DIR` leaves, 10,000 parked runs): the console opened on
    a copy of it, first frame and every pending decision listed, as in 2; then nothing else.
 
-Run: python tests/benchmarks/bench_durable_console.py [--quick] [--waiting DB_FILE]
+Run: python tests/benchmarks/bench_durable_console.py [--quick] [--waiting DB_FILE] [--tree NAME=PATH ...]
+`--tree old=/tmp/old --tree new=.`: the consoles of 2 and 3 run that code (PYTHONPATH), their
+launches alternating, each on a fresh copy of the database.
 """
 
 from __future__ import annotations
@@ -90,31 +92,41 @@ async def interrupted_runs(db_url: str, count: int, folder: Path) -> None:
     host.close()
 
 
-def open_on(url: str, count: int, launches: int) -> None:
-    """The console on `url` where `count` decisions are pending: first frame, all listed; with
-    the console's CPU seconds from its start to its exit after `q` (a busy shared host
-    stretches wall time, not CPU)."""
+def open_on(source: Path, folder: Path, launches: int, trees: dict[str, str | None]) -> None:
+    """The console on a copy of `source`, where decisions are pending: first frame, all listed;
+    with the console's CPU seconds when all are listed and at its exit after `q` (a busy shared
+    host stretches wall time, not CPU). Each launch gets a fresh copy; with several `trees`
+    (name -> the code's folder, put first on PYTHONPATH), their launches alternate."""
+    results: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in trees}
+    for _ in range(launches):
+        for name, tree in trees.items():
+            results[name].append(_launch(source, folder, tree))
+    count = waiting_copy(source, folder)[1]
+    for name, rows in results.items():
+        first, listed, cpu_listed, cpu_exit = (sorted(column) for column in zip(*rows))
+        print(f"{name + ': ' if name else ''}console on {count} waiting decisions: first frame median "
+              f"{statistics.median(first) * 1000:.0f} ms (max {first[-1] * 1000:.0f} ms); all {count} pending decisions "
+              f"listed after median {statistics.median(listed):.2f} s (max {listed[-1]:.2f} s); its CPU when all are "
+              f"listed median {statistics.median(cpu_listed):.2f} s, to its exit median {statistics.median(cpu_exit):.2f} s"
+              f"   (load {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
+
+
+def _launch(source: Path, folder: Path, tree: str | None) -> tuple[float, float, float, float]:
+    """(first frame, all listed, CPU when listed, CPU at exit) of one console on a fresh copy."""
     import first_frame
 
     first_frame.TIMEOUT = 600.0  # a loaded host: measured, however slow
+    if tree is not None:
+        os.environ["PYTHONPATH"] = tree
+    url, count = waiting_copy(source, folder)
     os.environ["ESCALATE_DB"] = url
-    first = [_on_terminal(_command([]), quit_keys=b"qy") for _ in range(launches)]
+    first = _on_terminal(_command([]), quit_keys=b"qy")
+    url, count = waiting_copy(source, folder)  # as it was: the first launch may have changed it
+    os.environ["ESCALATE_DB"] = url
     cpu: list[float] = []
-    real_waitpid = os.waitpid
-
-    def waitpid(pid: int, options: int) -> tuple[int, int]:  # killed, not reaped yet: its CPU is still there
-        cpu.append(_cpu_seconds(pid))
-        return real_waitpid(pid, options)
-
-    os.waitpid = waitpid  # type: ignore[assignment]
-    try:
-        listed = [_on_terminal(_command([]), marker=f"Inbox ({count})".encode(), quit_keys=b"qy") for _ in range(launches)]
-    finally:
-        os.waitpid = real_waitpid  # type: ignore[assignment]
-    print(f"console on {count} waiting decisions: first frame median {statistics.median(first) * 1000:.0f} ms "
-          f"(max {max(first) * 1000:.0f} ms); all {count} pending decisions listed after median "
-          f"{statistics.median(listed):.2f} s (max {max(listed):.2f} s), CPU to its exit median "
-          f"{statistics.median(cpu):.2f} s   (load {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
+    listed = _on_terminal(_command([]), marker=f"Inbox ({count})".encode(), quit_keys=b"qy",
+                          seen_by=lambda pid: cpu.append(_cpu_seconds(pid)))
+    return first, listed, cpu[0], cpu[-1]
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -132,10 +144,13 @@ def waiting_copy(source: Path, folder: Path) -> tuple[str, int]:
 
     from engine.durable.database import Database
 
-    for suffix in ("", "-wal"):
+    for suffix in ("", "-wal", "-shm"):
+        copy = folder / f"console.db{suffix}"
         if Path(f"{source}{suffix}").exists():
-            shutil.copy(f"{source}{suffix}", folder / f"waiting.db{suffix}")
-    url = f"sqlite:///{folder / 'waiting.db'}"
+            shutil.copy(f"{source}{suffix}", copy)
+        elif copy.exists():
+            copy.unlink()
+    url = f"sqlite:///{folder / 'console.db'}"
     db = Database(url)
     try:
         return url, len(db.pending_escalations())
@@ -143,13 +158,23 @@ def waiting_copy(source: Path, folder: Path) -> tuple[str, int]:
         db.close()
 
 
+def _trees() -> dict[str, str | None]:
+    """`--tree NAME=PATH`, repeated: the code each launch runs (none: this environment's)."""
+    trees: dict[str, str | None] = {}
+    for i, arg in enumerate(sys.argv):
+        if arg == "--tree":
+            name, _, path = sys.argv[i + 1].partition("=")
+            trees[name] = str(Path(path).resolve())
+    return trees or {"": None}
+
+
 def main() -> None:
     launches = 3 if QUICK else 10
+    trees = _trees()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if "--waiting" in sys.argv:
-            url, count = waiting_copy(Path(sys.argv[sys.argv.index("--waiting") + 1]), folder)
-            open_on(url, count, launches)
+            open_on(Path(sys.argv[sys.argv.index("--waiting") + 1]), folder, launches, trees)
             return
         past = f"sqlite:///{folder / 'past.db'}"
         past_escalations(past, 10_000)
@@ -165,7 +190,7 @@ def main() -> None:
         started = time.perf_counter()
         asyncio.run(interrupted_runs(waiting, count, folder))
         print(f"{count} interrupted runs made in {time.perf_counter() - started:.1f} s")
-        open_on(waiting, count, launches)
+        open_on(folder / "waiting.db", folder, launches, trees)
 
 
 if __name__ == "__main__":

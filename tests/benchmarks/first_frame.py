@@ -20,6 +20,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import Callable
 
 SIZE = (40, 120)  # rows, columns
 MARKER = b"Workflows"  # the main screen's text (a border title), also the floor app's label
@@ -68,9 +69,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _on_terminal(argv: list[str], marker: bytes | None = None, quit_keys: bytes = b"q") -> float:
+def _on_terminal(argv: list[str], marker: bytes | None = None, quit_keys: bytes = b"q",
+                 seen_by: Callable[[int], None] | None = None) -> float:
     """Seconds from the launch of `argv` on a new pseudo-terminal to MARKER (or `marker`) on its
-    screen; then `quit_keys` are typed."""
+    screen; then `quit_keys` are typed. `seen_by(pid)`: called as the marker arrives, and again
+    as the program ends (before it is reaped: its CPU is still there to read)."""
     marker = marker or MARKER
     t0 = time.perf_counter()
     pid, fd = pty.fork()
@@ -84,6 +87,8 @@ def _on_terminal(argv: list[str], marker: bytes | None = None, quit_keys: bytes 
                 seen = seen[-len(marker):] + os.read(fd, 65536)
                 if marker in seen:
                     elapsed = time.perf_counter() - t0
+                    if seen_by is not None:
+                        seen_by(pid)
                     os.write(fd, quit_keys)  # the console's quit key; any key for the floor app
         deadline = time.perf_counter() + 10  # let it close the terminal mode by itself
         while time.perf_counter() < deadline and select.select([fd], [], [], 0.5)[0]:
@@ -92,6 +97,8 @@ def _on_terminal(argv: list[str], marker: bytes | None = None, quit_keys: bytes 
     except OSError:  # the terminal closed: the program ended
         pass
     finally:
+        if seen_by is not None and elapsed is not None:
+            seen_by(pid)
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

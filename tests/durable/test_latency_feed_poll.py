@@ -69,3 +69,35 @@ async def test_a_console_lists_thousands_and_its_poll_follows_the_database(tmp_p
     finally:
         feed.stop()
         db.close()
+
+
+async def test_caught_up_returns_once_what_was_heard_is_read_though_news_keeps_coming(tmp_path: Path) -> None:
+    """A console waits for its first read before DBOS launches: that wait ends with the read of
+    what was pending, even while other processes keep sending news (a busy database)."""
+    db = Database(f"sqlite:///{tmp_path / 'e.db'}")
+    many = READ_AT_MOST + 10
+    with db.engine.begin() as c:
+        c.execute(escalations.insert(), _rows(0, many))
+    store = DecisionStore(db)
+    broker = EscalationBroker(RealClock(), store=store, identity="test console")
+    feed = Feed(broker, store)
+    talking = True
+
+    async def chatter() -> None:  # news of rows that do not exist, as fast as the loop turns
+        n = 0
+        while talking:
+            db.signals.committed(f"raised nothing{n}")
+            n += 1
+            await asyncio.sleep(0)
+
+    chat = asyncio.get_running_loop().create_task(chatter())
+    try:
+        await asyncio.sleep(0.1)
+        feed.start(everything=True)
+        await asyncio.wait_for(feed.caught_up(), 60)
+        assert len(broker.waiting_ids()) == many  # listed when it returns
+    finally:
+        talking = False
+        await chat
+        feed.stop()
+        db.close()

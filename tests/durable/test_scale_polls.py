@@ -68,6 +68,7 @@ def _instructions(db: Database, query: Callable[[], Any]) -> int:
 
 POLLS: dict[str, Callable[[Database], Any]] = {
     "ready": parking.ready,  # every second: parked runs with nothing pending
+    "news": lambda db: parking.ready(db, ["rp000003.2", "rp000004.2"]),  # each decision heard: its runs only
     "overdue": parking.overdue,  # every second: deadlines passed with no process timing them
     "stuck": parking.stuck,  # every second: claims never queued
     "queued": lambda db: parking.queued(db, 9),  # at each raise: is a place wanted
@@ -75,7 +76,7 @@ POLLS: dict[str, Callable[[Database], Any]] = {
     "beat": lambda db: db.beat("nobody"),  # every 2 s: this process's runs are alive
 }
 # per row of what it must look at, at most (2: doubles with the rows), or flat (1.3)
-GROWTH = {"ready": 2.4, "overdue": 1.3, "stuck": 1.3, "queued": 1.3, "active": 1.3, "beat": 1.3}
+GROWTH = {"ready": 2.4, "news": 1.3, "overdue": 1.3, "stuck": 1.3, "queued": 1.3, "active": 1.3, "beat": 1.3}
 
 
 @pytest.mark.parametrize("poll", sorted(POLLS))
@@ -102,6 +103,9 @@ def test_ready_finds_exactly_the_parked_runs_left_with_nothing_pending(tmp_path:
             c.exec_driver_sql("UPDATE escalate_escalations SET status='withdrawn' WHERE run_id='rp000011'")
         assert sorted(parking.ready(db)) == ["rp000001", "rp000003", "rp000005", "rp000007", "rp000009", "rp000011"]
         assert parking.ready(db, ["rp000003.2", "rp000004.2"]) == ["rp000003"]
+        assert parking.ready(db, ["nothing.2", "rp000003.2", "rp000003.2", "rp000011.2"]) in (["rp000003", "rp000011"],
+                                                                                            ["rp000011", "rp000003"])
+        assert parking.ready(db, ["rq000003.2"]) == []  # no such escalation: a queued run's id
         assert parking.still_waits(db, "rp000004") and not parking.still_waits(db, "rp000003")
         assert parking.queued(db, 5) == 5 and parking.queued(db, 100) == 20 and parking.queued(db, 0) == 0
     finally:

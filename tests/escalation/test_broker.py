@@ -320,3 +320,68 @@ async def test_random_interleaving_of_answers_deadlines_and_cancels(seed: int) -
             assert p.policy.deadline is not None and clock.now() >= p.policy.deadline
     assert all(count == 1 for count in resolved.values()) and len(resolved) == 300
     assert clock.pending_timers() == 0
+
+
+async def test_a_tally_of_likeness_stays_what_a_pass_over_the_pending_counts() -> None:
+    """The console's `b` asks the broker's tally (issue 26: a pass over 10,000 pending per
+    answer); whichever way escalations come and go, it counts what `alike` counts."""
+    from dataclasses import replace
+
+    from engine.escalation.batch import alike, likeness
+    from engine.kernel.model import Decision, Reason
+
+    rng = random.Random(26)
+    clock = FakeClock()
+    broker = EscalationBroker(clock)
+    early = broker.tally(likeness)  # made before anything is pending; counted at its first ask
+    late = None
+    tasks: list[asyncio.Task] = []
+    args_shapes = ({"path": "a"}, {"path": 1}, {"path": "b", "force": True}, ["x"], None)
+
+    def new_pending(n: int):
+        if rng.random() < 0.5:
+            esc = make_escalation(task=rng.choice(["t1", "t2"]), run_id=f"run{rng.randrange(6)}",
+                                  origin=Origin.TOOL_APPROVAL, timeout=rng.choice([None, 5.0]))
+            p = make_pending(esc, deadline=None if esc.timeout is None else clock.now() + esc.timeout,
+                             on_timeout=OnTimeout.CONTINUE)
+            return replace(p, extra={"tool": rng.choice(["rm", "ls"]), "args": rng.choice(args_shapes)})
+        esc = make_escalation(task=rng.choice(["t1", "t2"]), run_id=f"run{rng.randrange(6)}",
+                              reason=rng.choice([Reason.ARCHITECTURE_DECISION, Reason.TEST_FAILURE]))
+        return make_pending(esc)
+
+    for step in range(600):
+        live = broker.pending()
+        op = rng.randrange(9)
+        if op <= 2 or not live:
+            p = new_pending(step)
+            if rng.random() < 0.5:
+                tasks.append(await _raised(broker, p))
+            else:
+                broker.adopt(p)
+        else:
+            target = rng.choice(live)
+            esc_id = target.escalation.id
+            if op == 3:
+                broker.answer(esc_id, Response(ResponseType.SKIP))
+            elif op == 4:
+                broker.settle(esc_id, rng.choice([None, Decision(esc_id, Response(ResponseType.SKIP), ResolvedBy.HUMAN, clock.now())]))
+            elif op == 5:
+                broker.cancel_run(target.escalation.run_id) if rng.random() < 0.5 else broker.forget_run(target.escalation.run_id)
+            elif op == 6 and target.escalation.origin is Origin.TOOL_APPROVAL:  # listed again as held: another shape
+                broker.refresh(replace(target, extra={**target.extra, "args": rng.choice(args_shapes), "v": step}))
+            elif op == 7:
+                broker.apply_many([Decision(p.escalation.id, Response(ResponseType.SKIP), ResolvedBy.HUMAN, clock.now())
+                                   for p in rng.sample(live, min(3, len(live)))])
+            else:
+                clock.advance(rng.choice([0.0, 6.0]))  # deadlines pass: timeout defaults apply
+        await asyncio.sleep(0)
+        if step == 200:
+            late = broker.tally(likeness)
+        live = broker.pending()
+        for p in live + [new_pending(-1)]:
+            assert early.count(p) == len(alike(live, p)), step
+            if late is not None:
+                assert late.count(p) == len(alike(live, p)), step
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

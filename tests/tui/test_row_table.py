@@ -176,3 +176,30 @@ async def test_remove_rows_removes_many_at_once_and_keeps_the_cursor_on_its_row(
         assert table.row_keys == ["k1"] and table.cursor_key == "k1"
         table.remove_rows(["k1"])
         assert table.row_count == 0 and table.cursor_row is None
+
+
+async def test_rows_added_together_are_made_when_drawn_and_a_duplicate_adds_none() -> None:
+    app = TableApp(rows=0)
+    made: list[int] = []
+
+    def maker(i: int):  # type: ignore[no-untyped-def]
+        def cells() -> tuple[str, str, str]:
+            made.append(i)
+            return (f"{i}", f"lazy {i}", "")
+        return cells
+
+    async with app.run_test() as pilot:
+        table = app.query_one(RowTable)
+        table.add_rows((f"k{i}", maker(i)) for i in range(1000))
+        await pilot.pause()
+        assert table.row_count == 1000 and table.cursor_key == "k0"
+        assert sorted(made) == list(range(7)), made  # the 7 rows on screen, nothing else
+        assert table.visible_keys == [f"k{i}" for i in range(7)]
+        assert "lazy 500" in table.get_cell("k500", "what").plain and 500 in made  # read: made then
+        try:
+            table.add_rows([("new1", ("a", "b", "c")), ("k3", ("d", "e", "f"))])
+        except KeyError:
+            pass
+        else:
+            raise AssertionError("a duplicate key was added")
+        assert "new1" not in table and table.row_count == 1000

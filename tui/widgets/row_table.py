@@ -15,7 +15,7 @@ Cells are `rich.text.Text` (or plain `str`), never markup: agent text is shown a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Iterable, Sequence
+from typing import Callable, ClassVar, Iterable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -28,6 +28,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 Cell = Text | str
+# A row's cells, or a call that makes them when the row is first drawn or read: a table given
+# 10,000 rows at once makes only those on screen.
+Cells = Iterable[Cell] | Callable[[], Iterable[Cell]]
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class RowTable(ScrollView, can_focus=True):
         self._column_index = {c.key: i for i, c in enumerate(self.columns)}
         self.show_header = show_header
         self.zebra_stripes = zebra_stripes
-        self._cells: dict[str, tuple[Text, ...]] = {}  # key -> cells, in insertion order
+        self._cells: dict[str, tuple[Text, ...] | Callable[[], Iterable[Cell]]] = {}  # key -> cells (or their maker)
         self._order: list[str] = []
         self._index: dict[str, int] | None = {}  # key -> position; None: rebuild on use
         self._cursor: int | None = None
@@ -140,28 +143,48 @@ class RowTable(ScrollView, can_focus=True):
     def __contains__(self, key: object) -> bool:
         return key in self._cells
 
+    @property
+    def visible_keys(self) -> list[str]:
+        """The keys of the rows on screen now."""
+        top = int(self.scroll_y)
+        return self._order[top:top + self._visible_rows()]
+
     def get_row(self, key: str) -> tuple[Text, ...]:
-        return self._cells[key]
+        cells = self._cells[key]
+        if isinstance(cells, tuple):
+            return cells
+        made = self._cells[key] = self._as_cells(cells())
+        return made
 
     def get_cell(self, key: str, column: str) -> Text:
-        return self._cells[key][self._column_index[column]]
+        return self.get_row(key)[self._column_index[column]]
 
     def get_row_index(self, key: str) -> int:
         if self._index is None:
             self._index = {k: i for i, k in enumerate(self._order)}
         return self._index[key]
 
-    def add_row(self, key: str, cells: Iterable[Cell]) -> None:
+    def add_row(self, key: str, cells: Cells) -> None:
         """Append a row (keys are unique: adding a present key raises KeyError)."""
-        if key in self._cells:
-            raise KeyError(f"duplicate row key {key!r}")
-        self._cells[key] = self._as_cells(cells)
-        index = len(self._order)
-        self._order.append(key)
+        self.add_rows([(key, cells)])
+
+    def add_rows(self, rows: Iterable[tuple[str, Cells]]) -> None:
+        """Append rows: one new height and one repaint for them all (a console opening on
+        10,000 pending decisions: the height and scrollbar once, not 10,000 times)."""
+        new: dict[str, tuple[Text, ...] | Callable[[], Iterable[Cell]]] = {}
+        for key, cells in rows:  # all checked before any is added: a bad row adds none
+            if key in self._cells or key in new:
+                raise KeyError(f"duplicate row key {key!r}")
+            new[key] = cells if callable(cells) else self._as_cells(cells)
+        if not new:
+            return
+        first = len(self._order)
+        self._cells.update(new)
+        self._order.extend(new)
         if self._index is not None:
-            self._index[key] = index
+            self._index.update((key, first + i) for i, key in enumerate(new))
         self._rows_changed()
-        self._refresh_rows(index, index + 1)
+        self._refresh_rows(first, len(self._order))
         if self._cursor is None:
             self._set_cursor(0)
 
@@ -169,7 +192,7 @@ class RowTable(ScrollView, can_focus=True):
         self._replace(key, self._as_cells(cells))
 
     def update_cell(self, key: str, column: str, cell: Cell) -> None:
-        cells = list(self._cells[key])
+        cells = list(self.get_row(key))
         cells[self._column_index[column]] = _text(cell)
         self._replace(key, tuple(cells))
 
@@ -228,7 +251,7 @@ class RowTable(ScrollView, can_focus=True):
         self.refresh()
 
     def _replace(self, key: str, cells: tuple[Text, ...]) -> None:
-        if self._cells[key] == cells:
+        if self.get_row(key) == cells:
             return  # same content (an age that did not change): nothing to draw
         self._cells[key] = cells
         self._strips.pop(key, None)
@@ -370,7 +393,7 @@ class RowTable(ScrollView, can_focus=True):
         cache = self._strips.setdefault(key, {})
         strip = cache.get((width, base, post))
         if strip is None:
-            strip = cache[width, base, post] = self._build(self._cells[key], width, base, post)
+            strip = cache[width, base, post] = self._build(self.get_row(key), width, base, post)
             self.rows_rendered += 1
         return strip
 

@@ -20,6 +20,9 @@ from engine.escalation.broker import RAISED, BrokerEvent, EscalationBroker
 from engine.kernel.model import PendingEscalation
 
 log = logging.getLogger("escalate.notify")
+# More decisions than this started waiting in one loop turn: the channels are told once, of
+# them all (each channel still sees every one in `Attention.raised`).
+TELL_EACH_AT_MOST = 20
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,9 @@ class Notifier(Protocol):
 
 class Notifiers:
     """A broker's channels. After a loop turn in which the broker said something, every channel
-    is told once per decision that started waiting in it and still waits (or once, with none,
-    when decisions only ended); a failing channel is logged and never stops the others."""
+    is told once per decision that started waiting in it and still waits (once of them all past
+    TELL_EACH_AT_MOST; once, with none, when decisions only ended); a failing channel is logged
+    and never stops the others."""
 
     def __init__(self, broker: EscalationBroker) -> None:
         self._broker = weakref.ref(broker)  # the registry's value must not keep its key alive
@@ -93,6 +97,9 @@ class Notifiers:
             return
         still = [p for p in (broker.get(esc_id) for esc_id in dict.fromkeys(raised)) if p is not None]
         waiting = len(broker.pending())
+        if len(still) > TELL_EACH_AT_MOST:  # a console opening on thousands: one bell, not thousands
+            self.tell(Attention(tuple(still), waiting))
+            return
         for pending in still:  # one call per decision: a bell, a notification each
             self.tell(Attention((pending,), waiting))
         if not still:
