@@ -33,10 +33,10 @@ def _notify_if_trusted(rules: Rules, path: Path, text: str | None) -> Rules:
     """A workspace file comes with the folder (a cloned repository): its rules only restrict or
     ask, but its `notify` command would run a program, so it runs only once the person has
     trusted the file's exact content (`escalate rules trust FILE`); until then it is named."""
-    from engine.trusted import rules_trusted
-
     if rules.notify is None:
         return rules
+    from engine.trusted import rules_trusted  # only for a notify command: hashlib (OpenSSL) costs a hook ~2 ms
+
     if text is None:
         from rules.yamlnodes import read_text
 

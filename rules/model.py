@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.kernel.model import Escalation, OnTimeout, Origin, Reason, TimeoutPolicy
+from engine.kernel.kinds import OnTimeout, Origin, Reason
 from rules.matcher import Activity, Pattern, normalize
 from rules.shell import SHELL_TOOL, ParsedCommand, parse_command
+
+if TYPE_CHECKING:  # the hook matches tool calls only: the model's dataclasses are not built for it
+    from engine.kernel.model import Escalation, TimeoutPolicy
 
 DEFAULT_TIMEOUT = 300.0  # seed 004: "Default if no response in 5min"
 # Upper bounds for what the files say; beyond them a value is a typo or an attack (a deadline
@@ -231,6 +234,8 @@ class Rules:
         which beats the reason's; at the deadline `allowAgentDecision` means agent_decide, else
         the reason's onTimeout. Tool approvals expire as `deny` (fail closed).
         """
+        from engine.kernel.model import TimeoutPolicy
+
         override = self.override(escalation.task_id)
         if override is not None and override.always_ask:
             return TimeoutPolicy(None)

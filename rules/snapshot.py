@@ -20,14 +20,13 @@ loader's sources only), and a `--rules` file's snapshot is named by its path's d
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.kernel.model import OnTimeout, Reason
+from engine.kernel.kinds import OnTimeout, Reason
 from rules.checked import read_private_json, write_private_json
 from rules.matcher import Pattern
 from rules.model import Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
@@ -84,6 +83,8 @@ def slot(explicit: Path | None, top: Path) -> Slot | None:
         return None
     if parts == 1 and explicit is None:  # the shipped rules alone: the same in every such project
         return Slot(cache, SHIPPED_NAME, [VERSION, None, None] + ident[3:], 1, private=True)
+    import hashlib  # a `--rules` file with no .escalate/ only: loading OpenSSL costs ~2 ms
+
     name = hashlib.sha256(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return Slot(cache, f"rules-{name}.json", ident, parts, private=True)
 

@@ -9,55 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
+# The kinds (enums) live apart so that `escalate hook`, which needs only the rules, builds none of
+# the dataclasses below (engine/kernel/kinds.py); they are this module's names all the same.
+from engine.kernel.kinds import OnTimeout, Origin, Reason, ResolvedBy, ResponseType
 
-class Reason(str, Enum):
-    ARCHITECTURE_DECISION = "architecture_decision"
-    BREAKING_CHANGE = "breaking_change"
-    UNCLEAR_REQUIREMENT = "unclear_requirement"
-    TEST_FAILURE = "test_failure"
-    SECURITY_CONCERN = "security_concern"
-    COST_WARNING = "cost_warning"
-    FILE_CONFLICT = "file_conflict"
-    DEPENDENCY_ISSUE = "dependency_issue"
-    OTHER = "other"
-
-    @classmethod
-    def parse(cls, value: object) -> "Reason":
-        """An unknown reason becomes `other` (contract: never an error)."""
-        try:
-            return cls(str(value).strip().lower())
-        except ValueError:
-            return cls.OTHER
-
-
-class ResponseType(str, Enum):
-    """`responseType` on the wire; what each one means is its row in engine/kernel/responses.py."""
-
-    OPTION = "option"
-    TEXT = "text"
-    SKIP = "skip"
-    AGENT_DECIDE = "agent_decide"
-
-
-class ResolvedBy(str, Enum):
-    HUMAN = "human"
-    ANSWERS_FILE = "answers_file"
-    RULE = "rule"
-    TIMEOUT_DEFAULT = "timeout_default"
-
-
-class Origin(str, Enum):
-    """How the escalation was raised: an agent's JSON reply, its ask tool, a gated tool call,
-    a flow's `escalate to human` statement, or a run's token budget."""
-
-    AGENT_TEXT = "agent_text"
-    AGENT_TOOL = "agent_tool"
-    TOOL_APPROVAL = "tool_approval"
-    FLOW = "flow"
-    BUDGET = "budget"  # the runtime's own cost_warning: a run's token budget almost used up
+__all__ = ["ASKED_BY", "Audit", "Decision", "Escalation", "EscalationRecord", "OnTimeout", "Option", "Origin",
+           "PendingEscalation", "Reason", "ResolvedBy", "Response", "ResponseType", "TimeoutPolicy", "escalation_digest"]
 
 
 @dataclass(frozen=True)
@@ -153,17 +112,6 @@ class Decision:
         if self.audit.via:
             fields["via"] = self.audit.via
         return fields
-
-
-class OnTimeout(str, Enum):
-    """What a deadline does, per reason (contract `onTimeout`); `option:ID` is `OPTION` + id."""
-
-    CONTINUE = "continue"
-    STOP = "stop"
-    WAIT = "wait"
-    AGENT_DECIDE = "agent_decide"
-    RECOMMENDED = "recommended"
-    OPTION = "option"
 
 
 @dataclass(frozen=True)

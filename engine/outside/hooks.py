@@ -12,7 +12,6 @@ own permission applies. Never an approval from a bad input.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,6 +55,8 @@ class HookCall:
         has none; `by_call`: the agent asks twice about one call) the call itself."""
         if self.tool_use_id and not by_call:
             return self.tool_use_id
+        import hashlib  # a call sent to a person only: loading OpenSSL costs a rule-decided call ~2 ms
+
         shown = json.dumps([self.tool_name, self.tool_input], sort_keys=True, ensure_ascii=True, default=str)
         return "permission:" + hashlib.sha256(shown.encode("ascii")).hexdigest()[:32]
 

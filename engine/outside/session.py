@@ -5,7 +5,6 @@ of the desk (engine/outside/core.py) that opens nothing, imports no database and
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,4 +82,6 @@ def tool_verdict(rules: "Rules", asker: Session, tool: str, args: dict[str, Any]
 
 
 def _digest(text: str) -> str:
+    import hashlib  # a call sent to a person only: loading OpenSSL costs a rule-decided call ~2 ms
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
