@@ -172,8 +172,10 @@ def _timeout(args: argparse.Namespace, project: Path) -> tuple[int | None, str]:
 
 
 def _command(kind: str, args: argparse.Namespace) -> str:
-    """The hook's command: this Python running escalate (no PATH needed), with the options given."""
-    words = [sys.executable, "-m", "engine", "hook", kind]
+    """The hook's command: this Python running escalate (no PATH needed), with the options given.
+    `-P`: the agent runs it in the project's folder, which `-m` alone would put first on the
+    import path: a project with an `engine/` package of its own would run instead, at every tool call."""
+    words = [sys.executable, "-P", "-m", "engine", "hook", kind]
     for option in ("db", "rules", "task"):
         value = getattr(args, option, None)
         if value:
