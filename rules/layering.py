@@ -5,9 +5,9 @@ loader so that `escalate hook`, while the files are unchanged, imports no PyYAML
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
+from engine.kernel.frozen import replace
 from rules import snapshot
 from rules.model import PolicyConfig, Rules, TaskOverride
 from rules.workspace import workspace_rules_path

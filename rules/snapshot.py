@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.kernel.frozen import Frozen
 from engine.kernel.kinds import OnTimeout, Reason
 from rules.checked import read_private_json, write_private_json
 from rules.matcher import Pattern
@@ -57,8 +57,7 @@ def _stat(path: Path, *, missing_ok: bool = False) -> list[int] | None:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-@dataclass(frozen=True)
-class Slot:
+class Slot(Frozen):
     """Where the snapshot of one set of rules files is kept, and what it must hold to be used."""
 
     folder: Path

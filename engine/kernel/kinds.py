@@ -1,6 +1,6 @@
-"""The kinds of seed 004's escalation model (engine/kernel/model.py names them too): plain enums,
-apart from the model's dataclasses, whose creation (each one's methods compiled at import) a
-hook decided by the rules does not pay for (docs/outside.md, "Speed").
+"""The kinds of seed 004's escalation model that the rules need (engine/kernel/model.py names them
+too): plain enums, apart from the model's dataclasses, whose creation (each one's methods compiled
+at import) a hook call decided by the rules does not pay for (docs/outside.md, "Speed").
 """
 
 from __future__ import annotations
@@ -26,22 +26,6 @@ class Reason(str, Enum):
             return cls(str(value).strip().lower())
         except ValueError:
             return cls.OTHER
-
-
-class ResponseType(str, Enum):
-    """`responseType` on the wire; what each one means is its row in engine/kernel/responses.py."""
-
-    OPTION = "option"
-    TEXT = "text"
-    SKIP = "skip"
-    AGENT_DECIDE = "agent_decide"
-
-
-class ResolvedBy(str, Enum):
-    HUMAN = "human"
-    ANSWERS_FILE = "answers_file"
-    RULE = "rule"
-    TIMEOUT_DEFAULT = "timeout_default"
 
 
 class Origin(str, Enum):

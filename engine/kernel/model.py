@@ -9,14 +9,31 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-# The kinds (enums) live apart so that `escalate hook`, which needs only the rules, builds none of
-# the dataclasses below (engine/kernel/kinds.py); they are this module's names all the same.
-from engine.kernel.kinds import OnTimeout, Origin, Reason, ResolvedBy, ResponseType
+# The kinds the rules need live apart, so that `escalate hook` (the rules alone) builds none of the
+# dataclasses below (engine/kernel/kinds.py); they are this module's names all the same.
+from engine.kernel.kinds import OnTimeout, Origin, Reason
 
 __all__ = ["ASKED_BY", "Audit", "Decision", "Escalation", "EscalationRecord", "OnTimeout", "Option", "Origin",
            "PendingEscalation", "Reason", "ResolvedBy", "Response", "ResponseType", "TimeoutPolicy", "escalation_digest"]
+
+
+class ResponseType(str, Enum):
+    """`responseType` on the wire; what each one means is its row in engine/kernel/responses.py."""
+
+    OPTION = "option"
+    TEXT = "text"
+    SKIP = "skip"
+    AGENT_DECIDE = "agent_decide"
+
+
+class ResolvedBy(str, Enum):
+    HUMAN = "human"
+    ANSWERS_FILE = "answers_file"
+    RULE = "rule"
+    TIMEOUT_DEFAULT = "timeout_default"
 
 
 @dataclass(frozen=True)

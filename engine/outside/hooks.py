@@ -13,9 +13,10 @@ own permission applies. Never an approval from a bad input.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+
+from engine.kernel.frozen import Frozen, replace
 
 if TYPE_CHECKING:
     from engine.escalation.desk import ToolCallOutcome
@@ -37,8 +38,7 @@ class BadInput(ValueError):
     """The hook's input cannot be used (one line, naming what is wrong)."""
 
 
-@dataclass(frozen=True)
-class HookCall:
+class HookCall(Frozen):
     event: str
     session_id: str
     cwd: Path
@@ -178,8 +178,7 @@ def _instructions(outcome: "ToolCallOutcome") -> str:
 # -- one hook call --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(Frozen):
     """A hook call the rules send to a person: what its wait needs (ask_person)."""
 
     rules: "Rules"

@@ -5,9 +5,10 @@ of the desk (engine/outside/core.py) that opens nothing, imports no database and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from engine.kernel.frozen import Frozen
 
 if TYPE_CHECKING:
     from engine.escalation.verdict import ToolVerdict
@@ -17,8 +18,7 @@ KINDS = ("claude", "codex", "mcp")  # the runs table's `workflow` of an outside 
 ID_CHARS = 24
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(Frozen):
     """Who asks: an outside agent's session, one run in the database."""
 
     kind: str  # KINDS: the agent program
