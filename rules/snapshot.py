@@ -90,12 +90,10 @@ def slot(explicit: Path | None, top: Path) -> Slot | None:
 
 def user_cache() -> Path | None:
     """The user's cache folder for snapshots (not made here); None when there is no home."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-        if not os.path.isabs(base):  # no home directory to be found: never a folder under the current one
-            return None
-    return Path(base) / "escalate" / "rules"
+    from engine.private import user_cache_folder
+
+    base = user_cache_folder()
+    return None if base is None else base / "rules"
 
 
 def _users_folder(folder: Path) -> bool:
