@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
@@ -90,6 +89,8 @@ def user_folder() -> Path:
             return Path(runtime) / "escalate"
         except NotPrivate:
             pass
+    import tempfile  # not for a hook's rules in the user's cache folder (check_private): ~7 M instructions
+
     return Path(tempfile.gettempdir()) / f"escalate-{os.geteuid()}"
 
 
