@@ -9,7 +9,6 @@ from enum import StrEnum
 from typing import Any
 
 from engine.kernel.frozen import Frozen
-
 from rules.model import Action, Rule, Rules
 
 
