@@ -256,7 +256,7 @@ def test_the_hook_imports_no_heavy_library(project: Project, rules: str) -> None
 # engine/kernel/frozen.py).
 RULE_PATH_SKIPS = ("yaml", "pydantic", "sqlalchemy", "asyncio", "dbos", "engine.escalation.broker",
                    "engine.escalation.desk", "engine.services", "engine.durable.database", "engine.kernel.responses",
-                   "rules.schema", "rules.loader", "engine.kernel.model", "dataclasses", "inspect")
+                   "rules.schema", "rules.loader", "engine.kernel.model", "dataclasses", "inspect", "argparse")
 
 
 def rule_path_imports(project: Project, *argv: str, opinion: bool = True) -> list[str]:
