@@ -5,8 +5,8 @@ The hook reads the agent's JSON on stdin and prints its decision JSON on stdout 
 nothing (no opinion: the agent's own permissions apply). Anything wrong (bad input, an
 unreadable rules file or database) is one line on stderr and exit 1, which both agents take as a
 non-blocking error: never an approval, never a traceback. It imports no ADK, google.genai,
-LiteLLM, Textual, aiohttp or DBOS, and a call the rules decide no asyncio, database, PyYAML
-or pydantic either (tests/outside/test_hook.py, docs/outside.md "Speed"): it runs for every tool call.
+LiteLLM, Textual, aiohttp or DBOS, and a call the rules decide no asyncio, database, PyYAML,
+argparse or pydantic either (tests/outside/test_hook.py, docs/outside.md "Speed"): it runs for every tool call.
 
 `install codex` also says what Codex needs before it runs them (engine/outside/codex_setup.py:
 the project trusted, each new or changed hook reviewed in Codex's TUI).
