@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
@@ -90,4 +89,18 @@ def user_folder() -> Path:
             return Path(runtime) / "escalate"
         except NotPrivate:
             pass
+    import tempfile  # not for a hook's rules in the user's cache folder (check_private): ~7 M instructions
+
     return Path(tempfile.gettempdir()) / f"escalate-{os.geteuid()}"
+
+
+def user_cache_folder() -> Path | None:
+    """This user's cache folder for escalate (not made here): `$XDG_CACHE_HOME/escalate` when that
+    variable is an absolute path (the XDG spec ignores a relative one), else `~/.cache/escalate`;
+    None when no home folder can be found (never a folder under the current one)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+        if not os.path.isabs(base):
+            return None
+    return Path(base) / "escalate"

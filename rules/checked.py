@@ -14,7 +14,6 @@ ignored (the schema check runs) and replaced when it can be.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -30,6 +29,8 @@ _schema_source: bytes | None = None
 
 def digest(text: str) -> str:
     """The key of `text` checked by this escalate's schema."""
+    import hashlib  # when rules files are read, never on a hook's snapshot hit (OpenSSL's load: ~2 ms)
+
     global _schema_source
     if _schema_source is None:
         from importlib import resources

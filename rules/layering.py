@@ -5,9 +5,9 @@ loader so that `escalate hook`, while the files are unchanged, imports no PyYAML
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
+from engine.kernel.frozen import replace
 from rules import snapshot
 from rules.model import PolicyConfig, Rules, TaskOverride
 from rules.workspace import workspace_rules_path
@@ -33,10 +33,10 @@ def _notify_if_trusted(rules: Rules, path: Path, text: str | None) -> Rules:
     """A workspace file comes with the folder (a cloned repository): its rules only restrict or
     ask, but its `notify` command would run a program, so it runs only once the person has
     trusted the file's exact content (`escalate rules trust FILE`); until then it is named."""
-    from engine.trusted import rules_trusted
-
     if rules.notify is None:
         return rules
+    from engine.trusted import rules_trusted  # only for a notify command: hashlib (OpenSSL) costs a hook ~2 ms
+
     if text is None:
         from rules.yamlnodes import read_text
 

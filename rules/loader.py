@@ -6,12 +6,12 @@ the shipped default for that section; a section that is present (even empty) rep
 
 from __future__ import annotations
 
-from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 from yaml.nodes import Node
 
+from engine.kernel.frozen import replace
 from engine.kernel.model import OnTimeout, Reason
 from rules.matcher import REGEX_PREFIX, BadPattern, Pattern
 from rules.model import (

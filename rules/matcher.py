@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import re2
 
-from engine.kernel.model import Escalation
 from rules.shell import match_words, pattern_words, words_match
+
+if TYPE_CHECKING:
+    from engine.kernel.model import Escalation
 
 REGEX_PREFIX = "re:"
 _SEPARATORS = re.compile(r"[\s_\-]+")

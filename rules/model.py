@@ -5,13 +5,16 @@ Built only by rules.loader (so every instance is valid). Pure data plus lookups;
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.kernel.model import Escalation, OnTimeout, Origin, Reason, TimeoutPolicy
+from engine.kernel.frozen import Frozen, factory
+from engine.kernel.kinds import OnTimeout, Origin, Reason
 from rules.matcher import Activity, Pattern, normalize
 from rules.shell import SHELL_TOOL, ParsedCommand, parse_command
+
+if TYPE_CHECKING:  # the hook matches tool calls only: the model's dataclasses are not built for it
+    from engine.kernel.model import Escalation, TimeoutPolicy
 
 DEFAULT_TIMEOUT = 300.0  # seed 004: "Default if no response in 5min"
 # Upper bounds for what the files say; beyond them a value is a typo or an attack (a deadline
@@ -29,8 +32,7 @@ class Action(str, Enum):
     STOP = "stop"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Frozen):
     pattern: Pattern
     action: Action
     timeout: float | None = None  # optional: deadline for what this rule sends to a human
@@ -55,8 +57,7 @@ class Rule:
 ALWAYS_ASK, REQUIRE_CONFIRMATION = "alwaysAsk", "requireConfirmation"  # a task override's switches
 
 
-@dataclass(frozen=True)
-class TaskOverride:
+class TaskOverride(Frozen):
     always_ask: bool = False
     require_confirmation: bool = False
     rules: tuple[Rule, ...] = ()
@@ -74,8 +75,7 @@ def switch_key(task: str, switch: str) -> tuple[str, str, str]:
     return ("taskOverrides", task, switch)
 
 
-@dataclass(frozen=True)
-class AskedBy:
+class AskedBy(Frozen):
     """Why a person is asked: in words (the rule with its FILE:LINE, or the override's
     switches), and the switches that did it (counted as their matches)."""
 
@@ -83,8 +83,7 @@ class AskedBy:
     switches: tuple[tuple[str, str], ...] = ()  # (task as written, switch)
 
 
-@dataclass(frozen=True)
-class ReasonDefault:
+class ReasonDefault(Frozen):
     on_timeout: OnTimeout
     timeout: float = DEFAULT_TIMEOUT
     option_id: str | None = None  # for `option:ID`
@@ -98,8 +97,7 @@ DEFAULT_WARN_AT = 0.8  # seed 004's "budget almost exhausted": at 80 %
 DEFAULT_BUDGET = "default"  # the `budgets:` entry every task without its own entry gets
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(Frozen):
     """A run's token budget (seed 004's cost_warning): warn at `warn_at`, stop at `tokens`."""
 
     tokens: int
@@ -107,19 +105,17 @@ class Budget:
     source: str = "budgets.default"  # where the rules say so, for messages
 
 
-@dataclass(frozen=True)
-class PolicyConfig:
+class PolicyConfig(Frozen):
     """Seed 002's agent-to-agent policy as configured (engine.escalation.agent_policy uses it)."""
 
-    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    paths: dict[str, tuple[str, ...]] = factory(dict)
+    fallbacks: dict[str, tuple[str, ...]] = factory(dict)
     max_depth: int = 3
     loop_window: float = 300.0
-    target_hints: dict[str, str] = field(default_factory=dict)  # keyword -> target, in order
+    target_hints: dict[str, str] = factory(dict)  # keyword -> target, in order
 
 
-@dataclass(frozen=True)
-class NotifyCommand:
+class NotifyCommand(Frozen):
     """`notify: {command: [...]}`: run for each escalation that waits for a human, with the
     escalation as JSON on stdin (engine/escalation/notify/command.py)."""
 
@@ -127,15 +123,14 @@ class NotifyCommand:
     timeout: float = 10.0
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(Frozen):
     global_rules: tuple[Rule, ...] = ()
-    task_overrides: dict[str, TaskOverride] = field(default_factory=dict)
-    defaults: dict[Reason, ReasonDefault] = field(default_factory=dict)
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    task_overrides: dict[str, TaskOverride] = factory(dict)
+    defaults: dict[Reason, ReasonDefault] = factory(dict)
+    policy: PolicyConfig = factory(PolicyConfig)
     notify: NotifyCommand | None = None
     source: str = "<rules>"
-    budgets: dict[str, Budget] = field(default_factory=dict)  # task name (or "default") -> budget
+    budgets: dict[str, Budget] = factory(dict)  # task name (or "default") -> budget
 
     def override(self, task: str) -> TaskOverride | None:
         """A task's override: exact name first, then with case, `_` and `-` ignored."""
@@ -231,6 +226,8 @@ class Rules:
         which beats the reason's; at the deadline `allowAgentDecision` means agent_decide, else
         the reason's onTimeout. Tool approvals expire as `deny` (fail closed).
         """
+        from engine.kernel.model import TimeoutPolicy
+
         override = self.override(escalation.task_id)
         if override is not None and override.always_ask:
             return TimeoutPolicy(None)

@@ -16,7 +16,8 @@ command longer than MAX_COMMAND_CHARS is unresolved as a whole.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from engine.kernel.frozen import Frozen
 
 SHELL_TOOL = "run_command"  # the builtin `streetrace.cli` tool (engine/runtime/tools/cli.py)
 MAX_COMMAND_CHARS = 16 * 1024  # longer: a human decides (a 16 KiB command of hostile shape takes ~50 ms)
@@ -33,17 +34,18 @@ _COMBINED_FLAGS = re.compile(r"-[a-z]{2,}")
 _QUOTED = "\x00"  # stands for a quoted character in a word's `bare` form
 
 
-@dataclass(frozen=True)
-class ParsedCommand:
+class ParsedCommand(Frozen):
     commands: tuple[tuple[str, ...], ...]  # each simple command's words, quotes removed
     unresolved: str = ""  # why the words are not what runs ("" when they are)
 
 
-@dataclass
 class _Word:
-    text: str  # quotes removed
-    bare: str  # the same with every quoted character replaced by _QUOTED
-    redirect: bool  # the target of a redirection, not a command word
+    __slots__ = ("text", "bare", "redirect")
+
+    def __init__(self, text: str, bare: str, redirect: bool) -> None:
+        self.text = text  # quotes removed
+        self.bare = bare  # the same with every quoted character replaced by _QUOTED
+        self.redirect = redirect  # the target of a redirection, not a command word
 
 
 def parse_command(command: str) -> ParsedCommand:

@@ -20,14 +20,13 @@ loader's sources only), and a `--rules` file's snapshot is named by its path's d
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.kernel.model import OnTimeout, Reason
+from engine.kernel.frozen import Frozen
+from engine.kernel.kinds import OnTimeout, Reason
 from rules.checked import read_private_json, write_private_json
 from rules.matcher import Pattern
 from rules.model import Action, Budget, NotifyCommand, PolicyConfig, ReasonDefault, Rule, Rules, TaskOverride
@@ -58,8 +57,7 @@ def _stat(path: Path, *, missing_ok: bool = False) -> list[int] | None:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-@dataclass(frozen=True)
-class Slot:
+class Slot(Frozen):
     """Where the snapshot of one set of rules files is kept, and what it must hold to be used."""
 
     folder: Path
@@ -84,18 +82,18 @@ def slot(explicit: Path | None, top: Path) -> Slot | None:
         return None
     if parts == 1 and explicit is None:  # the shipped rules alone: the same in every such project
         return Slot(cache, SHIPPED_NAME, [VERSION, None, None] + ident[3:], 1, private=True)
+    import hashlib  # a `--rules` file with no .escalate/ only: loading OpenSSL costs ~2 ms
+
     name = hashlib.sha256(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return Slot(cache, f"rules-{name}.json", ident, parts, private=True)
 
 
 def user_cache() -> Path | None:
     """The user's cache folder for snapshots (not made here); None when there is no home."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-        if not os.path.isabs(base):  # no home directory to be found: never a folder under the current one
-            return None
-    return Path(base) / "escalate" / "rules"
+    from engine.private import user_cache_folder
+
+    base = user_cache_folder()
+    return None if base is None else base / "rules"
 
 
 def _users_folder(folder: Path) -> bool:

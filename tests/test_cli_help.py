@@ -7,7 +7,7 @@ import subprocess
 import sys
 from importlib.metadata import version
 
-from engine.cli.main import build_parser
+from engine.cli.parser import build_parser
 
 
 def _parsers(parser: argparse.ArgumentParser, path: str = "escalate") -> list[tuple[str, argparse.ArgumentParser]]:

@@ -5,8 +5,8 @@ The hook reads the agent's JSON on stdin and prints its decision JSON on stdout 
 nothing (no opinion: the agent's own permissions apply). Anything wrong (bad input, an
 unreadable rules file or database) is one line on stderr and exit 1, which both agents take as a
 non-blocking error: never an approval, never a traceback. It imports no ADK, google.genai,
-LiteLLM, Textual, aiohttp or DBOS, and a call the rules decide no asyncio, database, PyYAML
-or pydantic either (tests/outside/test_hook.py, docs/outside.md "Speed"): it runs for every tool call.
+LiteLLM, Textual, aiohttp or DBOS, and a call the rules decide no asyncio, database, PyYAML,
+argparse or pydantic either (tests/outside/test_hook.py, docs/outside.md "Speed"): it runs for every tool call.
 
 `install codex` also says what Codex needs before it runs them (engine/outside/codex_setup.py:
 the project trusted, each new or changed hook reviewed in Codex's TUI).
@@ -17,14 +17,17 @@ uninstall 0, 1 the file cannot be changed, 2 usage.
 
 from __future__ import annotations
 
-import argparse
 import math
 import shlex
 import sys
 from pathlib import Path
-from typing import NoReturn
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, NoReturn, Sequence
 
 from engine.cli.output import write_line
+
+if TYPE_CHECKING:
+    import argparse
 
 HOOK_ERROR = 1  # a non-blocking error for Claude Code and Codex (2 would block the call)
 UNBOUNDED_TIMEOUT = 3600  # the hook's timeout when the rules let a tool approval wait without a deadline
@@ -48,10 +51,40 @@ def arguments(hook: argparse.ArgumentParser) -> None:
             _decider_options(where)
 
 
+# The options of the hook (and of `install`, which writes them into its command): (option,
+# metavar, help). Each takes one value; argparse names its attribute after the option.
+DECIDER_OPTIONS = (
+    ("--db", "URL", "the database (default: $ESCALATE_DB or .escalate/escalate.db in the project)"),
+    ("--rules", "R.yaml", "rules file (default: the shipped rules, the project's .escalate/rules.yaml over them)"),
+    ("--task", "NAME", "the task name the rules' taskOverrides match (default: the project folder's name)"),
+)
+
+
 def _decider_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", metavar="URL", help="the database (default: $ESCALATE_DB or .escalate/escalate.db in the project)")
-    parser.add_argument("--rules", metavar="R.yaml", help="rules file (default: the shipped rules, the project's .escalate/rules.yaml over them)")
-    parser.add_argument("--task", metavar="NAME", help="the task name the rules' taskOverrides match (default: the project folder's name)")
+    for option, metavar, help in DECIDER_OPTIONS:
+        parser.add_argument(option, metavar=metavar, help=help)
+
+
+def hook_arguments(argv: Sequence[str]) -> SimpleNamespace | None:
+    """What argparse (engine/cli/parser.py) makes of a well-formed `hook claude|codex` command
+    line, read without importing argparse (~28 M instructions of a call's 155 M, at every tool
+    call): each of DECIDER_OPTIONS as `--db V` or `--db=V`, in any order, the last one winning.
+    None for anything else (an abbreviation, `-h`, a value that starts with `-`, a missing
+    value, an unknown word), which argparse then reads, with its own messages and exit code."""
+    if len(argv) < 2 or argv[0] != "hook" or argv[1] not in ("claude", "codex"):
+        return None
+    values: dict[str, str | None] = {option[2:]: None for option, _, _ in DECIDER_OPTIONS}
+    words = iter(argv[2:])
+    for word in words:
+        option, equals, value = word.partition("=")
+        if option[:2] != "--" or option[2:] not in values:
+            return None
+        if not equals:
+            value = next(words, None)
+            if value is None or value.startswith("-"):  # argparse's rules for such a value are its own
+                return None
+        values[option[2:]] = value
+    return SimpleNamespace(command="hook", hook_command=argv[1], **values)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -172,8 +205,10 @@ def _timeout(args: argparse.Namespace, project: Path) -> tuple[int | None, str]:
 
 
 def _command(kind: str, args: argparse.Namespace) -> str:
-    """The hook's command: this Python running escalate (no PATH needed), with the options given."""
-    words = [sys.executable, "-m", "engine", "hook", kind]
+    """The hook's command: this Python running escalate (no PATH needed), with the options given.
+    `-P`: the agent runs it in the project's folder, which `-m` alone would put first on the
+    import path: a project with an `engine/` package of its own would run instead, at every tool call."""
+    words = [sys.executable, "-P", "-m", "engine", "hook", kind]
     for option in ("db", "rules", "task"):
         value = getattr(args, option, None)
         if value:

@@ -60,15 +60,17 @@ def withdraw_if_gone(db: Database, row: dict[str, Any], now: float | None = None
     """Withdraw the pending escalations of this outside run when its askers are gone (but those
     a client comes back for), and mark it aborted unless such a one still waits; returns the
     escalations withdrawn."""
-    if not is_outside(row) or row.get("status") not in ACTIVE or not asker_gone(row, now):
+    if not is_outside(row) or row.get("status") not in ACTIVE:
+        return []
+    # Its askers are judged on the row as it is now: a process of the session may have begun to
+    # wait since `row` was read (a listing of every run).
+    fresh = db.get_run(row["run_id"])
+    if fresh is None or fresh.get("status") not in ACTIVE or not asker_gone(fresh, now):
         return []
     waiting = [e["id"] for e in db.pending_escalations([row["run_id"]])]
     pending = [esc_id for esc_id in waiting if not is_kept_request(row, esc_id)]
     if is_kept(row) and not pending:
         return []  # only what its client comes back for waits: the run stays as it is
-    fresh = db.get_run(row["run_id"])  # a process of the session may have begun to wait meanwhile
-    if fresh is None or fresh.get("status") not in ACTIVE or not asker_gone(fresh, now):
-        return []
     for esc_id in pending:
         db.withdraw(esc_id)
     if len(pending) < len(waiting):  # what its client comes back for still waits

@@ -5,10 +5,10 @@ at every tool call of an agent session, and this needs neither the broker nor as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from engine.kernel.frozen import Frozen
 from rules.model import Action, Rule, Rules
 
 
@@ -21,8 +21,7 @@ class Gate(StrEnum):
     ASK = "ask"  # a person confirms it first
 
 
-@dataclass(frozen=True)
-class ToolVerdict:
+class ToolVerdict(Frozen):
     """The rules' verdict on one tool call, computed once (`EscalationDesk.tool_verdict`) and
     carried through the confirmation pause to `settle_tool`, never computed again."""
 

@@ -12,25 +12,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+# The kinds the rules need live apart, so that `escalate hook` (the rules alone) builds none of the
+# dataclasses below (engine/kernel/kinds.py); they are this module's names all the same.
+from engine.kernel.kinds import OnTimeout, Origin, Reason
 
-class Reason(str, Enum):
-    ARCHITECTURE_DECISION = "architecture_decision"
-    BREAKING_CHANGE = "breaking_change"
-    UNCLEAR_REQUIREMENT = "unclear_requirement"
-    TEST_FAILURE = "test_failure"
-    SECURITY_CONCERN = "security_concern"
-    COST_WARNING = "cost_warning"
-    FILE_CONFLICT = "file_conflict"
-    DEPENDENCY_ISSUE = "dependency_issue"
-    OTHER = "other"
-
-    @classmethod
-    def parse(cls, value: object) -> "Reason":
-        """An unknown reason becomes `other` (contract: never an error)."""
-        try:
-            return cls(str(value).strip().lower())
-        except ValueError:
-            return cls.OTHER
+__all__ = ["ASKED_BY", "Audit", "Decision", "Escalation", "EscalationRecord", "OnTimeout", "Option", "Origin",
+           "PendingEscalation", "Reason", "ResolvedBy", "Response", "ResponseType", "TimeoutPolicy", "escalation_digest"]
 
 
 class ResponseType(str, Enum):
@@ -47,17 +34,6 @@ class ResolvedBy(str, Enum):
     ANSWERS_FILE = "answers_file"
     RULE = "rule"
     TIMEOUT_DEFAULT = "timeout_default"
-
-
-class Origin(str, Enum):
-    """How the escalation was raised: an agent's JSON reply, its ask tool, a gated tool call,
-    a flow's `escalate to human` statement, or a run's token budget."""
-
-    AGENT_TEXT = "agent_text"
-    AGENT_TOOL = "agent_tool"
-    TOOL_APPROVAL = "tool_approval"
-    FLOW = "flow"
-    BUDGET = "budget"  # the runtime's own cost_warning: a run's token budget almost used up
 
 
 @dataclass(frozen=True)
@@ -153,17 +129,6 @@ class Decision:
         if self.audit.via:
             fields["via"] = self.audit.via
         return fields
-
-
-class OnTimeout(str, Enum):
-    """What a deadline does, per reason (contract `onTimeout`); `option:ID` is `OPTION` + id."""
-
-    CONTINUE = "continue"
-    STOP = "stop"
-    WAIT = "wait"
-    AGENT_DECIDE = "agent_decide"
-    RECOMMENDED = "recommended"
-    OPTION = "option"
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,7 @@ programs are parsed by engine.lang.fastparse without importing Lark at all.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
-from pathlib import Path
 import re
 from typing import Iterator
 
@@ -17,6 +15,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from engine.lang.diagnostics import Diagnostic, error
 from engine.lang.grammar import GRAMMAR_PATH, TAB_WIDTH, IndentationError_
+from engine.private import user_cache_folder
 
 
 class IndentPostLex:
@@ -72,8 +71,11 @@ def _marker(kind: str, nl: Token, line: int, indent: int) -> Token:
 
 
 def _cache_file() -> str | bool:
-    """Lark's analysis cache, in the user's own cache folder (never a shared temp dir)."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "escalate"
+    """Lark's analysis cache, in the user's own cache folder (never a shared temp dir, nor one
+    under the current folder); False: none."""
+    base = user_cache_folder()
+    if base is None:
+        return False
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError:

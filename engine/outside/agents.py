@@ -17,14 +17,13 @@ second, decided within the last two minutes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from engine.kernel.frozen import Frozen
 from engine.outside.hooks import NOTIFICATION, PERMISSION_REQUEST, PRE_TOOL_USE
 
 
-@dataclass(frozen=True)
-class Agent:
+class Agent(Frozen):
     kind: str
     title: str
     events: tuple[str, ...]

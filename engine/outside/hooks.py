@@ -12,11 +12,11 @@ own permission applies. Never an approval from a bad input.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+
+from engine.kernel.frozen import Frozen, replace
 
 if TYPE_CHECKING:
     from engine.escalation.desk import ToolCallOutcome
@@ -38,8 +38,7 @@ class BadInput(ValueError):
     """The hook's input cannot be used (one line, naming what is wrong)."""
 
 
-@dataclass(frozen=True)
-class HookCall:
+class HookCall(Frozen):
     event: str
     session_id: str
     cwd: Path
@@ -56,6 +55,8 @@ class HookCall:
         has none; `by_call`: the agent asks twice about one call) the call itself."""
         if self.tool_use_id and not by_call:
             return self.tool_use_id
+        import hashlib  # a call sent to a person only: loading OpenSSL costs a rule-decided call ~2 ms
+
         shown = json.dumps([self.tool_name, self.tool_input], sort_keys=True, ensure_ascii=True, default=str)
         return "permission:" + hashlib.sha256(shown.encode("ascii")).hexdigest()[:32]
 
@@ -177,8 +178,7 @@ def _instructions(outcome: "ToolCallOutcome") -> str:
 # -- one hook call --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(Frozen):
     """A hook call the rules send to a person: what its wait needs (ask_person)."""
 
     rules: "Rules"

@@ -5,10 +5,10 @@ of the desk (engine/outside/core.py) that opens nothing, imports no database and
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from engine.kernel.frozen import Frozen
 
 if TYPE_CHECKING:
     from engine.escalation.verdict import ToolVerdict
@@ -18,8 +18,7 @@ KINDS = ("claude", "codex", "mcp")  # the runs table's `workflow` of an outside 
 ID_CHARS = 24
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(Frozen):
     """Who asks: an outside agent's session, one run in the database."""
 
     kind: str  # KINDS: the agent program
@@ -83,4 +82,6 @@ def tool_verdict(rules: "Rules", asker: Session, tool: str, args: dict[str, Any]
 
 
 def _digest(text: str) -> str:
+    import hashlib  # a call sent to a person only: loading OpenSSL costs a rule-decided call ~2 ms
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

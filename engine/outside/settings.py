@@ -33,8 +33,8 @@ class HookEntry:
 
 
 def is_ours(command: object, kind: str) -> bool:
-    """An escalate hook command for agent `kind` (`escalate hook claude`, `python -m engine hook
-    claude ...`)."""
+    """An escalate hook command for agent `kind` (`escalate hook claude`, `python [-P] -m engine
+    hook claude ...`)."""
     if not isinstance(command, str):
         return False
     try:

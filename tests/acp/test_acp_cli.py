@@ -110,7 +110,7 @@ def _pending(tmp: Path, db: str) -> dict:
 def test_console_and_serve_take_acp_agents_as_workflows(tmp_path: Path) -> None:
     import argparse
 
-    from engine.cli.main import build_parser
+    from engine.cli.parser import build_parser
     from engine.cli.serve_cmd import console_command
 
     bad = _cli("console", "--agent", "gemini 'unclosed", cwd=tmp_path)

@@ -19,6 +19,11 @@
 
 `--instructions`: figure 1 also as the instructions one call executes in user space (valgrind's
 callgrind, process start included), which a loaded host does not change as it changes times.
+
+`--installed`: every process (the hooks and `python -c pass`) runs in a virtual environment made
+for the run, which sees this one's packages as plain folders on its path, as a `pip install
+escalate` (or pipx) has them, without the import hook an editable install (`pip install -e`)
+adds to every start of its interpreter (~50 M instructions, ~12 ms here).
 """
 
 from __future__ import annotations
@@ -49,6 +54,18 @@ def call(root: Path, command: str, session: str, tool_use_id: str) -> bytes:
 
 
 CACHE = Path(tempfile.mkdtemp(prefix="bench-hook-cache-"))  # the user's cache folders (rules/snapshot.py)
+PYTHON = sys.executable  # `--installed`: the interpreter of a venv without the editable install's hook
+
+
+def installed_python(folder: Path) -> str:
+    """A venv's interpreter that finds this one's packages as an installed escalate does: its
+    site-packages named in a .pth file (whose own .pth files, the editable finder's, then never run)."""
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    packages = next((folder / "lib").glob("python3*/site-packages"))
+    (packages / "escalate-bench.pth").write_text("".join(f"{p}\n" for p in site.getsitepackages()))
+    return str(folder / "bin" / "python")
 
 
 def env(tree: str | None = None) -> dict[str, str]:
@@ -64,7 +81,7 @@ def env(tree: str | None = None) -> dict[str, str]:
 
 
 def hook(root: Path, stdin: bytes, tree: str | None = None, argv: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "hook", "claude", *argv], cwd=root, stdin=subprocess.PIPE,
+    proc = subprocess.Popen([PYTHON, "-m", "engine", "hook", "claude", *argv], cwd=root, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(tree))
     assert proc.stdin is not None
     proc.stdin.write(stdin)
@@ -97,7 +114,7 @@ def by_rule(title: str, root: Path, calls: int, trees: dict[str, str | None], ar
         for name in rng.sample(list(walls), len(walls)):
             start = time.perf_counter()
             if name == "python -c pass":
-                proc = subprocess.Popen([sys.executable, "-c", "pass"])
+                proc = subprocess.Popen([PYTHON, "-c", "pass"])
                 out = expect
             else:
                 proc = hook(roots[name], call(roots[name], "rm -rf build", "rule", f"r{i}"), trees[name], argv)
@@ -133,7 +150,7 @@ def counted(root: Path, stdin: bytes, tree: str | None, argv: tuple[str, ...], *
     """The instructions one process executes in user space (valgrind's callgrind)."""
     import re
 
-    command = [sys.executable, "-c", "pass"] if floor else [sys.executable, "-m", "engine", "hook", "claude", *argv]
+    command = [PYTHON, "-c", "pass"] if floor else [PYTHON, "-m", "engine", "hook", "claude", *argv]
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], cwd=root,
                           input=stdin, capture_output=True, env=env(tree), timeout=600)
     found = re.search(rb"Collected : (\d+)", done.stderr)
@@ -225,10 +242,16 @@ def main() -> None:
                         help="figure 1 for this source tree (repeatable; default: the one imported)")
     parser.add_argument("--only-rule", action="store_true", help="figure 1 only")
     parser.add_argument("--instructions", action="store_true", help="figure 1 also counted in instructions (valgrind)")
+    parser.add_argument("--installed", action="store_true",
+                        help="figure 1 in a venv that has escalate as installed, not editable (no import hook at start)")
     args = parser.parse_args()
     trees: dict[str, str | None] = dict(t.split("=", 1) for t in args.tree) or {"hook": None}
     trees = {name: str(Path(tree).resolve()) if tree else None for name, tree in trees.items()}
     with tempfile.TemporaryDirectory() as folder:
+        if args.installed:
+            global PYTHON
+            PYTHON = installed_python(Path(folder) / "venv")
+        print(f"interpreter: {PYTHON}")
         root = Path(folder) / "project"
         (root / ".escalate").mkdir(parents=True)
         (root / ".escalate" / "rules.yaml").write_text(RULES)

@@ -41,7 +41,7 @@ Floor().run()
 ADK_CHILD = r"""
 import sys
 import engine.cli.console_cmd as cmd
-from engine.cli.main import build_parser
+from engine.cli.parser import build_parser
 make_app = cmd._app
 def headless_app(session, args):
     app = make_app(session, args)

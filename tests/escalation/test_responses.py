@@ -67,7 +67,7 @@ KINDS = KINDS + (
 CHECKS = """
 import json, sys
 from engine.cli.answer_cmd import _response
-from engine.cli.main import build_parser
+from engine.cli.parser import build_parser
 from engine.durable.database import Database
 from engine.durable.decisions import decision_from_json
 from engine.escalation import audit, protocol

@@ -5,6 +5,7 @@ file that cannot be changed is left as it was."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -40,11 +41,29 @@ def test_install_keeps_the_rest_and_its_order_and_says_what_changed(project: Pro
     assert list(data["hooks"]) == ["PreToolUse", "Stop", "PermissionRequest", "Notification"]
     assert data["hooks"]["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]  # theirs first, untouched
     mine = data["hooks"]["PreToolUse"][1]["hooks"][0]
-    assert mine["command"] == f"{sys.executable} -m engine hook claude" and mine["type"] == "command"
+    assert mine["command"] == f"{sys.executable} -P -m engine hook claude" and mine["type"] == "command"
     said = done.stdout.decode()
     assert "added PreToolUse hook" in said and "added PermissionRequest hook" in said and "added Notification hook" in said
     # The shipped rules let a tool approval wait for a person: the timeout says so.
     assert mine["timeout"] == 3600 and "without a deadline" in said
+
+
+def test_the_installed_command_never_imports_the_projects_own_engine_package(project: Project) -> None:
+    """The agent runs the hook in the project's folder: a project (a cloned repository) with an
+    `engine/` package must not run in its place, at every tool call."""
+    path = settings(project)
+    project.rules('escalationRules:\n  global:\n    - {pattern: "rm -rf", action: deny}\n')
+    escalate("hook", "install", "claude", "--project", str(project.root), cwd=project.root)
+    (project.root / "engine").mkdir()
+    (project.root / "engine" / "__init__.py").write_text("open('pwned', 'w').close()\n")
+    (project.root / "engine" / "__main__.py").write_text("")
+    command = json.loads(path.read_text())["hooks"]["PreToolUse"][1]["hooks"][0]["command"]
+    stdin = json.dumps({"session_id": "s", "cwd": str(project.root), "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                        "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t"}).encode()
+    done = subprocess.run(["sh", "-c", command], cwd=project.root, input=stdin, capture_output=True, env=project_env(),
+                          timeout=120)
+    assert not (project.root / "pwned").exists()
+    assert done.returncode == 0 and b'"permissionDecision"' in done.stdout, done.stderr
 
 
 def test_installing_twice_changes_nothing(project: Project) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli.main import build_parser
+from engine.cli.parser import build_parser
 from engine.cli.serve_cmd import console_command
 from tests.web.serving import auth_refactor, serve
 
