@@ -11,10 +11,11 @@ import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
-def own_cache(tmp_path_factory) -> Iterator[None]:
+def session_cache(tmp_path_factory) -> Iterator[None]:
     """$XDG_CACHE_HOME for the session (each test process's, and the processes tests start):
     rules/snapshot.py's user_cache and engine/lang/lark_backend.py's grammar cache read it. One
-    folder for the session, not per test: the grammar's analysis is then made once, not per test."""
+    folder for the session, not per test: the grammar's analysis is then made once, not per test.
+    (tests/outside gives each of its tests a folder of its own instead.)"""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
         yield
