@@ -96,9 +96,11 @@ class CappedTransport(httpx.AsyncBaseTransport):
                               stream=_CappedStream(response.stream, limit, status), extensions=response.extensions)
 
     async def aclose(self) -> None:
-        pools = self._pools.pop(asyncio.get_running_loop(), {})
-        for pool in pools.values():
-            await pool.aclose()
+        """Nothing: this transport is shared by every model client of the process, and one
+        client's close must not close the others' connections. google.genai closes its client
+        when the client is collected, on whatever loop runs then: closing this loop's pools
+        there cut other runs' replies off in the middle ("the reply was cut off"). The pools
+        stay open for their loop's life."""
 
 
 async def _closed(reply: httpx.Response | httpx.AsyncByteStream) -> None:

@@ -27,6 +27,16 @@ def escalate(cwd: Path, *argv: str, timeout: float = 120) -> subprocess.Complete
     return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
+def together(cwd: Path, *argvs: list[str], timeout: float = 120) -> list[subprocess.CompletedProcess[str]]:
+    """Commands that do not depend on each other, run at the same time."""
+    procs = [start(cwd, *argv) for argv in argvs]
+    done = []
+    for argv, proc in zip(argvs, procs):
+        out, err = proc.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess(argv, proc.returncode, out, err))
+    return done
+
+
 def start(cwd: Path, *argv: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "engine", *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -63,10 +73,12 @@ def test_exit_4_leaves_the_run_waiting_then_answer_and_resume_finish_it(tmp_path
     (esc,) = listed[0]["pending"]
     assert esc["reason"] == "architecture_decision" and esc["deadline"] is None
 
-    assert escalate(tmp_path, "answer", "nope.1", "--skip").returncode == 1  # unknown
-    wrong = escalate(tmp_path, "answer", esc["id"], "--option", "nope")
+    # Refused answers change nothing: their processes run at once (each start costs seconds).
+    unknown, wrong, approve = together(tmp_path, ["answer", "nope.1", "--skip"], ["answer", esc["id"], "--option", "nope"],
+                                       ["answer", esc["id"], "--approve"])
+    assert unknown.returncode == 1
     assert wrong.returncode == 2 and "not offered" in wrong.stderr
-    assert escalate(tmp_path, "answer", esc["id"], "--approve").returncode == 2  # not a tool approval
+    assert approve.returncode == 2  # not a tool approval
     ok = escalate(tmp_path, "answer", esc["id"], "--option", "jwt", "--instructions", "keep the cookie")
     assert ok.returncode == 0, ok.stderr
     again = escalate(tmp_path, "answer", esc["id"], "--skip")
@@ -80,10 +92,11 @@ def test_exit_4_leaves_the_run_waiting_then_answer_and_resume_finish_it(tmp_path
     assert [e["type"] for e in lines].count("human_escalation") == 1  # raised once, before the crash
     (decision,) = [e for e in lines if e["type"] == "decision"]
     assert (decision["selectedOption"], decision["resolvedBy"], decision["additionalInstructions"]) == ("jwt", "human", "keep the cookie")
-    assert escalate(tmp_path, "runs", "--format", "json").stdout.strip() == "[]"
-    assert json.loads(escalate(tmp_path, "runs", "--all", "--format", "json").stdout)[0]["status"] == "done"
-    # A finished run resumed again just reports how it ended.
-    assert escalate(tmp_path, "resume", run_id).stdout.startswith("Plan: move auth to JWT")
+    waiting, every, again = together(tmp_path, ["runs", "--format", "json"], ["runs", "--all", "--format", "json"],
+                                     ["resume", run_id])
+    assert waiting.stdout.strip() == "[]"
+    assert json.loads(every.stdout)[0]["status"] == "done"
+    assert again.stdout.startswith("Plan: move auth to JWT")  # a finished run resumed again reports how it ended
 
 
 def test_two_processes_answering_at_once_one_wins_the_other_is_told(tmp_path) -> None:

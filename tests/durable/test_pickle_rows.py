@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import pickle
 import shutil
 import signal
@@ -39,22 +38,6 @@ class _Writes:
 
     def __reduce__(self):  # noqa: ANN204
         return (open, (self.target, "w"))
-
-
-@pytest.fixture(scope="module")
-def postgres_server():
-    from tests.pg_server import NoPostgres, PostgresServer
-
-    try:
-        server = PostgresServer().start()
-    except NoPostgres as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PostgreSQL is not available here: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

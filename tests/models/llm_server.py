@@ -47,7 +47,9 @@ class ModelServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.daemon_threads = True
         self.httpd.model_server = self  # type: ignore[attr-defined]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="model server", daemon=True)
+        # A short poll: `stop()` waits for the serving loop to look (0.5 s by default, at every test's end).
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                       name="model server", daemon=True)
 
     @property
     def port(self) -> int:

@@ -192,11 +192,9 @@ async def test_unreachable_server_is_one_line(real: RealRun) -> None:
 async def test_timeout_policy_on_a_hung_server_then_retry(real: RealRun, server: ModelServer) -> None:
     server.push(Turn(text="too late", hang=3), Turn(text="in time"))
     policies = "retry once = 1 times, fixed backoff\ntimeout quick = 1 seconds\n"
-    started = time.monotonic()
     handle = await real.run(source(server, extra="retry once\n    timeout quick", policies=policies))
     assert handle.status is RunStatus.DONE, handle.error
-    assert handle.result == "in time"
-    assert time.monotonic() - started < 3
+    assert handle.result == "in time"  # not "too late": the hung reply was given up, not waited for
     assert any("timed out after 1 s" in f["message"] for f in fields(handle, "log"))
 
 

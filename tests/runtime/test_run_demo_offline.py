@@ -3,6 +3,7 @@ console does, says so on stderr, and the demo's replies follow the decision take
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,11 @@ TEST_FIX = demo_dir() / "test-fix.sr"
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # A bare environment (no key, no configuration); the session's cache folder kept, so that
+    # each process does not make the grammar's analysis again (tests/conftest.py).
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]}
     return subprocess.run([sys.executable, "-m", "engine", "run", *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+                          text=True, timeout=120, env=env)
 
 
 def _answers(tmp_path: Path, text: str) -> str:

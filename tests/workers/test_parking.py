@@ -9,6 +9,8 @@ import json
 import os
 import random
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -46,9 +48,13 @@ def test_one_place_three_waiting_runs_each_answered_from_another_process(tmp_pat
         listed = json.loads(escalate("runs", "--db", any_url, "--format", "json", cwd=tmp_path).stdout)
         assert sorted((r["run_id"], r["status"], len(r["pending"])) for r in listed) == sorted((i, "waiting", 1) for i in ids)
         for _ in range(2):  # each run asks twice: its agent, then its flow
-            for row in db.pending_escalations():
-                answered = escalate(*answer_args(row), "--db", any_url, cwd=tmp_path)
-                assert answered.returncode == 0, answered.stderr
+            # `escalate answer` for each run, the three processes at once (each start costs seconds).
+            answering = [subprocess.Popen([sys.executable, "-m", "engine", *answer_args(row), "--db", any_url], cwd=tmp_path,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         for row in db.pending_escalations()]
+            for answer in answering:
+                err = answer.communicate(timeout=120)[1]
+                assert answer.returncode == 0, err
             wait_until(lambda: waiting_runs(db) == set(ids) or all(db.get_run(i)["status"] == "done" for i in ids),
                        what="every answered run continued by the worker to its next wait or its end")
         assert all(db.get_run(i)["status"] == "done" for i in ids)
@@ -116,18 +122,30 @@ def test_kill_9_while_runs_park_and_while_decisions_requeue_them(tmp_path: Path)
     answering.start()
     rng = random.Random(26)
     kills = 0
+    upcoming = worker = WorkerProcess(url, tmp_path, concurrency=2, name="w0", env=env)
     try:
         for round_ in range(40):
             if all(db.get_run(i)["status"] == "done" for i in ids):
                 break
-            worker = WorkerProcess(url, tmp_path, concurrency=2, name=f"w{round_}", env=env).wait_ready()
-            time.sleep(rng.uniform(0.2, 2.5))
+            worker = upcoming.wait_ready()
+            # The next one starts (its imports take seconds) while this one works and dies.
+            upcoming = WorkerProcess(url, tmp_path, concurrency=2, name=f"w{round_ + 1}", env=env)
+            # Killed in its work: after its n-th step began (n random), a moment later. A time
+            # counted from its start hit its warm-up (ADK's import: seconds) on a loaded host, every
+            # time: the last worker, never killed, did all the work; on a quiet one, long after it.
+            nth = rng.randint(1, 4)
+            wait_until(lambda: steps_begun(steps, worker.proc.pid) >= nth or all_done(db, ids), timeout=180,
+                       what=f"the worker's step {nth}")
+            time.sleep(rng.uniform(0.0, 0.5))
+            working = not all_done(db, ids)
             worker.kill()
-            kills += 1
-        last = WorkerProcess(url, tmp_path, concurrency=2, name="last", env=env).wait_ready()
-        wait_until(lambda: all(db.get_run(i)["status"] == "done" for i in ids), timeout=180, what="every run done")
+            kills += working  # a kill with runs left to finish
+        last = upcoming.wait_ready()
+        wait_until(lambda: all_done(db, ids), timeout=180, what="every run done")
         assert last.stop() == 0
     finally:
+        worker.kill()
+        upcoming.kill()
         stop.set()
         answering.join(10)
         db.close()
@@ -140,10 +158,18 @@ def test_kill_9_while_runs_park_and_while_decisions_requeue_them(tmp_path: Path)
         db.close()
 
 
+def all_done(db: Database, ids: list[str]) -> bool:
+    return all(db.get_run(i)["status"] == "done" for i in ids)
+
+
+def steps_begun(steps: Path, pid: int) -> int:
+    """The steps process `pid` began (ESCALATE_STEP_AUDIT's lines end with their process id)."""
+    lines = steps.read_text().splitlines() if steps.exists() else []
+    return sum('"kind": "live"' in line and line.endswith(f'"pid": {pid}}}') for line in lines)
+
+
 def _dead_owner() -> str:
     """An owner id naming a process of this host that no longer exists."""
-    import subprocess
-
     gone = subprocess.Popen(["true"])
     gone.wait()
     return f"{socket.gethostname()}-{gone.pid}-deadbeef"

@@ -14,18 +14,16 @@ from pathlib import Path
 import pytest
 
 from engine.durable.database import Database
-from tests.workers.procs import ASK, ASK_SCRIPT, WorkerProcess, answer_args, answer_directly, audit, escalate
+from tests.durable import crash_harness
+from tests.workers.procs import ASK, ASK_SCRIPT, WorkerProcess, answer_directly, audit, escalate
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def queue_runs(cwd: Path, url: str, count: int) -> list[str]:
-    ids = []
-    for i in range(count):
-        done = escalate("run", str(ASK), "--script", str(ASK_SCRIPT), "--input", f"go {i}", "--db", url, "--detach", cwd=cwd)
-        assert done.returncode == 0, done.stderr
-        ids.append(done.stdout.strip())
-    return ids
+    """`count` runs of ask.sr queued as `run --detach` queues them, in one process (not one
+    process each: each start costs seconds on a loaded host); the command's own: test_detach_*."""
+    return crash_harness.queue_runs(url, cwd, ASK, ASK_SCRIPT, None, count)
 
 
 def wait_until(condition, timeout: float = 120.0, what: str = "") -> None:
@@ -43,7 +41,9 @@ def waiting_runs(db: Database) -> set[str]:
 
 
 def test_detach_queues_a_run_and_prints_its_id(tmp_path: Path, pg_url: str) -> None:
-    (run_id,) = queue_runs(tmp_path, pg_url, 1)
+    done = escalate("run", str(ASK), "--script", str(ASK_SCRIPT), "--input", "go", "--db", pg_url, "--detach", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.strip()
     listed = json.loads(escalate("runs", "--db", pg_url, "--format", "json", cwd=tmp_path).stdout)
     assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "queued")]
     resumed = escalate("resume", run_id, "--db", pg_url, cwd=tmp_path)  # a worker's to start, not this process's
@@ -72,10 +72,9 @@ def test_two_workers_share_the_queue(tmp_path: Path, pg_url: str) -> None:
         # its worker, so all four wait at once.
         wait_until(lambda: waiting_runs(db) == set(ids), what="all four runs waiting, parked")
 
-        def all_done() -> bool:
+        def all_done() -> bool:  # `escalate answer`'s own update (the command: test_parking.py)
             for row in db.pending_escalations():
-                answered = escalate(*answer_args(row), "--db", pg_url, cwd=tmp_path)
-                assert answered.returncode in (0, 1), answered.stderr
+                answer_directly(db, row)
             return all(db.get_run(run_id)["status"] == "done" for run_id in ids)
 
         wait_until(all_done, what="every run done")
