@@ -92,16 +92,13 @@ class EscalateApp(DecideActions, App[int]):
         self._first_input = first_input or ""
         self._open_engine = open_engine
         self.engine_ready = asyncio.Event()
-        # An escalation listed, or decided by another process, waits for the loop turn's end: a
-        # console opening on thousands (the feed's first read), or a thousand answered elsewhere
-        # (the feed settles them in one turn), redraws once, not once each.
-        self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None,
-                                                         defer=lambda event: event.kind == RAISED or event.elsewhere)
+        self.broker_news: Batcher[BrokerEvent] = Batcher(self._apply_broker_events, delay=None, defer=self._news_can_wait)
         self._run_news: Batcher[Any] = Batcher(self._apply_run_events, delay=RUN_EVENT_BATCH)
         self._unsubscribe = session.broker.subscribe(self.broker_news)
         # Whether the pane's decision has alike ones (its `b` key): Textual asks at every
         # bindings refresh, and with 10,000 pending a pass over them all made half an answer's cost.
         self._alike = session.broker.tally(likeness)
+        self._decided_on_screen: set[str] = set()  # decided elsewhere while shown, not yet said (_news_can_wait)
         self._stop_ringing: Callable[[], None] = lambda: None  # the console's notifiers, from mount
 
     def run(self, **options: Any) -> Any:  # type: ignore[override]
@@ -260,6 +257,20 @@ class EscalateApp(DecideActions, App[int]):
 
     # ---- decisions ---------------------------------------------------------------------------
 
+    def _news_can_wait(self, event: BrokerEvent) -> bool:
+        """An escalation listed, or decided by another process, waits for the loop turn's end: a
+        console opening on thousands (the feed's first read), or a thousand answered elsewhere (the
+        feed settles them in one turn), redraws once, not once each. The decision on screen
+        decided elsewhere is noted now, while the pane still shows it: its user may be answering
+        it in this very turn (two consoles, one key each), and is told (`_say_if_decided_elsewhere`)."""
+        if event.kind == RAISED:
+            return True
+        if not event.elsewhere:
+            return False
+        if self.main.ready and self.main.current_id == event.pending.escalation.id:
+            self._decided_on_screen.add(event.pending.escalation.id)
+        return True
+
     def _apply_broker_events(self, events: list[BrokerEvent]) -> None:
         """Everything the broker said since the last loop turn: one queue sync, then a toast
         when the inbox is not on screen (the bell, title and desktop notification are notifiers:
@@ -287,7 +298,10 @@ class EscalateApp(DecideActions, App[int]):
         """The decision on screen ended without the user (its timeout default, a cancelled run):
         they may be typing into it, so say what happened (and who decided, when another console or `escalate answer` did), and keep their next keys harmless."""
         shown = pane.pending
-        if shown is None or shown.escalation.id != event.pending.escalation.id:
+        esc_id = event.pending.escalation.id
+        was_shown = esc_id in self._decided_on_screen
+        self._decided_on_screen.discard(esc_id)
+        if not was_shown and (shown is None or shown.escalation.id != esc_id):
             return
         decision = event.decision
         # Here, a person's answer or a rule they just taught (only teaching settles a waiting
