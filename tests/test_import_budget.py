@@ -142,16 +142,22 @@ _PASSES = textwrap.dedent("""
 """)
 
 
+def _run_loops(tmp_path: Path, script: str) -> dict:
+    """`escalate run` of data/loops.sr (six scripted turns) under `script`, which writes what it
+    saw as JSON to $OUT: that JSON."""
+    out = tmp_path / "out.json"
+    done = subprocess.run([sys.executable, "-c", script, "run", str(DATA / "loops.sr"), "--script",
+                           str(DATA / "loops.yaml"), "--db", f"sqlite:///{tmp_path / 'runs.db'}"],
+                          cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "OUT": str(out)}, timeout=120)
+    assert out.is_file(), done.stderr
+    return json.loads(out.read_text())
+
+
 def test_start_up_makes_few_collector_passes_and_leaves_the_thresholds_as_they_were(tmp_path: Path) -> None:
     """A cold `run` of six scripted agent turns: SQLAlchemy, DBOS, ADK and genai imported, DBOS
     launched, the run done. Python's thresholds made 492 young, 45 middle and 4 full passes over
     the ~200,000 objects those imports make (16% of their CPU time); held, a few dozen."""
-    out = tmp_path / "passes.json"
-    done = subprocess.run([sys.executable, "-c", _PASSES, "run", str(DATA / "loops.sr"), "--script",
-                           str(DATA / "loops.yaml"), "--db", f"sqlite:///{tmp_path / 'runs.db'}"],
-                          cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "OUT": str(out)}, timeout=120)
-    assert out.is_file(), done.stderr
-    found = json.loads(out.read_text())
+    found = _run_loops(tmp_path, _PASSES)
     assert found["code"] == 0
     assert sum(found["passes"]) < 150, found["passes"]
     assert found["after"] == found["before"]
@@ -276,12 +282,7 @@ FIRST_IMPORT_THREAD = textwrap.dedent("""
 def test_the_first_model_turn_imports_adk_on_a_thread_not_on_the_runs_loop(tmp_path: Path) -> None:
     """ADK's imports (1-4 s) would stop the loop the run shares (the console's screen, other
     runs, DBOS's work): the first turn awaits them on a thread (adk_setup.models_ready)."""
-    out = tmp_path / "threads.json"
-    done = subprocess.run([sys.executable, "-c", FIRST_IMPORT_THREAD, "run", str(DATA / "loops.sr"), "--script",
-                           str(DATA / "loops.yaml"), "--db", f"sqlite:///{tmp_path / 'runs.db'}"],
-                          cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "OUT": str(out)}, timeout=120)
-    assert out.is_file(), done.stderr
-    found = json.loads(out.read_text())
+    found = _run_loops(tmp_path, FIRST_IMPORT_THREAD)
     assert found == {"code": 0, "on_the_main_thread": {"google.adk.runners": False, "google.genai.types": False}}
 
 
