@@ -8,6 +8,7 @@ that gate tools through the rules and run the workflow's handlers.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import re
@@ -44,6 +45,17 @@ def chosen_model(run: "RunState", key: str, spec: AgentSpec) -> Any:
     names = [run.model_overrides.get(key)]
     names += [workflow.PROMPTS[p].model for p in agent_prompt_names(spec) if p in workflow.PROMPTS]
     return model_spec(workflow, agent_model_name(workflow, names))
+
+
+@functools.cache
+def ask_human_tool() -> Any:
+    """The `ask_human` tool, one for every agent of every run: it holds nothing of a run (the
+    callbacks answer its call from the call's own context) and ADK never changes a tool, while
+    building it reads the function's signature and docstring again (a waiting run held ~2 KB
+    of it, and each run paid ~0.1 ms: tests/benchmarks/bench_run_memory.py)."""
+    from google.adk.tools import LongRunningFunctionTool
+
+    return LongRunningFunctionTool(callbacks.ask_human)
 
 
 class AgentFactory:
@@ -117,7 +129,7 @@ class AgentFactory:
                                                    "connected in an offline scripted run: its tools are not offered")
                 continue
             tools.extend(build_tools(tool_spec, self.run.workspace))
-        tools.append(LongRunningFunctionTool(callbacks.ask_human))
+        tools.append(ask_human_tool())
         if self.run.agent_policy is not None and self.run.agent_policy.policy.is_source(spec.name):
             # Long-running: an approved target that waits for a person pauses its source on this call.
             tools.append(LongRunningFunctionTool(callbacks.escalate_to_agent_tool(self.run, spec.name)))

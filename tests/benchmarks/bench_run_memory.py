@@ -1,0 +1,228 @@
+"""Where the memory of a waiting run goes (issue 26): prints numbers, asserts nothing.
+
+bench_peer.py's "memory per waiting run" is one RSS delta over one burst of N runs. This script
+takes it apart, in one process, for the two ways a run waits for a person:
+
+- `live`: N runs started in this process (`Engine.start_run`, as a console or `run --wait`) and
+  brought to their approval: each stays a live coroutine holding its ADK runner and session;
+- `worker`: N runs queued for an in-process `escalate worker --concurrency 8`, each parked at
+  its approval (its execution ended: only rows should stay).
+
+A first run is brought to its approval before anything is measured (imports, first use). Then
+three batches of N; after each (and a full collection) it reads: RSS (/proc), the bytes Python
+objects hold (pymalloc's allocated blocks, and its free space inside its arenas: what a burst
+leaves behind), glibc malloc in use and free (mallinfo2), threads, and the live objects by type
+(gc.get_objects). Printed per run: batch 1 against the first run (what bench_peer.py's figure
+holds: one-time growth included), and batch 3 against batch 2 (the steady cost). `--trace K`
+also starts tracemalloc after the first run and prints, for batch 3 against batch 2, the bytes
+per run by the innermost escalate frame that allocated them and the K largest tracebacks
+(tracemalloc's own bookkeeping then inflates the RSS figures: read those without it). With
+`--trim` the worker mode ends with glibc's malloc_trim(0): how much of the RSS was free memory
+the allocator kept.
+
+Run: python tests/benchmarks/bench_run_memory.py live [--runs 100] [--trace 10]
+     python tests/benchmarks/bench_run_memory.py worker [--runs 100] [--trim]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import ctypes
+import gc
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from peer_escalate import waiting_count, write_workload
+from peer_langgraph import rss_kb
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+
+def _libc() -> Any:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        return libc
+    except (OSError, AttributeError):  # not glibc: the malloc columns are left out
+        return None
+
+
+LIBC = _libc()
+
+
+def pymalloc() -> dict[str, int]:
+    """pymalloc's allocated and free bytes in its arenas (sys._debugmallocstats, on stderr)."""
+    read, write = os.pipe()
+    saved = os.dup(2)
+    try:
+        os.dup2(write, 2)
+        sys._debugmallocstats()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(write)
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    found = {}
+    for line in b"".join(chunks).decode().splitlines():
+        for key, name in (("# bytes in allocated blocks", "py_objects"), ("# bytes in available blocks", "py_free")):
+            if line.startswith(key):
+                found[name] = int(line.rsplit("=", 1)[1].strip().replace(",", ""))
+    return found
+
+
+def reading() -> dict[str, Any]:
+    gc.collect()
+    kinds = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects())
+    values: dict[str, Any] = {"rss": rss_kb() * 1024, **pymalloc(), "threads": threading.active_count(),
+                              "objects": sum(kinds.values()), "kinds": kinds}
+    if LIBC is not None:
+        info = LIBC.mallinfo2()
+        values.update(malloc_used=info.uordblks, malloc_free=info.fordblks)
+    return values
+
+
+def per_run(after: dict[str, Any], before: dict[str, Any], runs: int, title: str) -> None:
+    parts = [f"{key} {(after[key] - before[key]) / runs / 1024:.1f} KB"
+             for key in ("rss", "py_objects", "py_free", "malloc_used", "malloc_free") if key in after]
+    print(f"{title}, per run: " + ", ".join(parts)
+          + f", objects {(after['objects'] - before['objects']) / runs:.1f}, threads {before['threads']} -> {after['threads']}")
+
+
+def kinds(after: dict[str, Any], before: dict[str, Any], runs: int, top: int = 25) -> None:
+    grown = {k: v - before["kinds"].get(k, 0) for k, v in after["kinds"].items()}
+    for name, count in sorted(grown.items(), key=lambda kv: -kv[1])[:top]:
+        if count <= 0:
+            break
+        print(f"  {count / runs:7.2f} a run  {name}")
+
+
+def traced(after: tracemalloc.Snapshot, before: tracemalloc.Snapshot, runs: int, top: int) -> None:
+    """Bytes per run by the innermost escalate frame, then the largest tracebacks."""
+    diff = after.compare_to(before, "traceback")
+    ours: collections.Counter[str] = collections.Counter()
+    for stat in diff:
+        frames = [f for f in stat.traceback if f"{os.sep}engine{os.sep}" in f.filename or f.filename.startswith("<escalate:")]
+        where = f"{frames[-1].filename.split(os.sep + 'engine' + os.sep)[-1]}:{frames[-1].lineno}" if frames else "(no escalate frame)"
+        ours[where] += stat.size_diff
+    print(f"  traced: {sum(s.size_diff for s in diff) / runs / 1024:.1f} KB a run; by the innermost escalate frame:")
+    for where, size in ours.most_common(top):
+        print(f"  {size / runs:8.0f} B a run  {where}")
+    for stat in diff[:top]:
+        print(f"  --- {stat.size_diff / runs:.0f} B, {stat.count_diff / runs:.1f} blocks a run")
+        for line in stat.traceback.format()[-12:]:
+            print("     ", line)
+
+
+async def live(runs: int, trace: int) -> None:
+    from engine.runtime.adk_setup import prepare_adk
+    from engine.runtime.script import load_script
+    from engine.services.wiring import open_services
+    from rules.loader import default_rules
+
+    prepare_adk()
+    folder = Path(tempfile.mkdtemp(prefix="run-memory-"))
+    source, script = write_workload(folder)
+    services = await open_services(f"sqlite:///{folder / 'live.db'}", identity="bench")
+    assert services.db is not None
+    try:
+        engine = services.engine(default_rules(), workspace=folder, script=load_script(script))
+        workflow = engine.load(source)
+        engine.start_run(workflow, input="go")
+        await waiting_count(services.db, 1, timeout=300, stall=300)
+
+        async def batch(total: int) -> None:
+            for _ in range(runs):
+                engine.start_run(workflow, input="go")
+            await waiting_count(services.db, total, timeout=900, stall=300)
+            await asyncio.sleep(0.5)  # the last events written
+
+        await measure(batch, runs, trace)
+    finally:
+        services.close()
+
+
+async def worker(runs: int, trace: int, trim: bool) -> None:
+    from engine.durable.database import PARKED
+    from engine.runtime.adk_setup import prepare_adk
+    from engine.services import open_database
+    from engine.services.worker import Worker
+
+    prepare_adk()
+    folder = Path(tempfile.mkdtemp(prefix="run-memory-"))
+    url = f"sqlite:///{folder / 'worker.db'}"
+    db = open_database(url)
+    serving = Worker(db, 8, lambda line: None)
+    task = asyncio.create_task(serving.serve())
+
+    async def queue(count: int, total: int) -> None:
+        # queued from another process, as `run --detach` does
+        await asyncio.to_thread(subprocess.run, [sys.executable, str(HERE / "peer_escalate.py"), "queue", str(ROOT),
+                                                 str(count), str(folder), url], check=True, capture_output=True)
+        while sum(1 for row in await asyncio.to_thread(db.list_runs) if row["status"] == PARKED) < total:
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(1.5)
+
+    try:
+        await asyncio.sleep(2)
+        await queue(1, 1)
+        await measure(lambda total: queue(runs, total), runs, trace)
+        if trim and LIBC is not None:
+            before = rss_kb()
+            LIBC.malloc_trim(0)
+            print(f"malloc_trim(0): RSS {before / 1024:.1f} -> {rss_kb() / 1024:.1f} MiB")
+    finally:
+        serving._signalled()  # as SIGTERM does
+        await asyncio.wait_for(task, 60)
+
+
+async def measure(batch: Any, runs: int, trace: int) -> None:
+    first = reading()
+    if trace:
+        tracemalloc.start(25)
+    readings, snapshots = [], []
+    for number in range(3):
+        await batch(1 + runs * (number + 1))
+        readings.append(reading())
+        snapshots.append(tracemalloc.take_snapshot() if trace else None)
+    per_run(readings[0], first, runs, f"batch 1 ({runs} runs) against the first run")
+    per_run(readings[2], readings[1], runs, "batch 3 against batch 2")
+    print("  objects by type, batch 3 against batch 2:")
+    kinds(readings[2], readings[1], runs)
+    if trace:
+        traced(snapshots[2], snapshots[1], runs, trace)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=("live", "worker"))
+    parser.add_argument("--runs", type=int, default=100, help="runs per batch")
+    parser.add_argument("--trace", type=int, default=0, help="tracemalloc: this many tracebacks (0: off)")
+    parser.add_argument("--trim", action="store_true", help="worker: malloc_trim(0) at the end")
+    args = parser.parse_args()
+    print(f"{args.mode}: 3 batches of {args.runs}, load {os.getloadavg()[0]:.1f}, {time.strftime('%H:%M:%S')}")
+    if args.mode == "live":
+        asyncio.run(live(args.runs, args.trace))
+    else:
+        asyncio.run(worker(args.runs, args.trace, args.trim))
+
+
+if __name__ == "__main__":
+    main()
