@@ -61,3 +61,62 @@ async def test_waiting_runs_share_one_ask_human_tool(harness, tmp_path: Path) ->
     for handle in engine.runs:
         handle.cancel()
     await asyncio.gather(*(handle.wait() for handle in engine.runs))
+
+
+# Objects that belong to one run's execution: a parked run must leave none of them in its worker.
+RUN_KINDS = ("RunHandle", "RunState", "RunContext", "EventSink", "CallFrame", "AgentFactory", "Runner", "LlmAgent",
+             "Session", "InMemorySessionService", "RecordedModel")
+
+
+def run_objects() -> dict[str, int]:
+    gc.collect()
+    found = dict.fromkeys(RUN_KINDS, 0)
+    for o in gc.get_objects():
+        name = type(o).__name__
+        if name in found:
+            found[name] += 1
+    return found
+
+
+async def test_parked_runs_leave_only_rows_in_their_worker(tmp_path: Path) -> None:
+    """A worker parks the runs that wait for a person (their execution ended: only rows); N of
+    them parked leave no object of a run's execution behind (a guard: none found on main either,
+    engine/services/worker.py `forget`), and its memory for them does not grow with N."""
+    import os
+    import signal
+
+    from engine.durable.database import PARKED
+    from engine.runtime.script import load_script
+    from engine.services import open_database
+    from engine.services.worker import Worker
+
+    (tmp_path / "wf.sr").write_text(SOURCE)
+    (tmp_path / "wf.yaml").write_text(SCRIPT)
+    db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
+    worker = Worker(db, 8, lambda line: None)
+    serving = asyncio.create_task(worker.serve())
+    counts = []
+    try:
+        for _ in range(500):
+            if worker.router is not None:
+                break
+            await asyncio.sleep(0.02)
+        assert worker.router is not None
+        engine = worker.router.engine_for({"rules": None, "workspace": str(tmp_path)})
+        workflow = engine.load(tmp_path / "wf.sr")
+        script = load_script(tmp_path / "wf.yaml")
+        for total in (2, 10):
+            while len(db.list_runs()) < total:
+                engine.queue_run(workflow, input="go", script=script)
+            for _ in range(3000):
+                if sum(1 for row in db.list_runs() if row["status"] == PARKED) == total:
+                    break
+                await asyncio.sleep(0.02)
+            assert sum(1 for row in db.list_runs() if row["status"] == PARKED) == total
+            counts.append(run_objects())
+        assert worker.router.runs == []
+        assert counts[0] == counts[1], f"2 parked: {counts[0]}; 10 parked: {counts[1]}"
+    finally:
+        os.kill(os.getpid(), signal.SIGTERM)  # the worker's own handler: it stops as on SIGTERM
+        await asyncio.wait_for(serving, 60)
+        db.close()
