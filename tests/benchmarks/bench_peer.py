@@ -25,7 +25,9 @@ Figures (fresh processes for everything a user starts from a shell):
 - process memory, idle: those two processes holding one run at its approval (RSS), and the CPU
   they spend a second meanwhile (their polls);
 - N runs brought to their approval in one process: the time (and the process's CPU time over
-  it, all threads), and memory per waiting run (RSS delta / N after a collection);
+  it, all threads), and memory per waiting run (RSS delta / N after a collection; and of it, the
+  bytes Python's small-object allocator holds in live blocks: what the runs keep, apart from
+  the free memory a burst leaves in the allocators);
 - with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
   their approval (all, once a waiting run leaves its worker place: then their time and answer
   from the shell -> next turn in the worker), the worker's memory idle and per waiting run.
@@ -250,12 +252,14 @@ def many(sides: Sides, figures: Figures, count: int, round_: int, escalate_first
         figures.add("many", "escalate", result["seconds"])
         figures.add("many_cpu", "escalate", result["cpu"])
         figures.add("per-run", "escalate", result["rss_delta_kb"] / count)
+        figures.add("per-run-objects", "escalate", result["objects_delta_kb"] / count)
 
     def peer() -> None:
         result = sides.peer("many", sides.saver, str(count), str(sides.work / f"many-{round_}.db"))
         figures.add("many", "langgraph", result["seconds"])
         figures.add("many_cpu", "langgraph", result["cpu"])
         figures.add("per-run", "langgraph", result["rss_delta_kb"] / count)
+        figures.add("per-run-objects", "langgraph", result["objects_delta_kb"] / count)
 
     for side in (escalate, peer) if escalate_first else (peer, escalate):
         side()
@@ -378,6 +382,9 @@ def table(figures: Figures, args: argparse.Namespace) -> list[str]:
             *both("live-decided"), "ms", scale=1000, digits=1),
         row(f"memory per waiting run, {args.many} runs in a live process (RSS delta / N)", *both("per-run"), "KB",
             digits=0),
+        row("  of it, Python objects (pymalloc's bytes in live blocks, delta / N; the rest: free space the burst "
+            "left in the allocators, threads, SQLite's page cache: bench_run_memory.py)", *both("per-run-objects"), "KB",
+            digits=1),
         row(f"time to bring {args.many} runs to their approval, one process", *both("many"), "s", digits=1),
         row("  the same in CPU time (all threads of the process)", *both("many_cpu"), "s", digits=1),
         row("process memory, idle (holding one run at its approval: `run --wait` / a LangGraph process)",

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from peer_escalate import waiting_count, write_workload
-from peer_langgraph import rss_kb
+from peer_langgraph import pymalloc_kb, rss_kb
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -65,42 +65,21 @@ def _libc() -> Any:
 LIBC = _libc()
 
 
-def pymalloc() -> dict[str, int]:
-    """pymalloc's allocated and free bytes in its arenas (sys._debugmallocstats, on stderr)."""
-    read, write = os.pipe()
-    saved = os.dup(2)
-    try:
-        os.dup2(write, 2)
-        sys._debugmallocstats()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(write)
-    chunks = []
-    while chunk := os.read(read, 1 << 16):
-        chunks.append(chunk)
-    os.close(read)
-    found = {}
-    for line in b"".join(chunks).decode().splitlines():
-        for key, name in (("# bytes in allocated blocks", "py_objects"), ("# bytes in available blocks", "py_free")):
-            if line.startswith(key):
-                found[name] = int(line.rsplit("=", 1)[1].strip().replace(",", ""))
-    return found
-
-
 def reading() -> dict[str, Any]:
     gc.collect()
     kinds = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects())
-    values: dict[str, Any] = {"rss": rss_kb() * 1024, **pymalloc(), "threads": threading.active_count(),
+    heap = pymalloc_kb()
+    values: dict[str, Any] = {"rss": rss_kb(), "py_objects": heap["objects"], "py_free": heap["free"],
+                              "threads": threading.active_count(),
                               "objects": sum(kinds.values()), "kinds": kinds}
     if LIBC is not None:
         info = LIBC.mallinfo2()
-        values.update(malloc_used=info.uordblks, malloc_free=info.fordblks)
+        values.update(malloc_used=info.uordblks // 1024, malloc_free=info.fordblks // 1024)
     return values
 
 
 def per_run(after: dict[str, Any], before: dict[str, Any], runs: int, title: str) -> None:
-    parts = [f"{key} {(after[key] - before[key]) / runs / 1024:.1f} KB"
+    parts = [f"{key} {(after[key] - before[key]) / runs:.1f} KB"
              for key in ("rss", "py_objects", "py_free", "malloc_used", "malloc_free") if key in after]
     print(f"{title}, per run: " + ", ".join(parts)
           + f", objects {(after['objects'] - before['objects']) / runs:.1f}, threads {before['threads']} -> {after['threads']}")

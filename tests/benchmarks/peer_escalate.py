@@ -3,7 +3,7 @@ what is measured inside one process, run as a child with PYTHONPATH=<the escalat
 so that bench_peer.py can measure an older checkout too. Prints one JSON line:
 
     python peer_escalate.py turns SRC N            # per turn: {"memory", "durable", "memory_cpu", "durable_cpu"} (s)
-    python peer_escalate.py many SRC N FOLDER      # N runs to their approval here: {"seconds", "cpu", "rss_delta_kb", "waiting"}
+    python peer_escalate.py many SRC N FOLDER      # N runs to their approval here: {"seconds", "cpu", "rss_delta_kb", "objects_delta_kb", "waiting"}
     python peer_escalate.py queue SRC N FOLDER DB  # N runs queued for the workers: {"started"}
     python peer_escalate.py watch SRC DB N STALL   # runs waiting at their approval: {"waiting", "last", "ids"}
     python peer_escalate.py next SRC DB RUN SINCE  # the run's first turn done at or after SINCE: {"next_turn"}
@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from peer_langgraph import SHORT, rss_kb
+from peer_langgraph import SHORT, pymalloc_kb, rss_kb
 
 HERE = Path(__file__).resolve().parent
 
@@ -109,13 +109,15 @@ async def child_many(count: int, folder: Path) -> dict[str, Any]:
         engine.start_run(workflow, input="go")  # imports and first-use costs, outside the figures
         await waiting_count(services.db, 1, timeout=300, stall=300)
         gc.collect()
+        heap = pymalloc_kb()["objects"]
         before, started, cpu = rss_kb(), time.time(), time.process_time()
         for _ in range(count):
             engine.start_run(workflow, input="go")
         waiting, last = await waiting_count(services.db, count + 1, timeout=900, stall=300)  # a loaded host: minutes
         cpu = time.process_time() - cpu  # every thread of the process, the polling's few ms too
         gc.collect()
-        return {"seconds": last - started, "cpu": cpu, "rss_delta_kb": rss_kb() - before, "waiting": waiting - 1}
+        return {"seconds": last - started, "cpu": cpu, "rss_delta_kb": rss_kb() - before,
+                "objects_delta_kb": pymalloc_kb()["objects"] - heap, "waiting": waiting - 1}
     finally:
         services.close()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import sys
 import tempfile
 import time
@@ -83,6 +84,31 @@ def rss_kb(pid: int | str = "self") -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def pymalloc_kb() -> dict[str, int]:
+    """This process's Python small-object heap (pymalloc, sys._debugmallocstats on stderr), KB:
+    `objects`, the bytes its live blocks hold, and `free`, the free space inside its arenas (what
+    a burst of allocations leaves behind, held in RSS)."""
+    read, write = os.pipe()
+    saved = os.dup(2)
+    try:
+        os.dup2(write, 2)
+        sys._debugmallocstats()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(write)
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    found = {}
+    for line in b"".join(chunks).decode().splitlines():
+        for key, name in (("# bytes in allocated blocks", "objects"), ("# bytes in available blocks", "free")):
+            if line.startswith(key):
+                found[name] = int(line.rsplit("=", 1)[1].strip().replace(",", "")) // 1024
+    return found
 
 
 def run_sync(db: str, thread: str, value: Any, on_update: Callable[[dict[str, Any]], None],
@@ -223,29 +249,32 @@ def many(saver: str, count: int, db: str) -> dict[str, Any]:
             graph = build(TURNS, approval=True, checkpointer=checkpointer)
             graph.invoke({"turn": 0}, config("warm"), durability="sync")
             gc.collect()
+            heap = pymalloc_kb()["objects"]
             before, started, cpu = rss_kb(), time.perf_counter(), time.process_time()
             outs = [graph.invoke({"turn": 0}, config(f"t{i}"), durability="sync") for i in range(count)]
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     else:
         cpu = time.process_time()
-        seconds, before, outs = asyncio.run(many_async(count, db))
+        seconds, before, heap, outs = asyncio.run(many_async(count, db))
         cpu = time.process_time() - cpu  # the saver's connection opened and closed too
     assert all("__interrupt__" in out for out in outs)
     gc.collect()
-    return {"seconds": seconds, "cpu": cpu, "rss_delta_kb": rss_kb() - before, "waiting": len(outs)}
+    return {"seconds": seconds, "cpu": cpu, "rss_delta_kb": rss_kb() - before,
+            "objects_delta_kb": pymalloc_kb()["objects"] - heap, "waiting": len(outs)}
 
 
-async def many_async(count: int, db: str) -> tuple[float, int, list[Any]]:
+async def many_async(count: int, db: str) -> tuple[float, int, int, list[Any]]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     async with AsyncSqliteSaver.from_conn_string(db) as checkpointer:
         graph = build(TURNS, approval=True, checkpointer=checkpointer)
         await graph.ainvoke({"turn": 0}, config("warm"), durability="sync")
         gc.collect()
+        heap = pymalloc_kb()["objects"]
         before, started = rss_kb(), time.perf_counter()
         outs = await asyncio.gather(*(graph.ainvoke({"turn": 0}, config(f"t{i}"), durability="sync")
                                       for i in range(count)))
-        return time.perf_counter() - started, before, outs
+        return time.perf_counter() - started, before, heap, outs
 
 
 def main(argv: list[str]) -> None:
