@@ -29,7 +29,7 @@ from typing import Any, Awaitable, Callable, Protocol
 from engine.durable import parking, steps
 from engine.durable.askers import is_outside, withdraw_if_gone
 from engine.durable.owners import alive_here, new_owner, pid_gone
-from engine.durable.database import HEARTBEAT_SECONDS, PARKED, STALE_AFTER, Database, DatabaseError
+from engine.durable.database import ACTIVE, HEARTBEAT_SECONDS, PARKED, QUEUED, STALE_AFTER, Database, DatabaseError
 
 log = logging.getLogger("escalate.durable")
 
@@ -69,6 +69,11 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     @DBOS.workflow(name=WORKFLOW_NAME)
     async def escalate_run(run_id: str) -> None:
         host = _HOST
+        if host is not None and await asyncio.to_thread(host.over, run_id):
+            # Recovered or resumed after the run ended (its process killed between the run's
+            # last row and DBOS's SUCCESS): never executed again; DBOS records it finished.
+            log.info("%s: already over; its workflow is finished, not executed again", run_id)
+            return
         if host is not None and host.executor is None:
             # Dequeued as a worker starts, before its engines exist (DBOS's queue is listened to
             # from launch): the run waits for them instead of failing for good.
@@ -141,6 +146,7 @@ class DurableHost:
         self.draining = False  # a worker stopping: runs it takes from the queue now are left for others
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
+        self._finishing: asyncio.Task[None] | None = None  # finish_ended at open
         self._client: Any = None  # the DBOSClient that queues runs (`enqueue_in`), made at first use
         self._queue_registered = False  # this process's own queue, registered with DBOS (`resumes`)
         self.trusted = True  # the database is this user's (engine/durable/trust.py)
@@ -206,6 +212,45 @@ class DurableHost:
         self.refused[run_id] = found[0].line(self.db.url)
         return self.refused[run_id]
 
+    def over(self, run_id: str) -> bool:
+        """Whether `run_id`'s row says it ended (done, failed, aborted, stopped): nothing of it
+        runs again."""
+        row = self.db.get_run(run_id)
+        return row is not None and row["status"] not in (*ACTIVE, QUEUED, PARKED)
+
+    async def finish_ended(self) -> list[str]:
+        """Workflows DBOS still holds `PENDING` for a run that is over, their executor gone: its
+        process was killed between the run's end (its rows written) and DBOS recording the
+        workflow's `SUCCESS`. DBOS recovers a `PENDING` workflow only at the launch of a process
+        with the same executor id (never again: each process has its own), and escalate's
+        takeover looks only at runs not over, so such a row stayed `PENDING` for good. Cancelled
+        here (`DBOS.cancel_workflow`: it leaves every queue and no recovery looks at it); a
+        workflow resumed anyway finds its run over and ends at once (`escalate_run`). Returns
+        the ids cancelled."""
+        from dbos import DBOS
+
+        found = await DBOS.list_workflows_async(status="PENDING", name=WORKFLOW_NAME, load_input=False,
+                                                load_output=False)
+        gone: dict[str, bool] = {}
+        ended: list[str] = []
+        for status in found:
+            run_id, executor = status.workflow_id, status.executor_id
+            if not executor or executor == self.owner or run_id in self.refused:
+                continue
+            if executor not in gone:  # a live one may be recording its SUCCESS right now
+                gone[executor] = not await asyncio.to_thread(owner_alive, executor, self.db)
+            if gone[executor] and await asyncio.to_thread(self.over, run_id):
+                await DBOS.cancel_workflow_async(run_id)
+                ended.append(run_id)
+        return ended
+
+    async def _finish_ended_at_open(self) -> None:
+        try:
+            for run_id in await self.finish_ended():
+                log.info("%s: over, its workflow left PENDING by a process killed at its end: cancelled", run_id)
+        except Exception:  # a busy database: the next process that opens, or a worker's scan, does it
+            log.debug("ended workflows not finished", exc_info=True)
+
     @classmethod
     async def open(cls, db: Database, *, worker_concurrency: int | None = None, resumes: bool = True) -> "DurableHost":
         """Launch DBOS for this process (once; a second open with the same database reuses it).
@@ -244,6 +289,8 @@ class DurableHost:
             await DBOS.register_queue_async(WORKERS_QUEUE, worker_concurrency=worker_concurrency,
                                             polling_interval_sec=WORKERS_QUEUE_POLL, on_conflict="always_update")
         db.signals.hold_presence(host.owner)
+        if own_queue:  # off the open's path: a console lists, a `resume` continues, meanwhile
+            host._finishing = loop.create_task(host._finish_ended_at_open(), name="escalate finish ended")
         return host
 
     async def _register_queue(self) -> None:
@@ -340,8 +387,9 @@ class DurableHost:
         global _HOST
         from dbos import DBOS
 
-        if self._beat_task is not None:
-            self._beat_task.cancel()
+        for task in (self._beat_task, self._finishing):
+            if task is not None:
+                task.cancel()
         try:
             self.db.release(self.owner)
         except Exception as exc:  # the database is gone (a server stopped): its runs go stale unbeaten instead
