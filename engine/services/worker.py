@@ -269,4 +269,4 @@ class Worker:
                 continue
             if await asyncio.to_thread(self.db.claim_queued_from, status.workflow_id, host.owner, executor):
                 self.say(f"{status.workflow_id}: taken back from {executor}")
-                await DBOS.resume_workflow_async(status.workflow_id, queue_name=host.queue_name)
+                await host.continue_here(status.workflow_id)
