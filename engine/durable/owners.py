@@ -3,33 +3,9 @@ process of the same host can tell at once that the owner no longer exists."""
 
 from __future__ import annotations
 
-import logging
-import math
 import os
 import socket
 import uuid
-
-SILENCE_VARIABLE = "ESCALATE_STALE_AFTER"
-
-
-def silence_after(default: float, least: float) -> float:
-    """Seconds without a heartbeat after which an owner counts as gone and its runs as
-    interrupted: `$ESCALATE_STALE_AFTER` when it is a number of seconds at least `least` (less
-    would take a live process's runs between two of its beats), else `default` (said in one
-    log line). Read once, when the durable layer is imported: every process sharing a database
-    must be given the same value (tests set it short to wait less)."""
-    given = os.environ.get(SILENCE_VARIABLE)
-    if given is None:
-        return default
-    try:
-        value = float(given)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= least):
-        logging.getLogger("escalate.durable").warning(
-            "%s=%r: not a number of seconds of at least %g; %g used", SILENCE_VARIABLE, given[:40], least, default)
-        return default
-    return value
 
 
 def new_owner() -> str:

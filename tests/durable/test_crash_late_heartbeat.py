@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from engine.durable.owners import SILENCE_VARIABLE
 from tests.durable.park_harness import Audit, ParkReport, answer, answer_until_done
 from tests.durable.test_crash_parking import _setup
 from tests.workers.procs import WorkerProcess
@@ -29,7 +28,7 @@ SILENCE = 4.0  # the shortest the setting takes (two heartbeats): 10 s by defaul
 def test_a_live_worker_with_a_late_heartbeat_keeps_its_run(tmp_path: Path, monkeypatch) -> None:
     url, db, ids, steps = _setup(tmp_path, 1, deadline=600)
     monkeypatch.setenv("ESCALATE_STEP_AUDIT", str(steps))
-    monkeypatch.setenv(SILENCE_VARIABLE, str(SILENCE))  # the workers and `escalate resume` alike
+    monkeypatch.setenv("ESCALATE_STALE_AFTER", str(SILENCE))  # the workers and `escalate resume` alike
     workers = [WorkerProcess(url, tmp_path, concurrency=1, name=f"w{i}") for i in range(2)]
     stopped: WorkerProcess | None = None
     try:
