@@ -434,20 +434,21 @@ class DurableHost:
         for task in (self._beat_task, self._finishing, self._retiring):
             if task is not None:
                 task.cancel()
-        try:
-            self.db.release(self.owner)
-        except Exception as exc:  # the database is gone (a server stopped): its runs go stale unbeaten instead
-            log.warning("%s: this process's runs not released (%s); they count as interrupted after %s s",
-                        self.db.url, str(exc).splitlines()[0][:200], STALE_AFTER)
         if self._queue_registered:
-            # Its row goes too. A run queued there and not yet handed over was claimed by this
-            # process, and is released with its other runs just above: whoever takes it over
-            # puts its workflow on their own queue (DBOS's resume moves a queued workflow).
+            # Its row goes first (its poller stops taking runs). A run queued there and not yet
+            # handed over was claimed by this process, and is released with its other runs just
+            # below: whoever takes it over puts its workflow on their own queue (DBOS's resume
+            # moves a queued workflow).
             try:  # DBOSClient's: DBOS's own refuses a synchronous call while the loop runs
                 self._dbos_client().delete_queue(self.queue_name)
             except Exception:  # the database is gone: the row stays, harmless (nobody listens to it)
                 log.debug("own queue not deleted", exc_info=True)
             self._queue_registered = False
+        try:
+            self.db.release(self.owner)
+        except Exception as exc:  # the database is gone (a server stopped): its runs go stale unbeaten instead
+            log.warning("%s: this process's runs not released (%s); they count as interrupted after %s s",
+                        self.db.url, str(exc).splitlines()[0][:200], STALE_AFTER)
         steps.disable()
         if self._client is not None:
             self._client.destroy()  # its own state only: the engine it was given is the database's
