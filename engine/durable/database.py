@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from engine.durable import rows as checked
 from engine.durable.migrations import CREATE_LOCK_KEY, VERSION_TABLE, prepare
+from engine.durable.settings import seconds
 from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
 from engine.private import create_private_file, make_folders
 
@@ -38,7 +39,9 @@ HEARTBEAT_SECONDS = 2.0
 # How long the events writer gathers a batch: other processes (a console showing the run) see a
 # run's events this much later; the run's own row changes write them at once (update_run).
 EVENTS_LINGER = 0.05
-STALE_AFTER = 10.0  # an owner silent this long is gone: its runs are interrupted
+# An owner silent this long is gone: its runs are interrupted. Less than two beats would take a
+# live process's runs between them.
+STALE_AFTER = seconds("ESCALATE_STALE_AFTER", 10.0, least=2 * HEARTBEAT_SECONDS)
 ESCALATION_ID_MAX = 96  # the escalations table's id column: a longer id names no row
 
 # Escalate's tables at schema version migrations.CURRENT: a change to one is a migration there too.

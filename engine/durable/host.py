@@ -10,10 +10,11 @@ Why a queue per process: `resume` re-enqueues a run; a queue named after this pr
 id, which only this process listens to (`DBOS.listen_queues`: by default a DBOS process dequeues
 from every queue in the database), makes sure that this process, and no other one sharing the
 database, executes it. Workers (`escalate worker`) also listen to the shared queue `escalate-runs`
-that `run --detach` fills. Only a process that resumes runs registers its queue at open
-(`resumes`): `escalate run` never does, and a registered queue costs a DBOS thread polling the
-database ten times a second for as long as the process lives (a `run --wait` waiting a weekend)
-and a row in DBOS's `queues` table that outlives the process.
+that `run --detach` fills. A registered queue costs a DBOS thread polling the database ten times
+a second and a row in DBOS's `queues` table: only a process that resumes runs registers its
+queue at open (`resumes`; `escalate run` never does), it is deleted once nothing waits on it for
+OWN_QUEUE_LINGER and registered again at the next run taken back, and it is deleted at a clean
+stop (`close`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, Awaitable, Callable, Protocol
 from engine.durable import parking, steps
 from engine.durable.askers import is_outside, withdraw_if_gone
 from engine.durable.owners import alive_here, new_owner, pid_gone
-from engine.durable.database import HEARTBEAT_SECONDS, PARKED, STALE_AFTER, Database, DatabaseError
+from engine.durable.database import ACTIVE, HEARTBEAT_SECONDS, PARKED, QUEUED, STALE_AFTER, Database, DatabaseError
 
 log = logging.getLogger("escalate.durable")
 
@@ -41,6 +42,9 @@ WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate w
 WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queue poll)
 WORKFLOW_NAME = "escalate_run"
 OWN_QUEUE_POLL = 0.1  # seconds between looks at this process's own queue: a resumed run starts within it
+# An own queue with nothing queued on it this long is deleted (its poller ends with its row) and
+# registered again at the next run this process takes back (DBOS finds it within ~1 s then).
+OWN_QUEUE_LINGER = 5.0
 # DBOS's thread pool (its steps' and workflows' database writes, and every `asyncio.to_thread`
 # of a loop it runs on) is unbounded by default: 200 runs started at once grew it to ~130 threads,
 # ~40 KB of RSS each run, all queueing for SQLite's one write lock anyway (docs/durable.md).
@@ -69,6 +73,11 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     @DBOS.workflow(name=WORKFLOW_NAME)
     async def escalate_run(run_id: str) -> None:
         host = _HOST
+        if host is not None and await asyncio.to_thread(host.over, run_id):
+            # Recovered or resumed after the run ended (its process killed between the run's
+            # last row and DBOS's SUCCESS): never executed again; DBOS records it finished.
+            log.info("%s: already over; its workflow is finished, not executed again", run_id)
+            return
         if host is not None and host.executor is None:
             # Dequeued as a worker starts, before its engines exist (DBOS's queue is listened to
             # from launch): the run waits for them instead of failing for good.
@@ -141,8 +150,11 @@ class DurableHost:
         self.draining = False  # a worker stopping: runs it takes from the queue now are left for others
         self._workflow: Callable[[str], Awaitable[None]] | None = None
         self._beat_task: asyncio.Task[None] | None = None
+        self._finishing: asyncio.Task[None] | None = None  # finish_ended at open
         self._client: Any = None  # the DBOSClient that queues runs (`enqueue_in`), made at first use
         self._queue_registered = False  # this process's own queue, registered with DBOS (`resumes`)
+        self._queue_lock = asyncio.Lock()  # a run put on the own queue vs. that queue deleted
+        self._retiring: asyncio.Task[None] | None = None  # deletes the own queue once idle
         self.trusted = True  # the database is this user's (engine/durable/trust.py)
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
@@ -206,6 +218,45 @@ class DurableHost:
         self.refused[run_id] = found[0].line(self.db.url)
         return self.refused[run_id]
 
+    def over(self, run_id: str) -> bool:
+        """Whether `run_id`'s row says it ended (done, failed, aborted, stopped): nothing of it
+        runs again."""
+        row = self.db.get_run(run_id)
+        return row is not None and row["status"] not in (*ACTIVE, QUEUED, PARKED)
+
+    async def finish_ended(self) -> list[str]:
+        """Workflows DBOS still holds `PENDING` for a run that is over, their executor gone: its
+        process was killed between the run's end (its rows written) and DBOS recording the
+        workflow's `SUCCESS`. DBOS recovers a `PENDING` workflow only at the launch of a process
+        with the same executor id (never again: each process has its own), and escalate's
+        takeover looks only at runs not over, so such a row stayed `PENDING` for good. Cancelled
+        here (`DBOS.cancel_workflow`: it leaves every queue and no recovery looks at it); a
+        workflow resumed anyway finds its run over and ends at once (`escalate_run`). Returns
+        the ids cancelled."""
+        from dbos import DBOS
+
+        found = await DBOS.list_workflows_async(status="PENDING", name=WORKFLOW_NAME, load_input=False,
+                                                load_output=False)
+        gone: dict[str, bool] = {}
+        ended: list[str] = []
+        for status in found:
+            run_id, executor = status.workflow_id, status.executor_id
+            if not executor or executor == self.owner or run_id in self.refused:
+                continue
+            if executor not in gone:  # a live one may be recording its SUCCESS right now
+                gone[executor] = not await asyncio.to_thread(owner_alive, executor, self.db)
+            if gone[executor] and await asyncio.to_thread(self.over, run_id):
+                await DBOS.cancel_workflow_async(run_id)
+                ended.append(run_id)
+        return ended
+
+    async def _finish_ended_at_open(self) -> None:
+        try:
+            for run_id in await self.finish_ended():
+                log.info("%s: over, its workflow left PENDING by a process killed at its end: cancelled", run_id)
+        except Exception:  # a busy database: the next process that opens, or a worker's scan, does it
+            log.debug("ended workflows not finished", exc_info=True)
+
     @classmethod
     async def open(cls, db: Database, *, worker_concurrency: int | None = None, resumes: bool = True) -> "DurableHost":
         """Launch DBOS for this process (once; a second open with the same database reuses it).
@@ -219,7 +270,9 @@ class DurableHost:
         if _HOST is not None:
             if _HOST.db.url == db.url and _HOST.loop is loop and worker_concurrency is None:
                 if resumes:
-                    await _HOST._register_queue()
+                    async with _HOST._queue_lock:
+                        await _HOST._register_queue()
+                    _HOST._retire_later()
                 return _HOST
             _HOST.close()  # an earlier console or command of this process, on another database or loop
         host = cls(db, loop)
@@ -244,6 +297,9 @@ class DurableHost:
             await DBOS.register_queue_async(WORKERS_QUEUE, worker_concurrency=worker_concurrency,
                                             polling_interval_sec=WORKERS_QUEUE_POLL, on_conflict="always_update")
         db.signals.hold_presence(host.owner)
+        if own_queue:  # off the open's path: a console lists, a `resume` continues, meanwhile
+            host._finishing = loop.create_task(host._finish_ended_at_open(), name="escalate finish ended")
+            host._retire_later()  # nothing taken back soon: no poll of the own queue while idle
         return host
 
     async def _register_queue(self) -> None:
@@ -255,15 +311,50 @@ class DurableHost:
             self._queue_registered = True
 
     async def resumes_no_more(self) -> None:
-        """This process will take no more runs back (`escalate resume`, its run arrived): its own
-        queue is deleted, and with it DBOS's thread polling it ten times a second (it ends when
-        the queue's row is gone) and the row itself. Nothing waits on that queue then: only this
-        process enqueues there, and its one run has been dequeued."""
+        """This process takes no more runs back for now (`escalate resume`, its run arrived): its
+        own queue is deleted at once if nothing waits on it (`_retire_if_idle`)."""
+        await self._retire_if_idle()
+
+    async def continue_here(self, run_id: str) -> None:
+        """A run this process has claimed, put on its own queue so that DBOS hands it back here
+        (the queue registered again first if it was retired)."""
         from dbos import DBOS
 
-        if self._queue_registered:
+        async with self._queue_lock:
+            await self._register_queue()
+            await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
+        self._retire_later()
+
+    def _retire_later(self) -> None:
+        if self._retiring is None or self._retiring.done():
+            self._retiring = self.loop.create_task(self._retire_when_idle(), name="escalate own queue")
+
+    async def _retire_when_idle(self) -> None:
+        while True:
+            await asyncio.sleep(OWN_QUEUE_LINGER)
+            try:
+                if await self._retire_if_idle():
+                    return
+            except Exception:  # a busy database: look again later
+                log.debug("own queue not retired", exc_info=True)
+
+    async def _retire_if_idle(self) -> bool:
+        """Delete the own queue when no run waits on it: DBOS's thread polling it ten times a
+        second ends with its row (~35 ms of CPU a second on a loaded host, for the life of a
+        console or worker), and no row is left behind. Only this process queues there, under
+        `_queue_lock`, so nothing is queued between the look and the delete. True when no
+        queue is left."""
+        from dbos import DBOS
+
+        async with self._queue_lock:
+            if not self._queue_registered:
+                return True
+            if await DBOS.list_workflows_async(queue_name=self.queue_name, status="ENQUEUED", limit=1,
+                                               load_input=False, load_output=False):
+                return False
             await DBOS.delete_queue_async(self.queue_name)
             self._queue_registered = False
+            return True
 
     def _register_queue_before_launch(self) -> None:
         """This process's own queue registered before DBOS's launch, so that DBOS's queue thread,
@@ -340,8 +431,19 @@ class DurableHost:
         global _HOST
         from dbos import DBOS
 
-        if self._beat_task is not None:
-            self._beat_task.cancel()
+        for task in (self._beat_task, self._finishing, self._retiring):
+            if task is not None:
+                task.cancel()
+        if self._queue_registered:
+            # Its row goes first (its poller stops taking runs). A run queued there and not yet
+            # handed over was claimed by this process, and is released with its other runs just
+            # below: whoever takes it over puts its workflow on their own queue (DBOS's resume
+            # moves a queued workflow).
+            try:  # DBOSClient's: DBOS's own refuses a synchronous call while the loop runs
+                self._dbos_client().delete_queue(self.queue_name)
+            except Exception:  # the database is gone: the row stays, harmless (nobody listens to it)
+                log.debug("own queue not deleted", exc_info=True)
+            self._queue_registered = False
         try:
             self.db.release(self.owner)
         except Exception as exc:  # the database is gone (a server stopped): its runs go stale unbeaten instead
@@ -399,8 +501,7 @@ class DurableHost:
             # ran, so it starts from the beginning, here.
             await self.start(run_id)
         else:
-            await self._register_queue()
-            await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
+            await self.continue_here(run_id)
         return True
 
     # -- parked runs (engine/durable/parking.py) ------------------------------------------------

@@ -28,6 +28,7 @@ from engine.durable import parking
 from engine.durable.database import NEWS_IDS, Database
 from engine.durable.decisions import DecisionStore, pending_from_json
 from engine.durable.host import DurableHost, owner_alive
+from engine.durable.settings import seconds
 from engine.escalation.broker import RAISED, BrokerEvent, EscalationBroker, NoTimeoutDefault, timeout_decision
 from engine.kernel.errors import RequestChanged
 from engine.runtime.run_status import RunStatus
@@ -40,8 +41,8 @@ log = logging.getLogger("escalate.worker")
 READ_AT_MOST = 500  # ids heard at once past this: every parked run is looked at instead
 # A waiting run keeps its place this long while the worker has free places: an answer given
 # meanwhile (a console, a rule, a script) reaches it in place, without a trip through the queue.
-# With every place taken and runs queued for one, it parks at once.
-PARK_AFTER = 2.0
+# With every place taken and runs queued for one, it parks at once. $ESCALATE_PARK_AFTER.
+PARK_AFTER = seconds("ESCALATE_PARK_AFTER", 2.0, least=0.0)
 
 
 class Parking:

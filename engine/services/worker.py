@@ -10,7 +10,8 @@ processes that died, until it is stopped.
   heartbeat for `STALE_AFTER`), claims
   them with a conditional update (the first taker wins) and continues them here from their last
   recorded step. A queued run that a dead worker took from the queue but never began is taken
-  back the same way.
+  back the same way. A run that is over while DBOS still holds its workflow pending (its process
+  killed between the two) has that workflow cancelled (DurableHost.finish_ended).
 - Stopping (SIGTERM, or Ctrl-C): no new step starts, the steps in flight finish and are
   recorded, then the runs are released at once for another worker; a second signal stops at
   once (a step in flight then runs again elsewhere).
@@ -34,6 +35,9 @@ from engine.services.parking import Parking
 from engine.services.wiring import Services, open_services
 
 TAKEOVER_SECONDS = 1.0
+# How often a worker looks for workflows DBOS still holds pending for runs that are over (their
+# process killed at the run's end: DurableHost.finish_ended). Rare, and harmless meanwhile.
+FINISH_ENDED_SECONDS = 60.0
 
 
 class EngineRouter:
@@ -187,11 +191,17 @@ class Worker:
     # -- takeover ------------------------------------------------------------------------------
 
     async def _take_over_forever(self) -> None:
+        assert self.host is not None
+        finished = time.monotonic()  # the host finished ended workflows as it opened
         while True:
             try:
                 await self._take_over()
                 assert self.parking is not None
                 await self.parking.sweep()
+                if time.monotonic() - finished >= FINISH_ENDED_SECONDS:
+                    finished = time.monotonic()
+                    for run_id in await self.host.finish_ended():
+                        self.say(f"{run_id}: over; its workflow, left pending by a process killed at its end, cancelled")
             except Exception as exc:  # a busy database: the next scan tries again
                 self.say(f"takeover scan failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}")
             await asyncio.sleep(TAKEOVER_SECONDS)
@@ -259,4 +269,4 @@ class Worker:
                 continue
             if await asyncio.to_thread(self.db.claim_queued_from, status.workflow_id, host.owner, executor):
                 self.say(f"{status.workflow_id}: taken back from {executor}")
-                await DBOS.resume_workflow_async(status.workflow_id, queue_name=host.queue_name)
+                await host.continue_here(status.workflow_id)

@@ -40,7 +40,8 @@ def _trace(path: Path) -> list[dict[str, Any]]:
 
 
 def _worker(db: str, folder: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([*ENGINE, "worker", "--db", db], cwd=folder, env=_env(),
+    # Parked 0.2 s after it asks (the test waits for that), not after 2 s of grace.
+    return subprocess.Popen([*ENGINE, "worker", "--db", db], cwd=folder, env={**_env(), "ESCALATE_PARK_AFTER": "0.2"},
                             stdout=subprocess.DEVNULL, stderr=(folder / "worker.err").open("ab"))
 
 

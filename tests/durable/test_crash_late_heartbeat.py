@@ -2,7 +2,8 @@
 host) keeps its run: another worker on the same host must not take it over, which would execute
 one workflow in two processes at once, and so must `escalate resume` (and a console) (found by tests/durable/park_harness.py under load: the
 run ended `failed`, DBOS's "awaited workflow was cancelled"). Real `escalate worker`s on a real
-SQLite file, the holder stopped with SIGSTOP past STALE_AFTER, then continued."""
+SQLite file, the holder stopped with SIGSTOP past the owner-silence period (STALE_AFTER, set
+short here through $ESCALATE_STALE_AFTER for every process), then continued."""
 
 from __future__ import annotations
 
@@ -15,17 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.durable.database import STALE_AFTER
 from tests.durable.park_harness import Audit, ParkReport, answer, answer_until_done
 from tests.durable.test_crash_parking import _setup
 from tests.workers.procs import WorkerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
+SILENCE = 4.0  # the shortest the setting takes (two heartbeats): 10 s by default
+
 
 def test_a_live_worker_with_a_late_heartbeat_keeps_its_run(tmp_path: Path, monkeypatch) -> None:
     url, db, ids, steps = _setup(tmp_path, 1, deadline=600)
     monkeypatch.setenv("ESCALATE_STEP_AUDIT", str(steps))
+    monkeypatch.setenv("ESCALATE_STALE_AFTER", str(SILENCE))  # the workers and `escalate resume` alike
     workers = [WorkerProcess(url, tmp_path, concurrency=1, name=f"w{i}") for i in range(2)]
     stopped: WorkerProcess | None = None
     try:
@@ -45,7 +48,7 @@ def test_a_live_worker_with_a_late_heartbeat_keeps_its_run(tmp_path: Path, monke
             time.sleep(0.02)
         other = next(w for w in workers if w is not stopped)
         beat = db.get_run(ids[0])["heartbeat"]
-        while time.time() < beat + STALE_AFTER + 4:  # its beat is stale now: the other scans 4 times
+        while time.time() < beat + SILENCE + 4:  # its beat is stale now: the other scans 4 times
             time.sleep(0.2)
         assert "taken over" not in other.text, other.text
         resumed = subprocess.run([sys.executable, "-m", "engine", "resume", ids[0], "--db", url], cwd=tmp_path,

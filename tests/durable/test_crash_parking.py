@@ -102,6 +102,7 @@ def test_a_worker_killed_after_ending_a_runs_execution_before_its_row_said_parke
     it over, it waits (and parks) again at the same escalation, and ends as it should."""
     url, db, ids, steps = _setup(tmp_path, 1, deadline=600)
     monkeypatch.setenv("ESCALATE_STEP_AUDIT", str(steps))
+    monkeypatch.setenv("ESCALATE_PARK_AFTER", "0.2")  # it waits for the run to park, twice: not 2 s of grace each
     first = WorkerProcess(url, tmp_path, concurrency=1, name="first")
     second: WorkerProcess | None = None
     try:

@@ -23,8 +23,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def steps_env(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The workers' environment: their steps audited, and parked 0.2 s after they ask (the tests
+    wait for every run to park, round after round: not 2 s of grace each time)."""
     steps = tmp_path / "steps.jsonl"
-    return steps, {**os.environ, "ESCALATE_STEP_AUDIT": str(steps)}
+    return steps, {**os.environ, "ESCALATE_STEP_AUDIT": str(steps), "ESCALATE_PARK_AFTER": "0.2"}
 
 
 def continued(workers: list[WorkerProcess]) -> Counter[str]:
@@ -86,7 +88,8 @@ def _can_unshare() -> bool:
 def test_a_worker_of_another_host_killed_holding_runs_leaves_them_to_the_other(tmp_path: Path, pg_url: str) -> None:
     steps, env = steps_env(tmp_path)
     ids = queue_runs(tmp_path, pg_url, 3)  # queued first: the far worker takes all three at once
-    far = ElsewhereWorker(pg_url, tmp_path, concurrency=3, env=env)
+    # The far worker keeps the default grace: its runs wait in it, holding their places, when it dies.
+    far = ElsewhereWorker(pg_url, tmp_path, concurrency=3, env={k: v for k, v in env.items() if k != "ESCALATE_PARK_AFTER"})
     near: WorkerProcess | None = None
     db = Database(pg_url)
     try:

@@ -38,6 +38,7 @@ def steps_env(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def test_one_place_three_waiting_runs_each_answered_from_another_process(tmp_path: Path, any_url: str) -> None:
     steps, env = steps_env(tmp_path)
+    env["ESCALATE_PARK_AFTER"] = "0.2"  # each round waits for the last run to park: not 2 s of grace
     worker = WorkerProcess(any_url, tmp_path, concurrency=1, env=env)
     db = Database(any_url)
     try:
