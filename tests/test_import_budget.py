@@ -119,6 +119,11 @@ def test_a_model_turn_imports_adk_but_not_the_console_nor_litellm(tmp_path: Path
     assert code == 0 and said.startswith("[")
     assert _loaded(modules, ("google.adk", "google.genai")) == ["google.adk", "google.genai"]
     assert _loaded(modules, ("textual", "litellm", "psycopg2", "asyncpg")) == []
+    # The extras of genai and httpx a turn does not use (adk_setup._EXTRAS_LEFT_OUT): genai's
+    # aiohttp transport and httpx2 client, httpx's command line with rich and pygments (and
+    # click, which `import dbos` brings anyway).
+    assert _loaded(modules, ("aiohttp", "httpx2", "rich", "pygments")) == []
+    assert "httpx" in modules  # genai's transport, the one our Gemini models use
 
 
 # `escalate ARGV` with the collector's passes counted per generation, and its thresholds after.
@@ -161,6 +166,43 @@ def test_start_up_makes_few_collector_passes_and_leaves_the_thresholds_as_they_w
     assert found["code"] == 0
     assert sum(found["passes"]) < 150, found["passes"]
     assert found["after"] == found["before"]
+
+
+# `escalate ARGV`, then how many of ADK's pydantic models (and fastapi's, which ADK imports) were
+# built, and whether a model defined afterwards is built at once, as pydantic's default says.
+_MODELS_BUILT = textwrap.dedent("""
+    import json, os, sys
+    from pydantic import BaseModel
+    from engine.cli.main import main
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+
+    def models(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from models(sub)
+
+    adk = {m for m in models(BaseModel) if m.__module__.startswith(("google.adk.", "fastapi."))}
+
+    class Later(BaseModel):
+        x: int
+
+    with open(os.environ["OUT"], "w") as out:
+        json.dump({"code": code, "adk": len(adk), "built": sum(m.__pydantic_complete__ for m in adk),
+                   "later_built": Later.__pydantic_complete__}, out)
+""")
+
+
+def test_adks_models_are_built_on_first_use_and_ours_as_pydantic_says(tmp_path: Path) -> None:
+    """ADK's warm-up defines ~120 models of ADK's and fastapi's, most of which no turn uses:
+    they build on first use (adk_setup._models_built_on_first_use); before, all were built at
+    their import. A model defined after the warm-up builds at once again (pydantic's default)."""
+    found = _run_loops(tmp_path, _MODELS_BUILT)
+    assert found["code"] == 0 and found["adk"] > 100
+    assert found["built"] < found["adk"] // 2, found
+    assert found["later_built"] is True
 
 
 HOOK_PATH = textwrap.dedent("""

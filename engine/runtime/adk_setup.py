@@ -66,10 +66,62 @@ def warming() -> Iterator[None]:
 
     _warming.add(threading.get_ident())
     try:
-        with collecting_less():
+        with collecting_less(), _models_built_on_first_use(), _extras_left_out():
             yield
     finally:
         _warming.discard(threading.get_ident())
+
+
+# Optional extras of ADK's dependencies that a model turn does not use, absent while ADK is first
+# imported: each package then runs as installed without that extra, a configuration it supports
+# (an `except ImportError` around the import). Measured at the warm-up (docs/startup.md):
+_EXTRAS_LEFT_OUT = (
+    # google-genai[aiohttp]: its async transport when aiohttp is installed (escalate's `serve`
+    # needs it). Never used here: our Gemini models pass genai an httpx transport of their own
+    # (engine/runtime/models.py real_model), and genai imports httpx anyway. ~0.1 s, 8 MiB.
+    "aiohttp",
+    # google-genai[httpx2]: for callers passing their own httpx2 client; genai makes none.
+    "httpx2",
+    # httpx[cli]: httpx's command line, `httpx.main` (rich, click, pygments).
+    "httpx._main",
+)
+
+
+@contextmanager
+def _extras_left_out() -> Iterator[None]:
+    """An extra already imported (`serve` imports aiohttp) is left as it is; one imported by
+    another thread meanwhile would fail: the loop's model turns all await this warm-up."""
+    absent = [name for name in _EXTRAS_LEFT_OUT if name not in sys.modules]
+    for name in absent:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for name in absent:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
+@contextmanager
+def _models_built_on_first_use() -> Iterator[None]:
+    """Pydantic models defined meanwhile build their validators on first use, not at definition.
+
+    google.genai's ~470 models defer already (their own `defer_build=True`); ADK's ~80 and the
+    ~40 of fastapi.openapi that ADK imports (through google.adk.auth) do not, and most are never
+    used by a turn. Pydantic has no public default for every model but its `config_defaults`
+    (ConfigDict's documented `defer_build`, read when a class is defined): set for the warm-up's
+    imports and first run only, then given back, so models defined later (ours) build as
+    before. Measured (bench_run_start.py, docs/startup.md): the warm-up's CPU ~1.12 -> ~1.03 s
+    and RSS -8 MiB, the models a turn uses built on its first use, later turns unchanged."""
+    from pydantic._internal import _config  # no public setting: measured reason above
+
+    defaults = _config.config_defaults
+    before = defaults.get("defer_build", False)
+    defaults["defer_build"] = True
+    try:
+        yield
+    finally:
+        defaults["defer_build"] = before
 
 
 async def models_ready() -> None:
