@@ -395,3 +395,38 @@ def test_an_idle_worker_holds_no_model_library(tmp_path: Path) -> None:
     found = json.loads(out.read_text())
     assert found["code"] == 0 and "dbos" in found["modules"]
     assert _loaded(found["modules"], (*MODEL, *NEVER_OUTSIDE_CONSOLE, "psycopg2", "asyncpg")) == []
+
+
+EXTRAS = textwrap.dedent("""
+    import json, os, sys, threading
+    from engine.runtime.adk_setup import warming
+
+    seen = {}
+
+    def tries(name):
+        try:
+            __import__(name)
+            return True
+        except ImportError:
+            return False
+
+    with warming():
+        seen["aiohttp, by the warm-up"] = tries("aiohttp")
+        other = threading.Thread(target=lambda: seen.update({"httpx2, by another thread": tries("httpx2")}))
+        other.start()
+        other.join()
+    seen["aiohttp, after"] = tries("aiohttp")
+    with open(os.environ["OUT"], "w") as out:
+        json.dump(seen, out)
+""")
+
+
+def test_the_extras_left_out_are_absent_to_the_warm_up_thread_alone(tmp_path: Path) -> None:
+    """ADK's warm-up finds none of the extras it does not use (adk_setup._EXTRAS_LEFT_OUT);
+    another thread meanwhile, and any thread after, imports them as usual."""
+    out = tmp_path / "out.json"
+    done = subprocess.run([sys.executable, "-c", EXTRAS], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "OUT": str(out)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text()) == {"aiohttp, by the warm-up": False, "httpx2, by another thread": True,
+                                           "aiohttp, after": True}

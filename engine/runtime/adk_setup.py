@@ -89,30 +89,42 @@ _EXTRAS_LEFT_OUT = (
 
 @contextmanager
 def _extras_left_out() -> Iterator[None]:
-    """An extra already imported (`serve` imports aiohttp) is left as it is; one imported by
-    another thread meanwhile would fail: the loop's model turns all await this warm-up."""
-    absent = [name for name in _EXTRAS_LEFT_OUT if name not in sys.modules]
-    for name in absent:
-        sys.modules[name] = None  # type: ignore[assignment]
+    """The extras cannot be found by this thread's imports meanwhile; other threads import as
+    usual (`serve` has aiohttp imported already; another thread's import is left alone)."""
+    finder = _LeftOut(threading.get_ident())
+    sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
-        for name in absent:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
+        sys.meta_path.remove(finder)
+
+
+class _LeftOut:
+    """A finder (Python's import system, `sys.meta_path`) saying that an extra is not installed,
+    to one thread's imports; an extra already imported is never looked for."""
+
+    def __init__(self, thread: int) -> None:
+        self.thread = thread
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
+        if name in _EXTRAS_LEFT_OUT and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"No module named {name!r} (not needed by a model turn)", name=name)
+        return None
 
 
 @contextmanager
 def _models_built_on_first_use() -> Iterator[None]:
-    """Pydantic models defined meanwhile build their validators on first use, not at definition.
+    """Pydantic models defined meanwhile (by any thread: pydantic's default is the process's)
+    build their validators on first use, not at definition.
 
     google.genai's ~470 models defer already (their own `defer_build=True`); ADK's ~80 and the
     ~40 of fastapi.openapi that ADK imports (through google.adk.auth) do not, and most are never
     used by a turn. Pydantic has no public default for every model but its `config_defaults`
     (ConfigDict's documented `defer_build`, read when a class is defined): set for the warm-up's
     imports and first run only, then given back, so models defined later (ours) build as
-    before. Measured (bench_run_start.py, docs/startup.md): the warm-up's CPU ~1.12 -> ~1.03 s
-    and RSS -8 MiB, the models a turn uses built on its first use, later turns unchanged."""
+    before. Measured (docs/startup.md): the warm-up's CPU -0.1 s and RSS -6 MiB; the models a
+    turn uses are built on its first use (a first real Gemini turn after it: no measurable
+    change), later turns unchanged."""
     from pydantic._internal import _config  # no public setting: measured reason above
 
     defaults = _config.config_defaults
