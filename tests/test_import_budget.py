@@ -4,7 +4,9 @@ and looks at `sys.modules` when the command is done: no timing is asserted.
 
 - No ADK, google.genai or LiteLLM until a model turn is due (a flow that only asks a person never
   imports them, in `run` nor in `resume`), and never for `answer`, `runs` or `check`.
-- No Textual outside the console; no web server (aiohttp, fastapi: ADK's own imports).
+- No Textual outside the console; no web server (fastapi: ADK's own import). A model turn
+  imports neither genai's unused extras (aiohttp, httpx2) nor httpx's command line (rich,
+  pygments), and builds only the pydantic models of ADK's it uses (adk_setup.warming).
 - No PostgreSQL driver for SQLite where DBOS is not imported (DBOS itself imports psycopg at
   `import dbos`: docs/startup.md); never psycopg2 or asyncpg.
 - The paths a hook shares (rules loaded and matched, the database opened, decisions read,
