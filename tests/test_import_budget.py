@@ -4,7 +4,9 @@ and looks at `sys.modules` when the command is done: no timing is asserted.
 
 - No ADK, google.genai or LiteLLM until a model turn is due (a flow that only asks a person never
   imports them, in `run` nor in `resume`), and never for `answer`, `runs` or `check`.
-- No Textual outside the console; no web server (aiohttp, fastapi: ADK's own imports).
+- No Textual outside the console; no web server (fastapi: ADK's own import). A model turn
+  imports neither genai's unused extras (aiohttp, httpx2) nor httpx's command line (rich,
+  pygments), and builds only the pydantic models of ADK's it uses (adk_setup.warming).
 - No PostgreSQL driver for SQLite where DBOS is not imported (DBOS itself imports psycopg at
   `import dbos`: docs/startup.md); never psycopg2 or asyncpg.
 - The paths a hook shares (rules loaded and matched, the database opened, decisions read,
@@ -119,6 +121,11 @@ def test_a_model_turn_imports_adk_but_not_the_console_nor_litellm(tmp_path: Path
     assert code == 0 and said.startswith("[")
     assert _loaded(modules, ("google.adk", "google.genai")) == ["google.adk", "google.genai"]
     assert _loaded(modules, ("textual", "litellm", "psycopg2", "asyncpg")) == []
+    # The extras of genai and httpx a turn does not use (adk_setup._EXTRAS_LEFT_OUT): genai's
+    # aiohttp transport and httpx2 client, httpx's command line with rich and pygments (and
+    # click, which `import dbos` brings anyway).
+    assert _loaded(modules, ("aiohttp", "httpx2", "rich", "pygments")) == []
+    assert "httpx" in modules  # genai's transport, the one our Gemini models use
 
 
 # `escalate ARGV` with the collector's passes counted per generation, and its thresholds after.
@@ -161,6 +168,43 @@ def test_start_up_makes_few_collector_passes_and_leaves_the_thresholds_as_they_w
     assert found["code"] == 0
     assert sum(found["passes"]) < 150, found["passes"]
     assert found["after"] == found["before"]
+
+
+# `escalate ARGV`, then how many of ADK's pydantic models (and fastapi's, which ADK imports) were
+# built, and whether a model defined afterwards is built at once, as pydantic's default says.
+_MODELS_BUILT = textwrap.dedent("""
+    import json, os, sys
+    from pydantic import BaseModel
+    from engine.cli.main import main
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+
+    def models(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from models(sub)
+
+    adk = {m for m in models(BaseModel) if m.__module__.startswith(("google.adk.", "fastapi."))}
+
+    class Later(BaseModel):
+        x: int
+
+    with open(os.environ["OUT"], "w") as out:
+        json.dump({"code": code, "adk": len(adk), "built": sum(m.__pydantic_complete__ for m in adk),
+                   "later_built": Later.__pydantic_complete__}, out)
+""")
+
+
+def test_adks_models_are_built_on_first_use_and_ours_as_pydantic_says(tmp_path: Path) -> None:
+    """ADK's warm-up defines ~120 models of ADK's and fastapi's, most of which no turn uses:
+    they build on first use (adk_setup._models_built_on_first_use); before, all were built at
+    their import. A model defined after the warm-up builds at once again (pydantic's default)."""
+    found = _run_loops(tmp_path, _MODELS_BUILT)
+    assert found["code"] == 0 and found["adk"] > 100
+    assert found["built"] < found["adk"] // 2, found
+    assert found["later_built"] is True
 
 
 HOOK_PATH = textwrap.dedent("""
@@ -353,3 +397,38 @@ def test_an_idle_worker_holds_no_model_library(tmp_path: Path) -> None:
     found = json.loads(out.read_text())
     assert found["code"] == 0 and "dbos" in found["modules"]
     assert _loaded(found["modules"], (*MODEL, *NEVER_OUTSIDE_CONSOLE, "psycopg2", "asyncpg")) == []
+
+
+EXTRAS = textwrap.dedent("""
+    import json, os, sys, threading
+    from engine.runtime.adk_setup import warming
+
+    seen = {}
+
+    def tries(name):
+        try:
+            __import__(name)
+            return True
+        except ImportError:
+            return False
+
+    with warming():
+        seen["aiohttp, by the warm-up"] = tries("aiohttp")
+        other = threading.Thread(target=lambda: seen.update({"httpx2, by another thread": tries("httpx2")}))
+        other.start()
+        other.join()
+    seen["aiohttp, after"] = tries("aiohttp")
+    with open(os.environ["OUT"], "w") as out:
+        json.dump(seen, out)
+""")
+
+
+def test_the_extras_left_out_are_absent_to_the_warm_up_thread_alone(tmp_path: Path) -> None:
+    """ADK's warm-up finds none of the extras it does not use (adk_setup._EXTRAS_LEFT_OUT);
+    another thread meanwhile, and any thread after, imports them as usual."""
+    out = tmp_path / "out.json"
+    done = subprocess.run([sys.executable, "-c", EXTRAS], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "OUT": str(out)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text()) == {"aiohttp, by the warm-up": False, "httpx2, by another thread": True,
+                                           "aiohttp, after": True}

@@ -22,6 +22,8 @@ KEPT = {
     # Textual's scrollbar update: bench_private_attrs.py (against a layout of the screen).
     ("tui/widgets/event_log.py", "self._scroll_update"),
     ("tui/widgets/row_table.py", "self._scroll_update"),
+    # Pydantic's default config: no public default for every model (docs/startup.md, ADK's warm-up).
+    ("engine/runtime/adk_setup.py", "from pydantic._internal import"),
 }
 PUBLIC_DESPITE_THE_UNDERSCORE = {"_exit", "_replace", "_asdict", "_fields", "_make"}  # os, namedtuple
 

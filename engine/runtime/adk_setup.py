@@ -66,10 +66,74 @@ def warming() -> Iterator[None]:
 
     _warming.add(threading.get_ident())
     try:
-        with collecting_less():
+        with collecting_less(), _models_built_on_first_use(), _extras_left_out():
             yield
     finally:
         _warming.discard(threading.get_ident())
+
+
+# Optional extras of ADK's dependencies that a model turn does not use, absent while ADK is first
+# imported: each package then runs as installed without that extra, a configuration it supports
+# (an `except ImportError` around the import). Measured at the warm-up (docs/startup.md):
+_EXTRAS_LEFT_OUT = (
+    # google-genai[aiohttp]: its async transport when aiohttp is installed (escalate's `serve`
+    # needs it). Never used here: our Gemini models pass genai an httpx transport of their own
+    # (engine/runtime/models.py real_model), and genai imports httpx anyway. ~0.1 s, 8 MiB.
+    "aiohttp",
+    # google-genai[httpx2]: for callers passing their own httpx2 client; genai makes none.
+    "httpx2",
+    # httpx[cli]: httpx's command line, `httpx.main` (rich, click, pygments).
+    "httpx._main",
+)
+
+
+@contextmanager
+def _extras_left_out() -> Iterator[None]:
+    """The extras cannot be found by this thread's imports meanwhile; other threads import as
+    usual (`serve` has aiohttp imported already; another thread's import is left alone)."""
+    finder = _LeftOut(threading.get_ident())
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+class _LeftOut:
+    """A finder (Python's import system, `sys.meta_path`) saying that an extra is not installed,
+    to one thread's imports; an extra already imported is never looked for."""
+
+    def __init__(self, thread: int) -> None:
+        self.thread = thread
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
+        if name in _EXTRAS_LEFT_OUT and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"No module named {name!r} (not needed by a model turn)", name=name)
+        return None
+
+
+@contextmanager
+def _models_built_on_first_use() -> Iterator[None]:
+    """Pydantic models defined meanwhile (by any thread: pydantic's default is the process's)
+    build their validators on first use, not at definition.
+
+    google.genai's ~470 models defer already (their own `defer_build=True`); ADK's ~80 and the
+    ~40 of fastapi.openapi that ADK imports (through google.adk.auth) do not, and most are never
+    used by a turn. Pydantic has no public default for every model but its `config_defaults`
+    (ConfigDict's documented `defer_build`, read when a class is defined): set for the warm-up's
+    imports and first run only, then given back, so models defined later (ours) build as
+    before. Measured (docs/startup.md): the warm-up's CPU -0.1 s and RSS -6 MiB; the models a
+    turn uses are built on its first use (a first real Gemini turn after it: no measurable
+    change), later turns unchanged."""
+    from pydantic._internal import _config  # no public setting: measured reason above
+
+    defaults = _config.config_defaults
+    before = defaults.get("defer_build", False)
+    defaults["defer_build"] = True
+    try:
+        yield
+    finally:
+        defaults["defer_build"] = before
 
 
 async def models_ready() -> None:

@@ -13,6 +13,8 @@ nothing (the import budget itself is tests/test_import_budget.py; docs/startup.m
   person after one agent turn; the memory of the
   console (`escalate console FILE.sr --db ...` on a pseudo-terminal) once it has listed the
   waiting runs;
+- ADK's warm-up alone (`engine.runtime.engine.warm_up`: ADK's imports and one scripted run),
+  in a fresh process that has imported the engine: its CPU and the RSS it adds;
 - `python -X importtime` of each command: the top-level modules' cumulative sum;
 - the CPU time (user + system) of each process, steadier than wall time on a loaded host.
 
@@ -214,6 +216,28 @@ def console_rss(tree: Tree, folder: Path, db: str, settle: float = 6.0) -> float
         os.close(fd)
 
 
+WARM_UP = """
+import json, time
+import engine.runtime.engine as engine
+
+def rss():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")) / 1024
+
+before, cpu = rss(), time.process_time()
+engine.warm_up()
+print(json.dumps([(time.process_time() - cpu) * 1000, rss() - before]))
+"""
+
+
+def warm_up_cost(tree: Tree, folder: Path) -> tuple[float, float]:
+    """CPU (ms) of ADK's warm-up in a fresh process, and the RSS (MiB) it adds."""
+    done = subprocess.run([sys.executable, "-c", WARM_UP], cwd=folder, env=tree.env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree.name}: warm-up: {done.stderr.strip()[-300:]}")
+    cpu, rss = json.loads(done.stdout.splitlines()[-1])
+    return cpu, rss
+
+
 def import_ms(tree: Tree, folder: Path, *args: str, expect: int = 0) -> float:
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", *args], cwd=folder, env=tree.env,
                           capture_output=True, text=True)
@@ -267,6 +291,9 @@ def main() -> None:
             ("rss", lambda t, f, db: [note(t, n, v) for n, v in
                                       zip(("idle RSS, run --wait waiting after a turn (MiB)",
                                            "idle CPU, run --wait waiting after a turn (ms/s)"), run_wait_rss(t, f, db))]),
+            ("warm-up", lambda t, f, db: [note(t, n, v) for n, v in
+                                          zip(("ADK's warm-up: CPU (ms)", "ADK's warm-up: RSS added (MiB)"),
+                                              warm_up_cost(t, f))]),
             ("console", lambda t, f, db: note(t, "idle RSS, console with the waiting runs listed (MiB)",
                                               console_rss(t, f, db))),
         ]
