@@ -5,7 +5,7 @@ The script is a JSON object: `turns`, a list (one per prompt, in order) of lists
 holding the next turn's index, so that an agent started again goes on where the last one
 stopped), `trace` (a file
 where the agent appends one JSON line per thing it saw: prompts, permission outcomes, file and
-terminal results, cancels, session loads). Steps:
+terminal results, cancels, session loads; at `initialize`, its nice value and its autogroup's). Steps:
 
   {"say": "text"}                 agent_message_chunk (split in `chunks` pieces when given)
   {"think": "text"}               agent_thought_chunk
@@ -53,6 +53,15 @@ from acp import (
 from acp.schema import AgentCapabilities, Cost, PermissionOption, ToolCallUpdate, Usage, UsageUpdate
 
 
+def autogroup_nice() -> int | None:
+    """This process's autogroup's nice value (Linux; None without autogroups)."""
+    try:
+        words = open("/proc/self/autogroup").read().split()
+    except OSError:
+        return None
+    return int(words[words.index("nice") + 1])
+
+
 class Scripted(Agent):
     def __init__(self, script: dict[str, Any]) -> None:
         self.script = script
@@ -73,7 +82,8 @@ class Scripted(Agent):
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
                          **kwargs: Any) -> InitializeResponse:
         self.trace(event="initialize", fs=client_capabilities.fs.write_text_file if client_capabilities else None,
-                   terminal=client_capabilities.terminal if client_capabilities else None)
+                   terminal=client_capabilities.terminal if client_capabilities else None,
+                   nice=os.getpriority(os.PRIO_PROCESS, 0), autogroup=autogroup_nice())
         return InitializeResponse(protocol_version=self.script.get("protocol_version", PROTOCOL_VERSION),
                                   agent_capabilities=AgentCapabilities(load_session=bool(self.script.get("load_session"))))
 
