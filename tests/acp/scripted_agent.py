@@ -15,6 +15,7 @@ terminal results, cancels, session loads; at `initialize`, its nice value and it
                                   asks; says "outcome: <option id | cancelled>"
   {"write": [path, content]}, {"read": path}, {"run": [command, [args...]]}   client methods;
                                   each says its result or "error: <message>"
+  {"spawn": [command, [args...]]} a terminal left running (traced: its id)
   {"wait": seconds}               sleeps (a cancel ends it: stop reason cancelled)
   {"echo": true}                  says "echo: <the prompt's last line>"
   {"usage": [used, size, cost]}   a usage_update (cost in USD, or null)
@@ -171,6 +172,9 @@ class Scripted(Agent):
                 await self.conn.release_terminal(session_id=sid, terminal_id=made.terminal_id)
                 return f"exit {exit_status.exit_code}: {out.output.strip()}"
             await self.client_call(sid, "run", run, str)
+        elif "spawn" in step:  # a command left running: its terminal's id traced, nothing awaited
+            made = await self.conn.create_terminal(session_id=sid, command=step["spawn"][0], args=step["spawn"][1])
+            self.trace(event="spawn", terminal=made.terminal_id)
         elif "echo" in step:
             await self.say(sid, "echo: " + self.prompt_text.rsplit("\n", 1)[-1])
         elif "usage" in step:

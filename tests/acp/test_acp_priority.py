@@ -4,7 +4,9 @@ core against them. Read back from the agent itself and from a command it ran."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -31,17 +33,32 @@ def expected(by: int) -> tuple[int, int | None]:
 async def test_the_agent_and_its_commands_run_below_escalate(acp, monkeypatch):
     monkeypatch.setenv(NICE_VARIABLE, "7")
     engine = acp.engine()
-    handle = acp.start(engine, acp.script([[{"run": ["cat", ["/proc/self/stat", "/proc/self/autogroup"]]},
-                                            {"say": "ok"}]]))
-    assert await handle.wait() is RunStatus.DONE, handle.error
+    marker = f"{30 + random.random():.6f}"  # this test's command among the machine's processes
+    handle = acp.start(engine, acp.script([[{"spawn": ["sleep", [marker]]}, {"wait": 60}]]))
+    for _ in range(3000):
+        if any(t["event"] == "spawn" for t in acp.trace()) or handle.finished_at is not None:
+            break
+        await asyncio.sleep(0.01)
     nice, autogroup = expected(7)
     started = next(t for t in acp.trace() if t["event"] == "initialize")
-    assert (started["nice"], started["autogroup"]) == (nice, autogroup)
-    output = next(t for t in acp.trace() if t["event"] == "run")["result"].removeprefix("exit 0: ")
-    stat, *group = output.split("\n")
-    assert int(stat.split()[18]) == nice  # /proc/PID/stat: the 19th field is the nice value
+    assert (started["nice"], started["autogroup"]) == (nice, autogroup)  # the agent, from its first message
+    command = next(pid for pid in _pids() if _cmdline(pid) == ["sleep", marker])
+    assert int(Path(f"/proc/{command}/stat").read_text().rsplit(")", 1)[1].split()[16]) == nice  # field 19: nice
     if autogroup is not None:
-        assert group and group[0].split()[-1] == str(autogroup)
+        assert Path(f"/proc/{command}/autogroup").read_text().split()[-1] == str(autogroup)
+    handle.cancel()
+    assert await handle.wait() is RunStatus.CANCELLED
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+    except OSError:  # gone meanwhile
+        return []
 
 
 async def test_by_default_they_run_ten_below_and_zero_leaves_them_as_escalate(acp, monkeypatch):

@@ -25,6 +25,8 @@ frames sent, layout passes of the screen (compositor reflows) and widget renders
 Also the console's CPU per frame drawn (thread time, median and p95: what the load inflates
 least). --profile prints where the console's own work goes (cProfile of its frames, broker and
 run news and the pane's key; the agents' ACP traffic left out), sorted by internal time.
+--nice N: the agents' processes N below the console's priority ($ESCALATE_ACP_NICE; 0: as the
+console; unset: escalate's default), named in the first line of the figures.
 Old against new: `git archive OLD | tar -x -C /tmp/old`, copy this file there, run both in turn.
 """
 
@@ -224,7 +226,7 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
     empty = [e for e in in_pane if e in pane_was_empty]
     load = os.getloadavg()
     print(f"ACP agents in one console: {agents} agents x {n} permissions each, {done} of {agents} runs done; "
-          f"load average {load[0]:.1f} {load[1]:.1f}")
+          f"agents' priority {_niceness()}; load average {load[0]:.1f} {load[1]:.1f}")
     rows = (("requested -> on screen (pane or inbox row)", [(on_screen[e] - sent[e]) / 1e6 for e in on_screen]),
             ("of it: requested -> raised on the broker", [(raised[e] - sent[e]) / 1e6 for e in on_screen]),
             ("of it: raised -> on screen", [(on_screen[e] - raised[e]) / 1e6 for e in on_screen]),
@@ -249,6 +251,15 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
           f"(n={len(frame_cpu)})")
     if profiler is not None:
         profiler.report(total)
+
+
+def _niceness() -> str:
+    """The agents' priority, as escalate sets it (the code measured may predate it)."""
+    try:
+        from engine.runtime.acp.priority import NICE_VARIABLE, agent_niceness
+    except ImportError:
+        return "as the console's (no $ESCALATE_ACP_NICE in this code)"
+    return f"nice +{agent_niceness()} below the console (${NICE_VARIABLE})"
 
 
 class ConsoleProfile:
@@ -349,9 +360,13 @@ if __name__ == "__main__":
     parser.add_argument("--agents", type=int, default=1)
     parser.add_argument("--console", action="store_true")
     parser.add_argument("--profile", action="store_true", help="with --console: where the console's work goes")
+    parser.add_argument("--nice", type=int, metavar="N",
+                        help="the agents' priority below the console: sets $ESCALATE_ACP_NICE (0: as the console)")
     parser.add_argument("--plain-loop", action="store_true",
                         help="with --console: asyncio's own loop (the figures before this flag), not the PriorityLoop")
     args = parser.parse_args()
+    if args.nice is not None:
+        os.environ["ESCALATE_ACP_NICE"] = str(args.nice)
     if args.console:  # on the loop `escalate` runs the console on (EscalateApp.run): runs' work after the console's
         from engine.runtime.priority_loop import PriorityLoop
 

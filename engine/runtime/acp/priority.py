@@ -3,24 +3,25 @@ than escalate: a console showing 20 agents must draw a key's answer before their
 a batch agent loses little by waiting a few milliseconds for a core (docs/acp.md, Figures).
 
 `ESCALATE_ACP_NICE` (0-19, default `DEFAULT_NICE`) is how much lower: 0 leaves them as escalate.
-Set in the child before it runs the command (`preexec_fn`: system calls only), so the command
-and everything it starts inherit it. Two knobs, since the child runs in a session of its own
-(its process group is ended whole, and it has no controlling terminal to stop on): its nice
-value, and on Linux with autogroups (`/proc/sys/kernel/sched_autogroup_enabled`) its session's
+Set by escalate as soon as the process has started, before it is sent anything, for its whole
+process group (what it starts later inherits it). Not in the child before exec: a `preexec_fn`
+makes Python fork the whole console instead of vfork (139 ms against 12 ms for a 300 MB process
+on this host, on the console's loop, per agent). Two knobs, since the child runs in a session of
+its own (its process group is ended whole, and it has no controlling terminal to stop on): its
+nice value, and on Linux with autogroups (`/proc/sys/kernel/sched_autogroup_enabled`) its session's
 autogroup nice value, as there each session is scheduled as one group and a process's nice only
 weighs against the others of its own session. The kernel takes an autogroup change from a user
-without CAP_SYS_ADMIN once per 100 ms (EAGAIN meanwhile: 20 agents starting at once), so escalate
-writes again what the child could not. Best effort: without either knob they run as escalate.
+without CAP_SYS_ADMIN once per 100 ms (EAGAIN meanwhile: 20 agents starting at once), so that
+write is tried again for a while. Best effort: without either knob they run as escalate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import functools
 import os
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 NICE_VARIABLE = "ESCALATE_ACP_NICE"
 # bench_acp.py --console --agents 20 (docs/acp.md, Figures): 10 gives an agent's session a tenth
@@ -49,42 +50,24 @@ def agent_niceness(environ: Mapping[str, str] = os.environ) -> int:
     return value
 
 
-class Lowered:
-    """A child process `by` below escalate: `child` is the `preexec_fn` of its start (with
-    `start_new_session`), `settle(pid)` after the start writes the autogroup the kernel made the
-    child wait for."""
-
-    def __init__(self, by: int) -> None:
-        own = _autogroup_nice(Path("/proc/self/autogroup"))
-        self.autogroup = None if own is None else min(MAX_NICE, own + by)
-        self.child: Callable[[], None] | None = functools.partial(_lower_self, by, self.autogroup) if by > 0 else None
-
-    def settle(self, pid: int) -> asyncio.Task[None] | None:
-        """The autogroup of the started child `pid`, when it is not set yet: a task that tries
-        again (returned: cancel it when the process ends)."""
-        if self.child is None or self.autogroup is None:
-            return None
-        now = _autogroup_nice(Path(f"/proc/{pid}/autogroup"))
-        if now is None or now == self.autogroup or _set_autogroup(pid, self.autogroup):  # gone, set by the child, set now
-            return None
-        return asyncio.ensure_future(_retry_autogroup(pid, self.autogroup))
-
-
-def _lower_self(by: int, autogroup: int | None) -> None:
-    """In the child, between fork and exec (after setsid): system calls only, no error raised."""
-    try:
-        os.nice(by)
-    except OSError:
+def lower_priority(pid: int, by: int) -> asyncio.Task[None] | None:
+    """The process group `pid`, just started in a session of its own, `by` below escalate: its
+    nice value and its session's autogroup, at once (before escalate says a word to it), or the
+    autogroup, when the kernel says to wait, by a task that tries again (returned: cancel it when
+    the process ends)."""
+    if by <= 0:
+        return None
+    try:  # the whole group: whatever the command started in its first moments too
+        os.setpriority(os.PRIO_PGRP, pid, min(MAX_NICE, os.getpriority(os.PRIO_PROCESS, 0) + by))
+    except OSError:  # gone already, or not allowed: it runs as it is
         pass
-    if autogroup is not None:
-        try:
-            fd = os.open("/proc/self/autogroup", os.O_WRONLY)
-            try:
-                os.write(fd, str(autogroup).encode())
-            finally:
-                os.close(fd)
-        except OSError:  # EAGAIN: the parent writes it (Lowered.settle)
-            pass
+    own = _autogroup_nice(Path("/proc/self/autogroup"))
+    if own is None:  # no autogroups here
+        return None
+    value = min(MAX_NICE, own + by)
+    if _set_autogroup(pid, value):
+        return None
+    return asyncio.ensure_future(_retry_autogroup(pid, value))
 
 
 async def _retry_autogroup(pid: int, value: int) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Awaitable, TypeVar
 
 from engine.flow.flow_api import FlowError
 from engine.flow.spec import acp_argv
-from engine.runtime.acp.priority import Lowered, agent_niceness
+from engine.runtime.acp.priority import agent_niceness, lower_priority
 from engine.runtime.acp.wire import MAX_MESSAGE, BoundedTransport, StderrTail
 
 T = TypeVar("T")
@@ -50,20 +50,20 @@ class AgentProcess:
 
         try:
             argv = acp_argv(self.command)
-            lowered = Lowered(agent_niceness())
+            nice = agent_niceness()
         except ValueError as exc:  # an unsplittable command, a bad $ESCALATE_ACP_NICE
             raise AcpFailure(f"{self.label}: {exc}") from None
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=self.workspace, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, start_new_session=True,  # its own group: ended whole
-                preexec_fn=lowered.child, limit=MAX_MESSAGE,
+                limit=MAX_MESSAGE,
             )
         except FileNotFoundError:
             raise AcpFailure(f"{self.label}: not installed ({argv[0]!r} is not on PATH)") from None
         except (OSError, ValueError) as exc:
             raise AcpFailure(f"{self.label}: cannot start: {getattr(exc, 'strerror', None) or exc}") from None
-        self._lowering = lowered.settle(self.proc.pid)
+        self._lowering = lower_priority(self.proc.pid, nice)
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self.stderr = StderrTail(self.proc.stderr)
         self.transport = BoundedTransport(self.proc.stdout, self.proc.stdin)

@@ -14,7 +14,7 @@ import shlex
 import signal
 from typing import Any
 
-from engine.runtime.acp.priority import Lowered, agent_niceness
+from engine.runtime.acp.priority import agent_niceness, lower_priority
 from engine.runtime.tools.workspace import PathRefused, Workspace
 
 DEFAULT_LIMIT = 64_000  # bytes of output kept when the agent names no limit
@@ -66,7 +66,7 @@ class Terminals:
             raise RequestError(-32000, f"too many terminals open (at most {MAX_TERMINALS})")
         try:
             folder = self.workspace.resolve(cwd) if cwd else self.workspace.root
-            lowered = Lowered(agent_niceness())  # as the agent's (priority.py)
+            nice = agent_niceness()  # as the agent's (priority.py)
         except (PathRefused, ValueError) as exc:
             raise RequestError(-32000, str(exc)) from None
         environ = dict(os.environ)
@@ -77,12 +77,11 @@ class Terminals:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=folder, env=environ, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-                preexec_fn=lowered.child,
             )
         except (OSError, ValueError) as exc:
             raise RequestError(-32000, f"cannot run {command!r}: {getattr(exc, 'strerror', None) or exc}") from None
         terminal_id = f"term-{next(self._ids)}"
-        self._open[terminal_id] = _Terminal(proc, max(0, min(limit or DEFAULT_LIMIT, MAX_LIMIT)), lowered.settle(proc.pid))
+        self._open[terminal_id] = _Terminal(proc, max(0, min(limit or DEFAULT_LIMIT, MAX_LIMIT)), lower_priority(proc.pid, nice))
         return terminal_id
 
     def _get(self, terminal_id: str) -> _Terminal:
