@@ -18,7 +18,9 @@ by the agent); the person answers from the pane with the key `1` (Allow once) as
 on screen. Figures, per request: requested -> the first frame showing it (in the pane when the
 pane was empty: every request with one agent; else as an inbox row), split into requested ->
 raised and raised -> in the pane; the key -> the agent has its option; the key -> the screen
-updated (the next request, or the pane gone); the console's CPU between key and screen.
+updated (the next request, or the pane gone); the console's CPU between key and screen, and the
+rest (waiting: for a core, which the agents' processes and the host's load take, or for the next
+frame's tick).
 The machine is shared: the load average is printed with the figures. Counted, which the load
 does not distort: per request, the console's CPU (this process: the ACP client and the frames),
 frames sent, layout passes of the screen (compositor reflows) and widget renders, by widget.
@@ -236,7 +238,8 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
             ("console CPU between raised and the pane", [pane_cpu[e] * 1000 for e in empty]),
             ("key -> agent told (its option in hand)", told),
             ("key -> screen updated", keys),
-            ("console CPU between key and screen", cpu))
+            ("console CPU between key and screen", cpu),
+            ("key -> screen less that CPU (waiting)", [k - c for k, c in zip(keys, cpu)]))
     for name, values in rows:
         if values:
             print(f"  {name:44s} n={len(values):4d}  median {statistics.median(values):6.2f} ms  "
