@@ -102,14 +102,6 @@ def events(handle: RunHandle, type_: str) -> list[dict[str, Any]]:
     return [e.fields for e in handle.events if e.type == type_]
 
 
-@pytest.fixture(autouse=True)
-def _agents_at_the_suites_priority(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The scripted agents run at the suite's own priority: at escalate's default (+10,
-    engine/runtime/acp/priority.py) a host loaded by other work starves them (load 25: an agent's
-    first escalation took over the 30 s guard, 24 s at 0). test_acp_priority.py sets its own."""
-    monkeypatch.setenv("ESCALATE_ACP_NICE", "0")
-
-
 @pytest.fixture
 def acp(tmp_path: Path) -> AcpHarness:
     return AcpHarness(tmp_path)

@@ -84,7 +84,7 @@ class Scripted(Agent):
                          **kwargs: Any) -> InitializeResponse:
         self.trace(event="initialize", fs=client_capabilities.fs.write_text_file if client_capabilities else None,
                    terminal=client_capabilities.terminal if client_capabilities else None,
-                   nice=os.getpriority(os.PRIO_PROCESS, 0), autogroup=autogroup_nice())
+                   nice=os.getpriority(os.PRIO_PROCESS, 0), autogroup=autogroup_nice(), pid=os.getpid())
         return InitializeResponse(protocol_version=self.script.get("protocol_version", PROTOCOL_VERSION),
                                   agent_capabilities=AgentCapabilities(load_session=bool(self.script.get("load_session"))))
 

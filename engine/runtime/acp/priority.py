@@ -1,8 +1,15 @@
 """ACP agents' processes (and the commands they run through escalate) at a lower CPU priority
-than escalate: a console showing 20 agents must draw a key's answer before their next lines, and
-a batch agent loses little by waiting a few milliseconds for a core (docs/acp.md, Figures).
+than escalate when several run at once: a console showing 20 agents must draw a key's answer
+before their next lines (docs/acp.md, Priority and Figures).
 
-`ESCALATE_ACP_NICE` (0-19, default `DEFAULT_NICE`) is how much lower: 0 leaves them as escalate.
+One agent runs as escalate. The k-th agent running at once in this process starts log_1.25(k)
+nice levels lower (2: 3, 5: 7, 10 and more: 10), at most `ESCALATE_ACP_NICE` (0-19, default
+`DEFAULT_NICE`; 0: always as escalate): each nice level is a weight 1.25 times smaller, so k
+agents together weigh about as much as log(k) programs, not k of them, and a lone agent keeps
+its whole share of a machine busy with other work (a fixed +10 made one agent's "answered ->
+told" median 7-15 ms against 0.4 ms on this host at load 15-20). A command an agent runs through
+escalate starts at the level of the agents running then.
+
 Set by escalate as soon as the process has started, before it is sent anything, for its whole
 process group (what it starts later inherits it). Not in the child before exec: a `preexec_fn`
 makes Python fork the whole console instead of vfork (139 ms against 12 ms for a 300 MB process
@@ -19,14 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import math
 import os
 from pathlib import Path
 from typing import Mapping
 
 NICE_VARIABLE = "ESCALATE_ACP_NICE"
-# bench_acp.py --console --agents 20 (docs/acp.md, Figures): 10 gives an agent's session a tenth
-# of the console's weight when both want a core.
-DEFAULT_NICE = 10
+DEFAULT_NICE = 10  # the lowest an agent goes by default: the 9th agent running at once and beyond
+LEVEL = 1.25  # the kernel's weight ratio between two nice values
 MAX_NICE = 19
 AUTOGROUP_RETRY = 0.11  # seconds: the kernel's limit on autogroup changes is one per 100 ms
 AUTOGROUP_TRIES = 50  # ~5.5 s: 20 agents started at once by an unprivileged user all get theirs
@@ -37,7 +44,7 @@ class NiceError(ValueError):
 
 
 def agent_niceness(environ: Mapping[str, str] = os.environ) -> int:
-    """How much lower the agents' priority is than escalate's ($ESCALATE_ACP_NICE, else the default)."""
+    """How much lower an agent's priority goes at most ($ESCALATE_ACP_NICE, else the default)."""
     given = environ.get(NICE_VARIABLE, "").strip()
     if not given:
         return DEFAULT_NICE
@@ -48,6 +55,30 @@ def agent_niceness(environ: Mapping[str, str] = os.environ) -> int:
     if not 0 <= value <= MAX_NICE:
         raise NiceError(f"${NICE_VARIABLE}={given[:40]!r}: give a whole number from 0 (as escalate) to {MAX_NICE} (lowest)")
     return value
+
+
+class Crowd:
+    """The ACP agents running in this process: how much lower the next one starts."""
+
+    def __init__(self) -> None:
+        self.running = 0
+
+    def join(self, cap: int) -> int:
+        """An agent starts: its nice offset (its place among those running, at most `cap`)."""
+        self.running += 1
+        return self.offset(cap)
+
+    def leave(self) -> None:
+        self.running = max(0, self.running - 1)
+
+    def offset(self, cap: int) -> int:
+        """The offset of the agents running now (a command one of them runs starts at it)."""
+        if self.running <= 1:
+            return 0
+        return min(cap, round(math.log(self.running) / math.log(LEVEL)))
+
+
+CROWD = Crowd()
 
 
 def lower_priority(pid: int, by: int) -> asyncio.Task[None] | None:

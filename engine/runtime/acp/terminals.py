@@ -14,7 +14,7 @@ import shlex
 import signal
 from typing import Any
 
-from engine.runtime.acp.priority import agent_niceness, lower_priority
+from engine.runtime.acp.priority import CROWD, agent_niceness, lower_priority
 from engine.runtime.tools.workspace import PathRefused, Workspace
 
 DEFAULT_LIMIT = 64_000  # bytes of output kept when the agent names no limit
@@ -66,7 +66,7 @@ class Terminals:
             raise RequestError(-32000, f"too many terminals open (at most {MAX_TERMINALS})")
         try:
             folder = self.workspace.resolve(cwd) if cwd else self.workspace.root
-            nice = agent_niceness()  # as the agent's (priority.py)
+            nice = CROWD.offset(agent_niceness())  # the agents' level now (priority.py)
         except (PathRefused, ValueError) as exc:
             raise RequestError(-32000, str(exc)) from None
         environ = dict(os.environ)
