@@ -3,12 +3,12 @@ than escalate when several run at once: a console showing 20 agents must draw a 
 before their next lines (docs/acp.md, Priority and Figures).
 
 One agent runs as escalate. The k-th agent running at once in this process starts log_1.25(k)
-nice levels lower (2: 3, 5: 7, 10 and more: 10), at most `ESCALATE_ACP_NICE` (0-19, default
+nice levels lower (2: 3, 5: 7, 9 and more: 10), at most `ESCALATE_ACP_NICE` (0-19, default
 `DEFAULT_NICE`; 0: always as escalate): each nice level is a weight 1.25 times smaller, so k
-agents together weigh about as much as log(k) programs, not k of them, and a lone agent keeps
-its whole share of a machine busy with other work (a fixed +10 made one agent's "answered ->
-told" median 7-15 ms against 0.4 ms on this host at load 15-20). A command an agent runs through
-escalate starts at the level of the agents running then.
+agents together weigh about as much as 1 + ln(k) programs (20: about 4), not k of them, and a
+lone agent keeps its whole share of a machine busy with other work (a fixed +10 made one
+agent's "answered -> told" median 7-15 ms against 0.4 ms on this host at load 15-20). A command
+an agent runs through escalate starts at the level of the agents running then.
 
 Set by escalate as soon as the process has started, before it is sent anything, for its whole
 process group (what it starts later inherits it). Not in the child before exec: a `preexec_fn`
