@@ -27,8 +27,9 @@ frames sent, layout passes of the screen (compositor reflows) and widget renders
 Also the console's CPU per frame drawn (thread time, median and p95: what the load inflates
 least). --profile prints where the console's own work goes (cProfile of its frames, broker and
 run news and the pane's key; the agents' ACP traffic left out), sorted by internal time.
---nice N: the agents' processes N below the console's priority ($ESCALATE_ACP_NICE; 0: as the
-console; unset: escalate's default), named in the first line of the figures.
+--nice N: the lowest the agents' processes go below the console's priority ($ESCALATE_ACP_NICE;
+0: as the console; unset: escalate's default, 10; engine/runtime/acp/priority.py), named in the
+first line of the figures.
 Old against new: `git archive OLD | tar -x -C /tmp/old`, copy this file there, run both in turn.
 """
 
@@ -262,7 +263,10 @@ def _niceness() -> str:
         from engine.runtime.acp.priority import NICE_VARIABLE, agent_niceness
     except ImportError:
         return "as the console's (no $ESCALATE_ACP_NICE in this code)"
-    return f"nice +{agent_niceness()} below the console (${NICE_VARIABLE})"
+    cap = agent_niceness()
+    if cap == 0:
+        return f"as the console's (${NICE_VARIABLE}=0)"
+    return f"the k-th running at once log_1.25(k) nice levels below the console, at most {cap} (${NICE_VARIABLE})"
 
 
 class ConsoleProfile:
@@ -364,7 +368,7 @@ if __name__ == "__main__":
     parser.add_argument("--console", action="store_true")
     parser.add_argument("--profile", action="store_true", help="with --console: where the console's work goes")
     parser.add_argument("--nice", type=int, metavar="N",
-                        help="the agents' priority below the console: sets $ESCALATE_ACP_NICE (0: as the console)")
+                        help="the lowest the agents' priority goes below the console: sets $ESCALATE_ACP_NICE (0: as the console)")
     parser.add_argument("--plain-loop", action="store_true",
                         help="with --console: asyncio's own loop (the figures before this flag), not the PriorityLoop")
     args = parser.parse_args()
