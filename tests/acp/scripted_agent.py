@@ -5,7 +5,7 @@ The script is a JSON object: `turns`, a list (one per prompt, in order) of lists
 holding the next turn's index, so that an agent started again goes on where the last one
 stopped), `trace` (a file
 where the agent appends one JSON line per thing it saw: prompts, permission outcomes, file and
-terminal results, cancels, session loads). Steps:
+terminal results, cancels, session loads; at `initialize`, its nice value and its autogroup's). Steps:
 
   {"say": "text"}                 agent_message_chunk (split in `chunks` pieces when given)
   {"think": "text"}               agent_thought_chunk
@@ -15,6 +15,7 @@ terminal results, cancels, session loads). Steps:
                                   asks; says "outcome: <option id | cancelled>"
   {"write": [path, content]}, {"read": path}, {"run": [command, [args...]]}   client methods;
                                   each says its result or "error: <message>"
+  {"spawn": [command, [args...]]} a terminal left running (traced: its id)
   {"wait": seconds}               sleeps (a cancel ends it: stop reason cancelled)
   {"echo": true}                  says "echo: <the prompt's last line>"
   {"usage": [used, size, cost]}   a usage_update (cost in USD, or null)
@@ -53,6 +54,15 @@ from acp import (
 from acp.schema import AgentCapabilities, Cost, PermissionOption, ToolCallUpdate, Usage, UsageUpdate
 
 
+def autogroup_nice() -> int | None:
+    """This process's autogroup's nice value (Linux; None without autogroups)."""
+    try:
+        words = open("/proc/self/autogroup").read().split()
+    except OSError:
+        return None
+    return int(words[words.index("nice") + 1])
+
+
 class Scripted(Agent):
     def __init__(self, script: dict[str, Any]) -> None:
         self.script = script
@@ -73,7 +83,8 @@ class Scripted(Agent):
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
                          **kwargs: Any) -> InitializeResponse:
         self.trace(event="initialize", fs=client_capabilities.fs.write_text_file if client_capabilities else None,
-                   terminal=client_capabilities.terminal if client_capabilities else None)
+                   terminal=client_capabilities.terminal if client_capabilities else None,
+                   nice=os.getpriority(os.PRIO_PROCESS, 0), autogroup=autogroup_nice(), pid=os.getpid())
         return InitializeResponse(protocol_version=self.script.get("protocol_version", PROTOCOL_VERSION),
                                   agent_capabilities=AgentCapabilities(load_session=bool(self.script.get("load_session"))))
 
@@ -161,6 +172,9 @@ class Scripted(Agent):
                 await self.conn.release_terminal(session_id=sid, terminal_id=made.terminal_id)
                 return f"exit {exit_status.exit_code}: {out.output.strip()}"
             await self.client_call(sid, "run", run, str)
+        elif "spawn" in step:  # a command left running: its terminal's id traced, nothing awaited
+            made = await self.conn.create_terminal(session_id=sid, command=step["spawn"][0], args=step["spawn"][1])
+            self.trace(event="spawn", terminal=made.terminal_id)
         elif "echo" in step:
             await self.say(sid, "echo: " + self.prompt_text.rsplit("\n", 1)[-1])
         elif "usage" in step:

@@ -18,13 +18,18 @@ by the agent); the person answers from the pane with the key `1` (Allow once) as
 on screen. Figures, per request: requested -> the first frame showing it (in the pane when the
 pane was empty: every request with one agent; else as an inbox row), split into requested ->
 raised and raised -> in the pane; the key -> the agent has its option; the key -> the screen
-updated (the next request, or the pane gone); the console's CPU between key and screen.
+updated (the next request, or the pane gone); the console's CPU between key and screen, and the
+rest (waiting: for a core, which the agents' processes and the host's load take, or for the next
+frame's tick).
 The machine is shared: the load average is printed with the figures. Counted, which the load
 does not distort: per request, the console's CPU (this process: the ACP client and the frames),
 frames sent, layout passes of the screen (compositor reflows) and widget renders, by widget.
 Also the console's CPU per frame drawn (thread time, median and p95: what the load inflates
 least). --profile prints where the console's own work goes (cProfile of its frames, broker and
 run news and the pane's key; the agents' ACP traffic left out), sorted by internal time.
+--nice N: the lowest the agents' processes go below the console's priority ($ESCALATE_ACP_NICE;
+0: as the console; unset: escalate's default, 10; engine/runtime/acp/priority.py), named in the
+first line of the figures.
 Old against new: `git archive OLD | tar -x -C /tmp/old`, copy this file there, run both in turn.
 """
 
@@ -224,7 +229,7 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
     empty = [e for e in in_pane if e in pane_was_empty]
     load = os.getloadavg()
     print(f"ACP agents in one console: {agents} agents x {n} permissions each, {done} of {agents} runs done; "
-          f"load average {load[0]:.1f} {load[1]:.1f}")
+          f"agents' priority {_niceness()}; load average {load[0]:.1f} {load[1]:.1f}")
     rows = (("requested -> on screen (pane or inbox row)", [(on_screen[e] - sent[e]) / 1e6 for e in on_screen]),
             ("of it: requested -> raised on the broker", [(raised[e] - sent[e]) / 1e6 for e in on_screen]),
             ("of it: raised -> on screen", [(on_screen[e] - raised[e]) / 1e6 for e in on_screen]),
@@ -234,7 +239,8 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
             ("console CPU between raised and the pane", [pane_cpu[e] * 1000 for e in empty]),
             ("key -> agent told (its option in hand)", told),
             ("key -> screen updated", keys),
-            ("console CPU between key and screen", cpu))
+            ("console CPU between key and screen", cpu),
+            ("key -> screen less that CPU (waiting)", [k - c for k, c in zip(keys, cpu)]))
     for name, values in rows:
         if values:
             print(f"  {name:44s} n={len(values):4d}  median {statistics.median(values):6.2f} ms  "
@@ -249,6 +255,18 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
           f"(n={len(frame_cpu)})")
     if profiler is not None:
         profiler.report(total)
+
+
+def _niceness() -> str:
+    """The agents' priority, as escalate sets it (the code measured may predate it)."""
+    try:
+        from engine.runtime.acp.priority import NICE_VARIABLE, agent_niceness
+    except ImportError:
+        return "as the console's (no $ESCALATE_ACP_NICE in this code)"
+    cap = agent_niceness()
+    if cap == 0:
+        return f"as the console's (${NICE_VARIABLE}=0)"
+    return f"the k-th running at once log_1.25(k) nice levels below the console, at most {cap} (${NICE_VARIABLE})"
 
 
 class ConsoleProfile:
@@ -349,9 +367,13 @@ if __name__ == "__main__":
     parser.add_argument("--agents", type=int, default=1)
     parser.add_argument("--console", action="store_true")
     parser.add_argument("--profile", action="store_true", help="with --console: where the console's work goes")
+    parser.add_argument("--nice", type=int, metavar="N",
+                        help="the lowest the agents' priority goes below the console: sets $ESCALATE_ACP_NICE (0: as the console)")
     parser.add_argument("--plain-loop", action="store_true",
                         help="with --console: asyncio's own loop (the figures before this flag), not the PriorityLoop")
     args = parser.parse_args()
+    if args.nice is not None:
+        os.environ["ESCALATE_ACP_NICE"] = str(args.nice)
     if args.console:  # on the loop `escalate` runs the console on (EscalateApp.run): runs' work after the console's
         from engine.runtime.priority_loop import PriorityLoop
 

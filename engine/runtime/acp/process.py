@@ -16,6 +16,7 @@ from typing import Any, Awaitable, TypeVar
 
 from engine.flow.flow_api import FlowError
 from engine.flow.spec import acp_argv
+from engine.runtime.acp.priority import CROWD, agent_niceness, lower_priority
 from engine.runtime.acp.wire import MAX_MESSAGE, BoundedTransport, StderrTail
 
 T = TypeVar("T")
@@ -40,6 +41,8 @@ class AgentProcess:
         self.stderr: StderrTail | None = None
         self.can_load = False  # the agent said it supports `session/load`
         self.session_id: str | None = None
+        self._lowering: asyncio.Task[None] | None = None  # its autogroup's priority, when the kernel said to wait
+        self._in_crowd = False  # counted among the agents running (priority.py)
 
     async def start(self) -> None:
         """Start the process and agree on the protocol (raises AcpFailure)."""
@@ -48,7 +51,8 @@ class AgentProcess:
 
         try:
             argv = acp_argv(self.command)
-        except ValueError as exc:
+            cap = agent_niceness()
+        except ValueError as exc:  # an unsplittable command, a bad $ESCALATE_ACP_NICE
             raise AcpFailure(f"{self.label}: {exc}") from None
         try:
             self.proc = await asyncio.create_subprocess_exec(
@@ -60,6 +64,8 @@ class AgentProcess:
             raise AcpFailure(f"{self.label}: not installed ({argv[0]!r} is not on PATH)") from None
         except (OSError, ValueError) as exc:
             raise AcpFailure(f"{self.label}: cannot start: {getattr(exc, 'strerror', None) or exc}") from None
+        self._in_crowd = True
+        self._lowering = lower_priority(self.proc.pid, CROWD.join(cap))
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self.stderr = StderrTail(self.proc.stderr)
         self.transport = BoundedTransport(self.proc.stdout, self.proc.stdin)
@@ -164,6 +170,11 @@ class AgentProcess:
         """End the agent and everything it started: its stdin closed, a short grace, then its
         whole process group killed; the pipes closed and the process reaped."""
         proc, self.proc = self.proc, None
+        if self._lowering is not None:
+            self._lowering.cancel()  # its pid is not written to after it is reaped
+        if self._in_crowd:
+            self._in_crowd = False
+            CROWD.leave()
         if self.conn is not None:
             try:
                 await asyncio.wait_for(self.conn.close(), 1.0)

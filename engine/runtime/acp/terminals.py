@@ -14,6 +14,7 @@ import shlex
 import signal
 from typing import Any
 
+from engine.runtime.acp.priority import CROWD, agent_niceness, lower_priority
 from engine.runtime.tools.workspace import PathRefused, Workspace
 
 DEFAULT_LIMIT = 64_000  # bytes of output kept when the agent names no limit
@@ -22,8 +23,9 @@ MAX_TERMINALS = 32  # at once, per agent
 
 
 class _Terminal:
-    def __init__(self, proc: asyncio.subprocess.Process, limit: int) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, limit: int, lowering: asyncio.Task[None] | None) -> None:
         self.proc = proc
+        self.lowering = lowering  # its autogroup's priority, when the kernel said to wait (priority.py)
         self.limit = limit
         self.output = bytearray()
         self.truncated = False
@@ -64,7 +66,8 @@ class Terminals:
             raise RequestError(-32000, f"too many terminals open (at most {MAX_TERMINALS})")
         try:
             folder = self.workspace.resolve(cwd) if cwd else self.workspace.root
-        except PathRefused as exc:
+            nice = CROWD.offset(agent_niceness())  # the agents' level now (priority.py)
+        except (PathRefused, ValueError) as exc:
             raise RequestError(-32000, str(exc)) from None
         environ = dict(os.environ)
         for var in env or ():
@@ -78,7 +81,7 @@ class Terminals:
         except (OSError, ValueError) as exc:
             raise RequestError(-32000, f"cannot run {command!r}: {getattr(exc, 'strerror', None) or exc}") from None
         terminal_id = f"term-{next(self._ids)}"
-        self._open[terminal_id] = _Terminal(proc, max(0, min(limit or DEFAULT_LIMIT, MAX_LIMIT)))
+        self._open[terminal_id] = _Terminal(proc, max(0, min(limit or DEFAULT_LIMIT, MAX_LIMIT)), lower_priority(proc.pid, nice))
         return terminal_id
 
     def _get(self, terminal_id: str) -> _Terminal:
@@ -113,6 +116,8 @@ class Terminals:
     async def release(self, terminal_id: str) -> None:
         t = self._open.pop(terminal_id, None)
         if t is not None:
+            if t.lowering is not None:
+                t.lowering.cancel()
             _kill_group(t.proc)
             await t.proc.wait()
             t.reader.cancel()
