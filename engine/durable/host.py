@@ -68,6 +68,7 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
 
     @DBOS.workflow(name=WORKFLOW_NAME)
     async def escalate_run(run_id: str) -> None:
+        steps.begin(run_id)  # its recorded steps: read at its first step, once
         host = _HOST
         if host is not None and host.executor is None:
             # Dequeued as a worker starts, before its engines exist (DBOS's queue is listened to
@@ -334,7 +335,7 @@ class DurableHost:
         # DBOS sets its own level at launch; its warnings (a task cancelled as a process stops on
         # purpose) are not the user's business.
         logging.getLogger("dbos").setLevel(logging.ERROR)
-        steps.enable()
+        steps.enable(self.db)
 
     def close(self) -> None:
         global _HOST
