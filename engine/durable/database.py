@@ -698,16 +698,30 @@ def _write_batch(c: sa.Connection, batch: list[dict[str, Any]], tokens: dict[str
     which may have come after its commit, a connection lost then) and token counts."""
     if not batch and not tokens:
         return
-    if c.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    add_events, set_tokens = _batch_statements(c.dialect.name)
     if batch:
-        c.execute(insert(events).on_conflict_do_nothing(), batch)
+        c.execute(add_events, batch)
     if tokens:
+        c.execute(set_tokens, [{"run_id": run_id, "tokens": count} for run_id, count in tokens.items()])
+
+
+_BATCH_STATEMENTS: dict[str, tuple[Any, Any]] = {}
+
+
+def _batch_statements(dialect: str) -> tuple[Any, Any]:
+    """Built once per dialect: a step writes its run's events in its transaction (steps.py), and
+    building the two statements cost more than executing them (SQLAlchemy's coercions)."""
+    built = _BATCH_STATEMENTS.get(dialect)
+    if built is None:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
         upsert = insert(run_tokens)
-        c.execute(upsert.on_conflict_do_update(index_elements=[run_tokens.c.run_id], set_={"tokens": upsert.excluded.tokens}),
-                  [{"run_id": run_id, "tokens": count} for run_id, count in tokens.items()])
+        built = _BATCH_STATEMENTS[dialect] = (
+            insert(events).on_conflict_do_nothing(),
+            upsert.on_conflict_do_update(index_elements=[run_tokens.c.run_id], set_={"tokens": upsert.excluded.tokens}))
+    return built
 
 
 def _create_file(path: Path) -> None:
