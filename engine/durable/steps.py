@@ -47,8 +47,8 @@ _AUDIT = os.environ.get("ESCALATE_STEP_AUDIT")
 
 @dataclass
 class _Recorded:
-    """One execution of a run: its recorded steps, read at its first step (step -> name, result
-    JSON, error JSON, format)."""
+    """One execution of a run: its recorded steps not replayed yet, read at its first step
+    (step -> name, result JSON, error JSON, format)."""
 
     run_id: str
     steps: dict[int, tuple[str, str | None, str | None, str | None]] = field(default_factory=dict)
@@ -106,10 +106,10 @@ async def step(name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     _in_flight[run_id] = _in_flight.get(run_id, 0) + 1
     try:
         await _load(_db, execution)
-        recorded = execution.steps.get(number)
+        recorded = execution.steps.pop(number, None)  # each number comes once an execution: not kept
         if recorded is not None:
-            return _replayed(run_id, number, name, recorded)  # type: ignore[no-any-return]
-        return await _live(_db, execution, number, name, fn, args)  # type: ignore[no-any-return]
+            return _replayed(run_id, number, name, recorded)
+        return await _live(_db, execution, number, name, fn, args)
     finally:
         left = _in_flight[run_id] - 1
         if left:
@@ -153,7 +153,6 @@ async def _record(db: "Database", execution: _Recorded, number: int, name: str, 
         # Another execution of this run recorded the step first: as DBOS does with an execution
         # that lost its workflow, this one stops (a BaseException: no handler of the run takes it).
         raise dbos_error.DBOSWorkflowConflictIDError(run_id)
-    execution.steps[number] = (name, result, error, JSON_FORMAT)
     if _AUDIT:
         _audit("recorded", f"{run_id}.{number}", name)
 
@@ -169,7 +168,7 @@ def _text(sql: str) -> "sa.TextClause":
         import sqlalchemy as sa
 
         built = _statements[sql] = sa.text(sql)
-    return built  # type: ignore[no-any-return]
+    return built
 
 
 def _insert(c: "sa.Connection", row: dict[str, Any]) -> bool:
