@@ -178,3 +178,19 @@ def test_a_run_recorded_in_dbos_s_table_by_an_older_escalate_replays_from_there(
     assert {f"{OLD_RUN}.{number}" for (number,) in ours} == {e["key"] for e in ran if e["kind"] == "recorded"}
     assert min(number for (number,) in ours) > max(number for number, _ in old_steps)
     assert after == sum(1 for _, name in old_steps if name == "model turn")  # nothing more in DBOS's table
+
+
+def test_a_recorded_step_that_is_not_json_is_named_in_one_line(tmp_path) -> None:
+    """A hostile row in escalate_steps (a copied database): the run stops, naming the row; no
+    traceback, nothing else of the row used."""
+    from tests.durable.test_pickle_rows import escalate, interrupted_run
+
+    db_url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    run_id = interrupted_run(tmp_path, db_url)
+    with closing(sqlite3.connect(tmp_path / "escalate.db")) as conn, conn:
+        (first,) = conn.execute("SELECT min(step) FROM escalate_steps WHERE run_id = ?", (run_id,)).fetchone()
+        conn.execute("UPDATE escalate_steps SET result = '{not json' WHERE run_id = ? AND step = ?", (run_id, first))
+    proc = escalate(tmp_path, "resume", run_id, "--db", db_url)
+    assert proc.returncode not in (0, 4), proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert f"escalate_steps row '{run_id}.{first}': result: not JSON" in proc.stderr + proc.stdout
