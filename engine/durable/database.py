@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 import sqlalchemy as sa
 
@@ -27,6 +27,7 @@ from engine.private import create_private_file, make_folders
 __all__ = ["CREATE_LOCK_KEY", "Database", "DatabaseError", "resolve_url", "sqlite_path"]
 
 log = logging.getLogger("escalate.durable")
+T = TypeVar("T")
 
 # Statuses a run row can have: the engine's RunStatus values, plus "interrupted" (derived, never
 # stored: an active run whose owner stopped beating).
@@ -113,6 +114,18 @@ run_tokens = sa.Table(  # model tokens a run has used
     "escalate_run_tokens", metadata,
     sa.Column("run_id", sa.String(64), primary_key=True),
     sa.Column("tokens", sa.BigInteger, nullable=False),
+)
+
+# A run's recorded steps (engine/durable/steps.py): what each model turn, tool call and raised
+# escalation gave, numbered as DBOS numbers a workflow's steps; a replay gives these back. A run
+# recorded before version 3 has its steps in DBOS's `operation_outputs`, read too.
+step_results = sa.Table(
+    "escalate_steps", metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("result", sa.Text),  # JSON: what the step returned
+    sa.Column("error", sa.Text),  # JSON {"name", "message"}: what it raised instead
 )
 
 events = sa.Table(
@@ -208,15 +221,28 @@ class Database:
         """Change the run's row, in one transaction with its events not written yet: what the
         row says (waiting, done) never runs ahead of the log. A run that ended is never replayed,
         so an event lost after its end would stay lost (issue 22, finding 12)."""
-        with self._events_write:  # the writer's batch in flight, which may hold this run's earlier events
+        self.with_events(run_id, lambda c: c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields))))
+
+    def with_events(self, run_id: str, work: Callable[[sa.Connection], T]) -> T:
+        """`work(connection)` in one transaction with the run's events (and token count) not
+        written yet, after the writer's batch in flight (which may hold the run's earlier ones).
+        If the transaction fails they are queued again, ahead of the run's newer ones."""
+        with self._events_write:
             with self._events_lock:
                 mine = [row for row in self._events_queue if row["run_id"] == run_id]
                 if mine:
                     self._events_queue = [row for row in self._events_queue if row["run_id"] != run_id]
                 tokens = {run_id: self._tokens_queue.pop(run_id)} if run_id in self._tokens_queue else {}
-            with self.engine.begin() as c:
-                _write_batch(c, mine, tokens)
-                c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields)))
+            try:
+                with self.engine.begin() as c:
+                    _write_batch(c, mine, tokens)
+                    return work(c)
+            except BaseException:
+                with self._events_lock:
+                    self._events_queue[:0] = mine
+                    for key, count in tokens.items():  # a newer count queued since wins
+                        self._tokens_queue.setdefault(key, count)
+                raise
 
     def set_tokens(self, run_id: str, tokens: int) -> None:
         """The run's token count so far (one writer per run: the process running it), written
@@ -675,16 +701,30 @@ def _write_batch(c: sa.Connection, batch: list[dict[str, Any]], tokens: dict[str
     which may have come after its commit, a connection lost then) and token counts."""
     if not batch and not tokens:
         return
-    if c.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    add_events, set_tokens = _batch_statements(c.dialect.name)
     if batch:
-        c.execute(insert(events).on_conflict_do_nothing(), batch)
+        c.execute(add_events, batch)
     if tokens:
+        c.execute(set_tokens, [{"run_id": run_id, "tokens": count} for run_id, count in tokens.items()])
+
+
+_BATCH_STATEMENTS: dict[str, tuple[Any, Any]] = {}
+
+
+def _batch_statements(dialect: str) -> tuple[Any, Any]:
+    """Built once per dialect: a step writes its run's events in its transaction (steps.py), and
+    building the two statements cost more than executing them (SQLAlchemy's coercions)."""
+    built = _BATCH_STATEMENTS.get(dialect)
+    if built is None:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
         upsert = insert(run_tokens)
-        c.execute(upsert.on_conflict_do_update(index_elements=[run_tokens.c.run_id], set_={"tokens": upsert.excluded.tokens}),
-                  [{"run_id": run_id, "tokens": count} for run_id, count in tokens.items()])
+        built = _BATCH_STATEMENTS[dialect] = (
+            insert(events).on_conflict_do_nothing(),
+            upsert.on_conflict_do_update(index_elements=[run_tokens.c.run_id], set_={"tokens": upsert.excluded.tokens}))
+    return built
 
 
 def _create_file(path: Path) -> None:

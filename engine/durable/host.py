@@ -72,6 +72,7 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
 
     @DBOS.workflow(name=WORKFLOW_NAME)
     async def escalate_run(run_id: str) -> None:
+        steps.begin(run_id)  # its recorded steps: read at its first step, once
         host = _HOST
         if host is not None and await asyncio.to_thread(host.over, run_id):
             # Recovered or resumed after the run ended (its process killed between the run's
@@ -425,7 +426,7 @@ class DurableHost:
         # DBOS sets its own level at launch; its warnings (a task cancelled as a process stops on
         # purpose) are not the user's business.
         logging.getLogger("dbos").setLevel(logging.ERROR)
-        steps.enable()
+        steps.enable(self.db)
 
     def close(self) -> None:
         global _HOST

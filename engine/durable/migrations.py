@@ -3,7 +3,7 @@ migrates its own tables itself).
 
 `escalate_schema` holds one row, the version. A database made before it existed is read from
 its columns: version 1 is the schema of commit 4fad3c6, version 2 adds `digest` to
-`escalate_escalations`. Opening a database checks the version and what is missing of the tables
+`escalate_escalations`, version 3 the table `escalate_steps`. Opening a database checks the version and what is missing of the tables
 (from the catalog: no lock) and, only when something is to do, does it all in one transaction,
 one process at a time: on PostgreSQL under an advisory lock (waited for at most the connection's
 `lock_timeout`), on SQLite under BEGIN IMMEDIATE. Whoever comes second finds the work done.
@@ -39,10 +39,19 @@ def _add_digest(c: sa.Connection) -> None:
     c.execute(sa.text(f"ALTER TABLE {_ESCALATIONS} ADD COLUMN digest VARCHAR(64)"))
 
 
+def _add_steps(c: sa.Connection) -> None:
+    """2 -> 3: escalate records a run's steps in a table of its own (engine/durable/steps.py).
+    Steps recorded before stay in DBOS's `operation_outputs`, where a replay reads them too: none
+    is copied (DBOS's table may not exist yet, and its pickle rows are converted, or refused, only
+    when DBOS is launched)."""
+    c.execute(sa.text("CREATE TABLE IF NOT EXISTS escalate_steps (run_id VARCHAR(64) NOT NULL, step INTEGER NOT NULL, "
+                      "name TEXT NOT NULL, result TEXT, error TEXT, PRIMARY KEY (run_id, step))"))
+
+
 # MIGRATIONS[i] takes version i + 1 to i + 2. Each is written against the tables as they were
 # then (plain SQL, never the current `metadata`), and runs once, in the transaction that records
 # the version it reaches. A new one: append it, and its test in tests/durable/test_migrations.py.
-MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_add_digest,)
+MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_add_digest, _add_steps)
 CURRENT = 1 + len(MIGRATIONS)
 
 

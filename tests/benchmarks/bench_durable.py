@@ -123,8 +123,8 @@ async def bare_step(turns: int, folder: Path, own_engine: bool) -> float:
 
 
 def statements_per_turn(turns: int) -> None:
-    """SQL statements and commits a durable turn costs, by thread (counted: the host's load
-    does not move it)."""
+    """SQL statements and commits a durable turn costs, by thread, and the hops from a thread
+    (the loop's: MainThread) to a pool thread (counted: the host's load does not move them)."""
     import collections
     import re
     import threading
@@ -149,17 +149,27 @@ def statements_per_turn(turns: int) -> None:
     def connected(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.set_trace_callback(traced)
 
+    import concurrent.futures
+
+    submit = concurrent.futures.ThreadPoolExecutor.submit
+
+    def hop(pool: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:  # a hop: work handed to a thread, awaited back
+        counts[f"{thread()}: hop to a pool thread"] += 1
+        return submit(pool, fn, *args, **kwargs)
+
+    concurrent.futures.ThreadPoolExecutor.submit = hop  # type: ignore[method-assign]
     sa.event.listen(sa.engine.Engine, "before_cursor_execute", statement)
     sa.event.listen(sa.engine.Engine, "commit", commit)
     sa.event.listen(sa.engine.Engine, "connect", connected)
     try:
         asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True))
     finally:
+        concurrent.futures.ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
         sa.event.remove(sa.engine.Engine, "before_cursor_execute", statement)
         sa.event.remove(sa.engine.Engine, "commit", commit)
         sa.event.remove(sa.engine.Engine, "connect", connected)
     shown = ", ".join(f"{name} {n / turns:.2f}" for name, n in counts.most_common() if n >= turns / 20)
-    print(f"statements a durable turn, by thread ({turns} turns; open and close included): {shown}")
+    print(f"statements and hops a durable turn, by thread ({turns} turns; open and close included): {shown}")
 
 
 # One round in a checkout of escalate (its own bench_durable.one_run): [[wall, CPU of the process] s a

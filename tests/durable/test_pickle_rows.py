@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from engine.durable import database
 from engine.durable.database import Database
 from tests.tui.helpers import SIZE, make_app, wait_until
 
@@ -66,15 +67,19 @@ def _steps(conn: sa.Connection) -> sa.Table:
 
 
 def plant_pickle(db_url: str, run_id: str, target: Path) -> None:
-    """The run's first recorded step now holds a pickle whose unpickling writes `target`."""
+    """The run's first recorded step now holds a pickle whose unpickling writes `target`: moved
+    to DBOS's table, where an escalate before JSON (and before escalate_steps) recorded it."""
     db = Database(db_url)
     try:
         with db.engine.begin() as conn:
             steps = _steps(conn)
-            first = conn.execute(sa.select(sa.func.min(steps.c.function_id)).where(steps.c.workflow_uuid == run_id)).scalar()
+            ours = database.step_results
+            first, name = conn.execute(sa.select(ours.c.step, ours.c.name).where(ours.c.run_id == run_id)
+                                       .order_by(ours.c.step).limit(1)).one()
+            conn.execute(ours.delete().where(ours.c.run_id == run_id, ours.c.step == first))
             crafted = base64.b64encode(pickle.dumps(_Writes(target))).decode()
-            conn.execute(sa.update(steps).where(steps.c.workflow_uuid == run_id, steps.c.function_id == first)
-                         .values(output=crafted, serialization="py_pickle"))
+            conn.execute(steps.insert().values(workflow_uuid=run_id, function_id=first, function_name=name,
+                                               output=crafted, serialization="py_pickle"))
     finally:
         db.close()
 

@@ -1,6 +1,7 @@
-"""What a durable turn costs the database (issue 26): DBOS records steps on an engine with WAL and
-`synchronous=NORMAL` (its own engine synced the WAL at every commit), a turn's events and its
-token count wait for the writer's batch or the run's row change instead of a transaction each.
+"""What a durable turn costs the database (issue 26): a step is one transaction of escalate's, with
+the run's events; DBOS writes its workflow rows on an engine with WAL and `synchronous=NORMAL`
+(its own engine synced the WAL at every commit); a turn's events and its token count wait for the
+writer's batch, the run's next step or its row change instead of a transaction each.
 Counted, not timed: statements per thread on a real SQLite file, a real durable run."""
 
 from __future__ import annotations
@@ -62,20 +63,50 @@ async def _durable_run(tmp_path: Path) -> tuple[object, object]:
     return handle, services
 
 
-async def test_dbos_records_steps_on_an_engine_with_wal_and_synchronous_normal(tmp_path) -> None:
+async def test_a_step_is_one_transaction_of_ours_with_the_run_s_events(tmp_path, monkeypatch) -> None:
+    # Each model turn: one INSERT into escalate_steps, after the run's events queued before it, in
+    # one transaction; the run's recorded steps read once, not once a step; nothing through
+    # DBOS's step recording (before: 2 SELECTs, then an UPDATE and an INSERT into DBOS's
+    # operation_outputs, two transactions a step).
+    monkeypatch.setattr(database, "EVENTS_LINGER", 600.0, raising=False)
     with Statements() as statements:
         handle, services = await _durable_run(tmp_path)
     try:
+        ours = services.db.engine
+        assert not [sql for _, _, sql in statements.seen if sql.startswith("INSERT INTO main.operation_outputs")]
+        loads = [sql for _, _, sql in statements.seen if sql.startswith("SELECT step, name, result, error FROM escalate_steps")]
+        assert len(loads) == 1
+        by_thread: dict[str, list[str]] = {}
+        for thread, pool, sql in statements.seen:
+            if pool is ours.pool:
+                by_thread.setdefault(thread, []).append(sql.split(" (")[0])
+        recorded = [(thread, i) for thread, seen in by_thread.items() for i, sql in enumerate(seen)
+                    if sql.startswith("INSERT INTO escalate_steps")]
+        assert len(recorded) == TURNS
+        # the statement before each step's INSERT: the run's events (the turn's prompt, its
+        # agent_start), in its transaction
+        assert all(by_thread[thread][i - 1].startswith("INSERT INTO escalate_events") for thread, i in recorded)
+        with services.db.engine.connect() as c:
+            names = c.exec_driver_sql("SELECT name FROM escalate_steps WHERE run_id = ? ORDER BY step",
+                                      (handle.id,)).scalars().all()
+        assert names == ["model turn"] * TURNS
+    finally:
+        services.close()
+
+
+async def test_dbos_writes_on_an_engine_with_wal_and_synchronous_normal(tmp_path) -> None:
+    handle, services = await _durable_run(tmp_path)
+    try:
         ours = services.db.dbos_engine()
         assert ours is not None
-        recorded = [pool for _, pool, sql in statements.seen if sql.startswith("INSERT INTO main.operation_outputs")]
-        assert len(recorded) >= TURNS and all(pool is ours.pool for pool in recorded)
         with ours.connect() as c:
             raw = c.connection.dbapi_connection
             assert raw.isolation_level == "IMMEDIATE"  # DBOS's own setting, kept
             assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert c.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL (FULL is 2)
             assert c.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert c.exec_driver_sql("SELECT count(*) FROM workflow_status WHERE workflow_uuid = ?",
+                                     (handle.id,)).scalar() == 1  # DBOS still owns the workflow
     finally:
         services.close()
 
