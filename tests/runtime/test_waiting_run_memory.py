@@ -28,12 +28,19 @@ agents:
 """
 
 
-def ask_human_tools() -> tuple[int, int]:
-    """(agents alive, distinct ask_human tools among them)."""
+def live_agents() -> list[object]:
     from google.adk.agents import LlmAgent
 
     gc.collect()
-    agents = [o for o in gc.get_objects() if isinstance(o, LlmAgent)]
+    return [o for o in gc.get_objects() if isinstance(o, LlmAgent)]
+
+
+def ask_human_tools(before: list[object]) -> tuple[int, int]:
+    """(agents alive that were not in `before`, distinct ask_human tools among them): agents an
+    earlier test of this process still holds are not this test's (`before` keeps them alive, so
+    no new agent takes one's id)."""
+    earlier = {id(a) for a in before}
+    agents = [a for a in live_agents() if id(a) not in earlier]
     return len(agents), len({id(t) for a in agents for t in a.tools if getattr(t, "name", "") == "ask_human"})
 
 
@@ -52,10 +59,11 @@ async def test_waiting_runs_share_one_ask_human_tool(harness, tmp_path: Path) ->
     is built for the process (before: one per agent per run, its signature read each time)."""
     engine = harness.engine(SCRIPT)
     workflow = CompiledWorkflow(Path("wf.sr"), "wf", workflow_class(compile_source(SOURCE, Path("wf.sr"))))
+    before = live_agents()
     await bring_to_approval(engine, workflow, 2)
-    few = ask_human_tools()
+    few = ask_human_tools(before)
     await bring_to_approval(engine, workflow, 8)
-    many = ask_human_tools()
+    many = ask_human_tools(before)
     assert (few[0], many[0]) == (2, 8)  # one agent per waiting run
     assert (few[1], many[1]) == (1, 1)
     for handle in engine.runs:
@@ -68,14 +76,23 @@ RUN_KINDS = ("RunHandle", "RunState", "RunContext", "EventSink", "CallFrame", "A
              "Session", "InMemorySessionService", "RecordedModel")
 
 
-def run_objects() -> dict[str, int]:
+def run_objects(before: list[object] = ()) -> dict[str, int]:
+    """Objects of RUN_KINDS alive, but those in `before` (an earlier test's, still held or not
+    collected yet: they are not this test's; `before` keeps them alive, so no new object takes
+    one's id)."""
     gc.collect()
+    earlier = {id(o) for o in before}
     found = dict.fromkeys(RUN_KINDS, 0)
     for o in gc.get_objects():
         name = type(o).__name__
-        if name in found:
+        if name in found and id(o) not in earlier:
             found[name] += 1
     return found
+
+
+def objects_of_runs() -> list[object]:
+    gc.collect()
+    return [o for o in gc.get_objects() if type(o).__name__ in RUN_KINDS]
 
 
 async def test_parked_runs_leave_only_rows_in_their_worker(tmp_path: Path) -> None:
@@ -94,6 +111,7 @@ async def test_parked_runs_leave_only_rows_in_their_worker(tmp_path: Path) -> No
     (tmp_path / "wf.yaml").write_text(SCRIPT)
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
     worker = Worker(db, 8, lambda line: None)
+    before = objects_of_runs()
     serving = asyncio.create_task(worker.serve())
     counts = []
     try:
@@ -113,7 +131,7 @@ async def test_parked_runs_leave_only_rows_in_their_worker(tmp_path: Path) -> No
                     break
                 await asyncio.sleep(0.02)
             assert sum(1 for row in db.list_runs() if row["status"] == PARKED) == total
-            counts.append(run_objects())
+            counts.append(run_objects(before))
         assert worker.router.runs == []
         assert counts[0] == counts[1], f"2 parked: {counts[0]}; 10 parked: {counts[1]}"
     finally:
