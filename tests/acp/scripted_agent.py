@@ -55,12 +55,13 @@ from acp.schema import AgentCapabilities, Cost, PermissionOption, ToolCallUpdate
 
 
 def autogroup_nice() -> int | None:
-    """This process's autogroup's nice value (Linux; None without autogroups)."""
+    """This process's autogroup's nice value (Linux; None without autogroups, or in a task group
+    that is not one: a container's cgroup makes the file empty)."""
     try:
         words = open("/proc/self/autogroup").read().split()
     except OSError:
         return None
-    return int(words[words.index("nice") + 1])
+    return int(words[words.index("nice") + 1]) if "nice" in words else None
 
 
 class Scripted(Agent):
