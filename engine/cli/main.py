@@ -93,8 +93,8 @@ def _call(args: argparse.Namespace | SimpleNamespace) -> tuple[str, int]:
 
 
 # Commands whose start (imports, DBOS's launch, the database's first reads) makes objects that
-# live to the end: fewer collector passes until their services are open or they end
-# (engine/kernel/collector.py). The console has its own policy (console_cmd.py: no collection
+# live to the end: no collector pass until their services are open or they end, then what exists
+# is frozen (engine/kernel/collector.py). The console has its own policy (console_cmd.py: no collection
 # until its first frame); long-lived servers (serve, mcp) keep Python's.
 _COLLECT_LESS_AT_START = frozenset({"run", "resume", "worker", "answer", "runs"})
 

@@ -1,15 +1,19 @@
-"""Fewer cyclic-GC passes while a process builds what lives as long as it (docs/startup.md).
+"""No cyclic-GC passes while a process builds what lives as long as it (docs/startup.md).
 
-Importing SQLAlchemy, DBOS, pydantic's models, ADK and google.genai makes ~200,000 objects that
-all live to the end; with Python's default young-generation threshold (700) the collector runs
-~430 young, ~40 middle and 3 full passes over them: 16% of those imports' CPU time, for almost
-no garbage. While a hold is on, the young generation is collected every YOUNG_WHILE_HELD
-allocations instead (7 passes, ~6%). The middle and full thresholds are left as they are (the
-console sets its own, tui/session.py), and the young one comes back when the last hold ends.
+Importing SQLAlchemy, DBOS, pydantic's models, ADK and google.genai makes ~300,000 objects that
+all live to the end. With Python's thresholds the collector ran ~490 young, ~45 middle and 4 full
+passes over them (16% of those imports' CPU); with the young threshold raised to 50,000 while
+held, ~29 passes, still 160-190 ms of a cold `run`'s ~1.7 s of CPU at load 18-24: each middle pass
+walks every object the imports made so far. While a hold is on the collector is now off; when the
+last hold ends, what exists is frozen (`gc.freeze`: out of every later pass, as the console does
+at its first frame and ADK's warm-up did already) and the collector is on again: 3-6 ms. Garbage
+made meanwhile is frozen with the rest: a `gc.collect()` at that point found ~800 objects after
+start-up and ~1,200 after the warm-up (~0.1 MiB), and cost 60 ms each (it walks them all). A
+collector that was off when the first hold began (the console until its first frame) is left off.
 
 - `start_up()` / `started()`: a command's start, until its services are open (engine/cli/main.py
   starts it; engine/services/wiring.py ends it; a command that opens none ends with its process).
-- `collecting_less()`: the first model turn's warm-up, ADK's imports (engine/runtime/adk_setup.py).
+- `collector_off()`: the first model turn's warm-up, ADK's imports (engine/runtime/adk_setup.py).
 """
 
 from __future__ import annotations
@@ -19,22 +23,18 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-YOUNG_WHILE_HELD = 50_000  # allocations between young passes; measured: 10,000 left 10%, 200,000 5%
-
 _lock = threading.Lock()
 _holds = 0
-_young = 0  # the young threshold to give back when the last hold ends
+_was_on = False  # the collector was on when the first hold began: it is turned on again at the last release
 _starting = False
 
 
 def hold() -> None:
-    global _holds, _young
+    global _holds, _was_on
     with _lock:
         if _holds == 0:
-            young, middle, full = gc.get_threshold()
-            _young = young
-            if young:  # 0: automatic collection is off, and stays off
-                gc.set_threshold(max(young, YOUNG_WHILE_HELD), middle, full)
+            _was_on = gc.isenabled()
+            gc.disable()
         _holds += 1
 
 
@@ -44,13 +44,13 @@ def release() -> None:
         if _holds == 0:
             return
         _holds -= 1
-        if _holds == 0:
-            _young_now, middle, full = gc.get_threshold()  # the others as they are now (a console sets its own)
-            gc.set_threshold(_young, middle, full)
+        if _holds == 0 and _was_on:
+            gc.freeze()
+            gc.enable()
 
 
 @contextmanager
-def collecting_less() -> Iterator[None]:
+def collector_off() -> Iterator[None]:
     hold()
     try:
         yield
