@@ -193,3 +193,37 @@ def test_processes_opening_the_database_made_by_4fad3c6_at_once_all_succeed(tmp_
     url = old_copy(tmp_path)
     open_at_once(url, tmp_path)
     assert version_of(url) == CURRENT and "digest" in columns(url)["escalate_escalations"]
+
+
+# The tables and indexes of each version, as `metadata` declares them. A database whose version
+# row says CURRENT is not inspected at open (one query: engine/durable/migrations.py), so a table
+# or index added to `metadata` must come with a new version and its migration: add both here.
+SCHEMA = {
+    3: {"escalate_agent_history": [], "escalate_events": [], "escalate_imports": [], "escalate_run_tokens": [],
+        "escalate_steps": [], "escalate_runs": ["ix_escalate_runs_status_owner"],
+        "escalate_escalations": ["ix_escalate_escalations_run_id", "ix_escalate_escalations_run_status",
+                                 "ix_escalate_escalations_status", "ix_escalate_escalations_status_deadline"]},
+}
+
+
+def test_the_schema_of_the_current_version_is_pinned() -> None:
+    declared = {table.name: sorted(index.name for index in table.indexes) for table in metadata.sorted_tables}
+    assert declared == SCHEMA[CURRENT], "a table or index added: a new version and its migration"
+
+
+def test_a_database_at_the_current_version_is_checked_with_one_query(db_url) -> None:
+    """Opening a database already at CURRENT reads its version row and nothing else (the
+    catalog's inspection was 9 statements on SQLite, one per table's indexes)."""
+    from engine.durable.migrations import prepare
+
+    Database(db_url).close()
+    engine = sa.create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as c:
+            c.execute(sa.text("SELECT 1"))  # the dialect's own first-connection queries, before counting
+        said: list[str] = []
+        sa.event.listen(engine, "before_cursor_execute", lambda _c, _cur, statement, *_rest: said.append(statement))
+        prepare(engine, metadata)
+    finally:
+        engine.dispose()
+    assert len(said) == 1 and VERSION_TABLE in said[0], said
