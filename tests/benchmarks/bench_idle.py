@@ -1,16 +1,21 @@
-"""Idle CPU of processes that wait: `escalate worker` and a console's services (the console's
-`open_services`, without its screen), on a fresh SQLite file, nothing queued. Prints CPU ms a
-second over a window (utime + stime from /proc/PID/stat), after a settling pause.
+"""What processes that wait cost: CPU (ms a second, utime + stime from /proc/PID/stat, over a
+window after a settling pause) of `escalate worker` and of a console's services (the console's
+`open_services`, without its screen) on a fresh SQLite file, nothing queued; and the memory of
+`run --wait` holding a run at its approval (bench_peer.py's workload: the agent's first model turn
+asks), as VmRSS with its anonymous and file-backed parts, its threads, and its idle CPU.
 
-    PYTHONPATH=. python tests/benchmarks/bench_idle.py [--window 10] [--rounds 3]
+    python tests/benchmarks/bench_idle.py [--window 10] [--rounds 3] [--tree NAME=PATH ...]
 
-The code measured is the one PYTHONPATH names (compare two trees by running it twice, interleaved
-with --rounds)."""
+Each tree is measured in its own processes (PYTHONPATH=PATH), trees interleaved round by round
+(old, new, old, new: the shared machines vary by a factor of two from one minute to the next);
+without --tree, the checkout this file is in."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,28 +32,81 @@ async def main():
 asyncio.run(main())
 """
 
+# bench_peer.py's workload: one scripted agent whose first turn asks for an approval.
+AGENT_ASKS = 'prompt p: """Answer."""\nagent a:\n    instruction p\nflow main:\n    $x = run agent a $input\n    return $x\n'
+AGENT_ASKS_SCRIPT = ("agents:\n  a:\n    - escalate: {reason: architecture_decision, question: 'Go on?', "
+                     "options: [{id: go, label: Go}]}\n    - 'went on'\n")
+
 
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
-def idle_ms_per_s(argv: list[str], folder: Path, settle: float, window: float) -> float:
+def status(pid: int) -> dict[str, int]:
+    """/proc/PID/status's numeric fields (kB for the memory ones)."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if value.split() and value.split()[0].isdigit():
+            found[name] = int(value.split()[0])
+    return found
+
+
+def _env(tree: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # compiled once, as a user's
+    env["PYTHONPATH"] = str(tree)
+    return env
+
+
+def _watch(proc: subprocess.Popen, settle: float, window: float) -> float:
+    """CPU ms a second of `proc` over `window`, after `settle` seconds."""
+    time.sleep(settle)
+    before, start = cpu_seconds(proc.pid), time.monotonic()
+    time.sleep(window)
+    return (cpu_seconds(proc.pid) - before) * 1000 / (time.monotonic() - start)
+
+
+def idle_ms_per_s(argv: list[str], folder: Path, env: dict[str, str], settle: float, window: float) -> float:
     log = folder / "err.txt"
     with log.open("w") as err:
-        proc = subprocess.Popen(argv, cwd=folder, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         end = time.monotonic() + 120
         while "taking up to" not in log.read_text():
             if proc.poll() is not None or time.monotonic() > end:
                 raise SystemExit(f"did not start: {log.read_text()[-1000:]}")
             time.sleep(0.05)
-        time.sleep(settle)
-        before, start = cpu_seconds(proc.pid), time.monotonic()
-        time.sleep(window)
-        return (cpu_seconds(proc.pid) - before) * 1000 / (time.monotonic() - start)
+        return _watch(proc, settle, window)
     finally:
         proc.terminate()
+        proc.wait(30)
+
+
+def run_wait(folder: Path, env: dict[str, str], settle: float, window: float) -> dict[str, float]:
+    """`run --wait` of the agent-asks workload, once it waits on its approval: VmRSS, RssAnon and
+    RssFile (MiB), threads, and idle CPU (ms/s)."""
+    (folder / "agentask.sr").write_text(AGENT_ASKS)
+    (folder / "agentask.yaml").write_text(AGENT_ASKS_SCRIPT)
+    argv = [sys.executable, "-m", "engine", "run", "agentask.sr", "--input", "v1", "--wait",
+            "--db", f"sqlite:///{folder / 'wait.db'}"]
+    proc = subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            if "escalate answer" in line:
+                break
+        else:
+            raise SystemExit(f"run --wait ended ({proc.wait()}) without waiting")
+        cpu = _watch(proc, settle, window)
+        found = status(proc.pid)
+        return {"run --wait at its approval: RSS (MiB)": found["VmRSS"] / 1024,
+                "run --wait: anonymous (MiB)": found["RssAnon"] / 1024,
+                "run --wait: file-backed (MiB)": found["RssFile"] / 1024,
+                "run --wait: threads": found["Threads"],
+                "run --wait: idle CPU (ms/s)": cpu}
+    finally:
+        proc.send_signal(signal.SIGTERM)
         proc.wait(30)
 
 
@@ -57,15 +115,34 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=10.0)
     parser.add_argument("--settle", type=float, default=8.0)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH")
     args = parser.parse_args()
+    trees = {name: Path(path).resolve() for name, _, path in (spec.partition("=") for spec in args.tree)} \
+        or {"this": Path(__file__).resolve().parents[2]}
+    figures: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
+    print(f"load average {os.getloadavg()[0]:.1f}; {args.rounds} rounds, trees interleaved: "
+          + ", ".join(f"{name}={path}" for name, path in trees.items()), flush=True)
     for _ in range(args.rounds):
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            url = f"sqlite:///{folder / 'escalate.db'}"
-            worker = idle_ms_per_s([sys.executable, "-m", "engine", "worker", "--db", url], folder, args.settle, args.window)
-            console = idle_ms_per_s([sys.executable, "-c", CONSOLE, url], folder, args.settle, args.window)
-        print(f"idle CPU ms/s: worker {worker:.1f}, console services {console:.1f} (load {os.getloadavg()[0]:.1f})",
-              flush=True)
+        for name, tree in trees.items():
+            env = _env(tree)
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp)
+                url = f"sqlite:///{folder / 'escalate.db'}"
+                found = {"worker: idle CPU (ms/s)": idle_ms_per_s(
+                             [sys.executable, "-m", "engine", "worker", "--db", url], folder, env, args.settle, args.window),
+                         "console services: idle CPU (ms/s)": idle_ms_per_s(
+                             [sys.executable, "-c", CONSOLE, url], folder, env, args.settle, args.window),
+                         **run_wait(folder, env, min(args.settle, 2.0), args.window)}
+            for figure, value in found.items():
+                figures[name].setdefault(figure, []).append(value)
+            print(f"{name}: " + ", ".join(f"{k} {v:.1f}" for k, v in found.items())
+                  + f" (load {os.getloadavg()[0]:.1f})", flush=True)
+    names = list(next(iter(figures.values())))
+    width = max(len(n) for n in names)
+    print(f"{'median (min)':{width}}  " + "  ".join(f"{name:>14}" for name in trees))
+    for figure in names:
+        print(f"{figure:{width}}  " + "  ".join(
+            f"{statistics.median(figures[n][figure]):8.1f} ({min(figures[n][figure]):.1f})".rjust(14) for n in trees))
 
 
 if __name__ == "__main__":
