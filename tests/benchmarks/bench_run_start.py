@@ -15,6 +15,10 @@ nothing (the import budget itself is tests/test_import_budget.py; docs/startup.m
   waiting runs;
 - ADK's warm-up alone (`engine.runtime.engine.warm_up`: ADK's imports and one scripted run),
   in a fresh process that has imported the engine: its CPU and the RSS it adds;
+- the phases of a cold `run` of one turn, as CPU of the process (ms) at their ends: the CLI,
+  rules and script read (launch -> `open_services` called), `open_services` (the database,
+  DBOS imported and launched), -> the warm-up started (the workflow compiled, the run started),
+  the warm-up (its thread), -> exit; and the collector's passes and their CPU;
 - `python -X importtime` of each command: the top-level modules' cumulative sum;
 - the CPU time (user + system) of each process, steadier than wall time on a loaded host.
 
@@ -238,6 +242,74 @@ def warm_up_cost(tree: Tree, folder: Path) -> tuple[float, float]:
     return cpu, rss
 
 
+# `escalate ARGV` with the process's CPU (ms) noted at the ends of its start-up's phases, the
+# collector's passes counted and timed; JSON on the last line of stderr.
+PHASES = """
+import atexit, gc, json, sys, threading, time
+import engine.services as services
+import engine.runtime.adk_setup as adk_setup
+from engine.cli.main import script
+
+noted, collector = {}, {"passes": 0, "ms": 0.0}
+started = {}
+
+def note(name):
+    noted.setdefault(name, time.process_time() * 1000)
+
+def count(phase, info):
+    if phase == "start":
+        started[threading.get_ident()] = time.thread_time()
+    else:
+        collector["passes"] += 1
+        collector["ms"] += (time.thread_time() - started.pop(threading.get_ident(), time.thread_time())) * 1000
+
+gc.callbacks.append(count)
+open_services = services.open_services
+
+async def timed_open(*args, **kwargs):
+    note("CLI, rules, script")
+    try:
+        return await open_services(*args, **kwargs)
+    finally:
+        note("open_services")
+
+services.open_services = timed_open
+warm_up_on_thread = adk_setup._warm_up_on_thread
+
+def timed_warm_up(*args):
+    note("-> warm-up started")
+    warm_up_on_thread(*args)
+    note("warm-up")
+
+adk_setup._warm_up_on_thread = timed_warm_up
+
+@atexit.register
+def report():
+    note("-> exit")
+    print(json.dumps({**noted, "collector passes": collector["passes"], "collector (ms)": collector["ms"]}), file=sys.stderr)
+
+sys.argv[0] = "escalate"
+script()
+"""
+
+
+def phases(tree: Tree, folder: Path, db: str) -> dict[str, float]:
+    """A cold `run` of one scripted turn: the CPU (ms) of each phase of its start-up, and the
+    collector's passes and CPU."""
+    done = subprocess.run([sys.executable, "-c", PHASES, "run", "turn.sr", "--input", "go", "--db", db], cwd=folder,
+                          env=tree.env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree.name}: phases: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+    noted = json.loads(done.stderr.strip().splitlines()[-1])
+    found, before = {}, 0.0
+    for name in ("CLI, rules, script", "open_services", "-> warm-up started", "warm-up", "-> exit"):
+        found[f"run phase: {name}: CPU (ms)"] = noted[name] - before
+        before = noted[name]
+    found["run: collector passes"] = noted["collector passes"]
+    found["run: collector CPU (ms)"] = noted["collector (ms)"]
+    return found
+
+
 def import_ms(tree: Tree, folder: Path, *args: str, expect: int = 0) -> float:
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", *args], cwd=folder, env=tree.env,
                           capture_output=True, text=True)
@@ -296,6 +368,7 @@ def main() -> None:
                                               warm_up_cost(t, f))]),
             ("console", lambda t, f, db: note(t, "idle RSS, console with the waiting runs listed (MiB)",
                                               console_rss(t, f, db))),
+            ("phases", lambda t, f, db: [note(t, n, v) for n, v in phases(t, f, db).items()]),
         ]
         for round_ in range(options.rounds):
             for _, measure in measures:
