@@ -442,3 +442,36 @@ def test_the_extras_left_out_are_absent_to_the_warm_up_thread_alone(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text()) == {"aiohttp, by the warm-up": False, "httpx2, by another thread": True,
                                            "aiohttp, after": True}
+
+
+# The collector's holds in one process, as a command and ADK's warm-up use them.
+_HOLDS = textwrap.dedent("""
+    import gc
+    from engine.kernel import collector
+
+    collector.start_up()
+    assert not gc.isenabled()
+    made = [[] for _ in range(10_000)]
+    collector.started()
+    assert gc.isenabled() and gc.get_freeze_count() > 10_000
+    first = gc.get_freeze_count()
+    collector.start_up()  # a command called again in the same process (the tests do)
+    assert not gc.isenabled()
+    again = [[] for _ in range(10_000)]
+    collector.started()
+    assert gc.isenabled() and gc.get_freeze_count() == first, "only the first start-up freezes"
+    with collector.collector_off():  # ADK's warm-up: once per process
+        assert not gc.isenabled()
+        warm = [[] for _ in range(10_000)]
+    assert gc.isenabled() and gc.get_freeze_count() > first + 10_000
+    gc.disable()  # the console's start-up: the collector off until its first frame
+    collector.start_up()
+    collector.started()
+    assert not gc.isenabled(), "a collector that was off is left off"
+    print("ok")
+""")
+
+
+def test_the_collector_is_off_while_held_and_only_the_first_start_up_freezes() -> None:
+    done = subprocess.run([sys.executable, "-c", _HOLDS], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
