@@ -60,13 +60,13 @@ def warm_up_with(warm_up: Callable[[], None]) -> None:
 @contextmanager
 def warming() -> Iterator[None]:
     """The warm-up runs in this thread: its own model turn goes straight on. ADK's imports
-    make ~200,000 objects that live as long as the process: no collector pass meanwhile, and
-    they are frozen at its end (engine/kernel/collector.py)."""
-    from engine.kernel.collector import collector_off
+    make ~200,000 objects that live as long as the process: fewer collector passes meanwhile,
+    and no middle one (engine/kernel/collector.py)."""
+    from engine.kernel.collector import collecting_less
 
     _warming.add(threading.get_ident())
     try:
-        with collector_off(), _models_built_on_first_use(), _extras_left_out():
+        with collecting_less(), _models_built_on_first_use(), _extras_left_out():
             yield
     finally:
         _warming.discard(threading.get_ident())
