@@ -5,9 +5,10 @@ ADK's `InMemorySessionService` deep-copies the whole session (every event, the s
 `create_session` and `get_session`, and the runner calls `get_session` at every `run_async`
 (~90 Python calls a turn, docs/durable.md "What a turn costs"). Here a caller gets a light copy
 instead: the session's fields, its event list and its state dict copied, the events themselves
-shared. What that gives up: a caller that changes an event it holds changes the stored one; ADK
-never changes an event once appended (every new one is a new object), and nothing of escalate
-does. As ADK's `IN_MEMORY_SESSION_SERVICE_LIGHT_COPY` option, but for this service only.
+shared. What that gives up: a caller that changes an event it holds changes the stored one. ADK
+appends each new event as a new object, escalate changes none, and the runs of tests/runtime and
+tests/durable (replays included) are the same on it. As ADK's own
+`IN_MEMORY_SESSION_SERVICE_LIGHT_COPY` option, but for this service only.
 
 A run's sessions are its own (one service per run, engine/runtime/run_state.py), so `app:` and
 `user:` state keys are kept with the session that set them, not shared between its calls:
