@@ -727,6 +727,49 @@ def _batch_statements(dialect: str) -> tuple[Any, Any]:
     return built
 
 
+@dataclass(frozen=True)
+class StepStatements:
+    """What engine/durable/steps.py executes, built from `step_results` (and DBOS's table)."""
+
+    record: Any  # one step's row (run_id, step, name, result, error); a step recorded already is kept
+    recorded: Any  # a run's recorded steps (:run_id): step, name, result, error
+    dbos_present: Any  # a row when DBOS's `operation_outputs` exists (it makes it at its launch)
+    dbos_recorded: Any  # a run's steps in DBOS's table (:run_id), recorded by an escalate before version 3
+
+
+_STEP_STATEMENTS: dict[str, StepStatements] = {}
+# DBOS's table, as much of it as a run recorded there is read by (dbos/_schemas/system_database.py).
+_DBOS_STEP_COLUMNS = ("workflow_uuid", "function_id", "function_name", "output", "error", "serialization")
+
+
+def step_statements(dialect: str) -> StepStatements:
+    """Built once per dialect, as `_batch_statements`: a step's INSERT is executed every turn."""
+    built = _STEP_STATEMENTS.get(dialect)
+    if built is None:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+
+            present = sa.select(sa.func.to_regclass("dbos.operation_outputs").is_not(None))
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+
+            master = sa.table("sqlite_master", sa.column("type"), sa.column("name"))
+            present = sa.select(sa.literal(1)).select_from(master).where(
+                master.c.type == "table", master.c.name == "operation_outputs")
+        dbos = sa.table("operation_outputs", *map(sa.column, _DBOS_STEP_COLUMNS),
+                        schema="dbos" if dialect == "postgresql" else None)
+        steps = step_results.c
+        built = _STEP_STATEMENTS[dialect] = StepStatements(
+            record=insert(step_results).on_conflict_do_nothing(index_elements=[steps.run_id, steps.step])
+            .execution_options(preserve_rowcount=True),  # psycopg: an INSERT's rowcount is -1 without it
+            recorded=sa.select(steps.step, steps.name, steps.result, steps.error).where(
+                steps.run_id == sa.bindparam("run_id")),
+            dbos_present=present,
+            dbos_recorded=sa.select(dbos.c.function_id, dbos.c.function_name, dbos.c.output, dbos.c.error,
+                                    dbos.c.serialization).where(dbos.c.workflow_uuid == sa.bindparam("run_id")))
+    return built
+
+
 def _create_file(path: Path) -> None:
     """A new SQLite database is this user's alone: its folders 0700, the file 0600 before SQLite
     opens it (SQLite gives its -wal, -shm and -journal files the database file's mode). An

@@ -157,23 +157,11 @@ async def _record(db: "Database", execution: _Recorded, number: int, name: str, 
         _audit("recorded", f"{run_id}.{number}", name)
 
 
-_INSERT = ("INSERT INTO escalate_steps (run_id, step, name, result, error) "
-           "VALUES (:run_id, :step, :name, :result, :error) ON CONFLICT (run_id, step) DO NOTHING")
-_statements: dict[str, Any] = {}  # built once: SQLAlchemy caches a text()'s compiled form
-
-
-def _text(sql: str) -> "sa.TextClause":
-    built = _statements.get(sql)
-    if built is None:
-        import sqlalchemy as sa
-
-        built = _statements[sql] = sa.text(sql)
-    return built
-
-
 def _insert(c: "sa.Connection", row: dict[str, Any]) -> bool:
     """Whether this execution recorded the step (False: it was recorded already)."""
-    return bool(c.execute(_text(_INSERT), row).rowcount == 1)
+    from engine.durable.database import step_statements
+
+    return bool(c.execute(step_statements(c.dialect.name).record, row).rowcount == 1)
 
 
 async def _load(db: "Database", execution: _Recorded) -> None:
@@ -195,24 +183,16 @@ async def _load(db: "Database", execution: _Recorded) -> None:
 def recorded_steps(db: "Database", run_id: str) -> dict[int, tuple[str, str | None, str | None, str | None]]:
     """A run's recorded steps: escalate's (schema version 3 on), and those an earlier escalate
     recorded through DBOS (its `operation_outputs`, when DBOS has made it), one read."""
+    from engine.durable.database import step_statements
+
     with db.engine.connect() as c:
-        found = {int(step): (name, result, error, JSON_FORMAT) for step, name, result, error in c.execute(
-            _text("SELECT step, name, result, error FROM escalate_steps WHERE run_id = :run_id"), {"run_id": run_id})}
-        for step, name, output, error, fmt in _dbos_steps(c, run_id):
-            found.setdefault(int(step), (name, output, error, fmt))
+        statements = step_statements(c.dialect.name)
+        found = {int(step): (name, result, error, JSON_FORMAT)
+                 for step, name, result, error in c.execute(statements.recorded, {"run_id": run_id})}
+        if c.execute(statements.dbos_present).scalar():
+            for step, name, output, error, fmt in c.execute(statements.dbos_recorded, {"run_id": run_id}):
+                found.setdefault(int(step), (name, output, error, fmt))
     return found
-
-
-def _dbos_steps(c: "sa.Connection", run_id: str) -> list[Any]:
-    table = "dbos.operation_outputs" if c.dialect.name == "postgresql" else "operation_outputs"
-    if c.dialect.name == "postgresql":
-        present = c.execute(_text("SELECT to_regclass('dbos.operation_outputs') IS NOT NULL")).scalar()
-    else:
-        present = c.execute(_text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'operation_outputs'")).first()
-    if not present:
-        return []
-    return list(c.execute(_text(f"SELECT function_id, function_name, output, error, serialization FROM {table} "
-                                "WHERE workflow_uuid = :run_id"), {"run_id": run_id}))
 
 
 def _replayed(run_id: str, number: int, name: str, recorded: tuple[str, str | None, str | None, str | None]) -> Any:

@@ -12,6 +12,7 @@ model is driven through its ACP session instead (`_converse_acp`), its reply han
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -261,7 +262,8 @@ async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, fr
     paused: list[tuple[str, Any]] = []
     answered: set[str] = set()  # long-running calls that gave their result at once (a child that did not ask)
     final_text = ""
-    async for event in runner.run_async(user_id=run.run_id, session_id=session_id, new_message=message, **_streaming()):
+    async for event in runner.run_async(user_id=run.run_id, session_id=session_id, new_message=message,
+                                           run_config=_run_config()):
         content = event.content
         if content is None or not content.parts or event.author == "user":
             continue
@@ -283,14 +285,21 @@ async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, fr
     return [(agent, call) for agent, call in paused if call.id not in answered], final_text
 
 
-def _streaming() -> dict[str, Any]:
+def _run_config() -> Any:
     """ESCALATE_STREAM=1: real models answer as a stream (server-sent events); the agent's
     reply is still taken whole, once the stream ends."""
-    if not streamed():
-        return {}
-    from google.adk.agents.run_config import RunConfig, StreamingMode
+    return _built_run_config(streamed())
 
-    return {"run_config": RunConfig(streaming_mode=StreamingMode.SSE)}
+
+@functools.cache
+def _built_run_config(stream: bool) -> Any:
+    """Built once a process: given no telemetry settings, ADK builds a `TelemetryConfig` (which
+    reads seven environment variables) several times a model turn; this one reads them once,
+    with the same meaning (`RunConfig` is not changed by a run)."""
+    from google.adk.agents.run_config import RunConfig, StreamingMode
+    from google.adk.telemetry import TelemetryConfig
+
+    return RunConfig(streaming_mode=StreamingMode.SSE if stream else StreamingMode.NONE, telemetry=TelemetryConfig())
 
 
 async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:

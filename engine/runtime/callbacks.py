@@ -6,6 +6,7 @@ Tool gating is enforced here, in code: a denied tool never runs, whatever the mo
 
 from __future__ import annotations
 
+import inspect
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -171,8 +172,23 @@ def agent_callbacks(run: "RunState", spec: AgentSpec) -> dict[str, Any]:
             return llm_response
         return None
 
+    for callback in (before_tool, after_tool, before_model, after_model):
+        callback.__signature__ = _signature(callback)  # type: ignore[attr-defined]
     return {"before_tool_callback": before_tool, "after_tool_callback": after_tool,
             "before_model_callback": before_model, "after_model_callback": after_model}
+
+
+_SIGNATURES: dict[str, inspect.Signature] = {}
+
+
+def _signature(callback: Callable[..., Any]) -> inspect.Signature:
+    """ADK reads a callback's signature at every call (`inspect.signature`, ~40 Python calls; two
+    a model turn), which takes `__signature__` as given (PEP 362): read once a process, the
+    same for every agent's closure of one name."""
+    found = _SIGNATURES.get(callback.__name__)
+    if found is None:
+        found = _SIGNATURES[callback.__name__] = inspect.signature(callback)
+    return found
 
 
 CONFIRMATION_PENDING = {"status": "waiting for a human to approve or deny this call"}

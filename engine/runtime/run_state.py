@@ -94,9 +94,9 @@ class RunState:
     @property
     def session_service(self) -> Any:
         if self._session_service is None:
-            from google.adk.sessions import InMemorySessionService
+            from engine.runtime.sessions import CallSessions
 
-            self._session_service = InMemorySessionService()
+            self._session_service = CallSessions()
         return self._session_service
 
     def emit(self, type_: str, **fields: Any) -> None:

@@ -6,6 +6,8 @@
    N steps returning a model turn's JSON, on the engine escalate gives DBOS and on the one DBOS
    makes itself. `--trees DIR ...`: the same rounds for other checkouts of escalate too (e.g.
    `git archive 4fad3c6 | tar -x -C /tmp/old`), each round one process per tree, interleaved.
+   Counted beside them (the load does not move these): the statements and hops a durable turn
+   costs, and the Python calls a turn makes in memory and durable, in each checkout.
 2. `escalate answer` in another process -> the waiting agent resumed: a run waits in
    `escalate run --wait`; the answer is written by a separate process; the time until the
    agent's next turn starts (its `decision` event), p50/p95 over K answers.
@@ -193,6 +195,53 @@ print(json.dumps([timed(False), timed(True)]))
 """
 
 
+# Python function calls a turn (C functions included, every thread), in memory and durable: the
+# difference between a run of 10 turns and one of 10 + N, over N. Counted, so the host's load does
+# not move it (the pollers' calls grow with the run's wall time, a few dozen a turn).
+_CALLS = """
+import asyncio, json, sys, tempfile, threading
+from pathlib import Path
+sys.path.insert(0, "tests/benchmarks")
+import bench_durable as b
+from engine.runtime.adk_setup import prepare_adk
+prepare_adk()
+turns = int(sys.argv[1])
+count = [0]
+
+def counted(frame, event, arg):
+    if event in ("call", "c_call"):
+        count[0] += 1
+
+def calls(n, durable):
+    count[0] = 0
+    sys.setprofile(counted)
+    threading.setprofile(counted)
+    try:
+        asyncio.run(b.one_run(n, Path(tempfile.mkdtemp()), durable))
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    return count[0]
+
+out = []
+for durable in (False, True):
+    calls(5, durable)
+    out.append((calls(10 + turns, durable) - calls(10, durable)) / turns)
+print(json.dumps(out))
+"""
+
+
+def calls_per_turn(turns: int, trees: list[Path]) -> None:
+    """Python calls a turn, in memory and durable, in each checkout (a process each)."""
+    for tree in [*trees, ROOT]:
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        out = subprocess.run([sys.executable, "-c", _CALLS, str(turns)], cwd=tree, env=env, check=True,
+                             capture_output=True, text=True).stdout
+        memory, durable = json.loads(out.strip().splitlines()[-1])
+        name = "this checkout" if tree == ROOT else str(tree)
+        print(f"Python calls a turn ({turns} turns), {name}: in memory {memory:.0f}, durable {durable:.0f}")
+
+
 def _round_in(tree: Path, turns: int) -> list[list[float]]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run([sys.executable, "-c", _ROUND, str(turns)], cwd=tree, env=env, check=True,
@@ -221,6 +270,7 @@ def turn_cost(turns: int, repeats: int = 5, trees: list[Path] | None = None) -> 
         add("bare DBOS step, escalate's engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), True)))
         add("bare DBOS step, DBOS's own engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), False)))
     statements_per_turn(turns)
+    calls_per_turn(min(turns, 100), trees or [])
     load = os.getloadavg()[0]
     print(f"per agent turn ({turns} sequential calls, median of {repeats} rounds, load {load:.1f}): ms")
     for name, values in figures.items():
@@ -368,6 +418,7 @@ if __name__ == "__main__":
 
         prepare_adk()
         statements_per_turn(args.turns)
+        calls_per_turn(min(args.turns, 100), [tree.resolve() for tree in args.trees])
     elif args.turns:
         turn_cost(args.turns, args.rounds, [tree.resolve() for tree in args.trees])
     if args.answers and not args.statements_only:

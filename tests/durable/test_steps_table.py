@@ -194,3 +194,23 @@ def test_a_recorded_step_that_is_not_json_is_named_in_one_line(tmp_path) -> None
     assert proc.returncode not in (0, 4), proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     assert f"escalate_steps row '{run_id}.{first}': result: not JSON" in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_the_step_statements_are_built_from_the_table_once_per_dialect(dialect) -> None:
+    """One place builds statements (database.py, beside the events batch's): the step's INSERT
+    and the run's SELECT come from `step_results`, built once; steps.py writes no SQL text."""
+    import ast
+
+    from engine.durable.database import step_results, step_statements
+
+    built = step_statements(dialect)
+    assert step_statements(dialect) is built
+    assert built.record.table is step_results
+    assert [c.name for c in built.recorded.selected_columns] == ["step", "name", "result", "error"]
+    assert built.recorded.get_final_froms() == [step_results]
+    tree = ast.parse((ROOT / "engine" / "durable" / "steps.py").read_text())
+    calls = [node.func for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    assert not [f for f in calls if getattr(f, "attr", getattr(f, "id", None)) == "text"]
+    strings = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    assert not [s for s in strings if s.lstrip().upper().startswith(("INSERT ", "SELECT "))]

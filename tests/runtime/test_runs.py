@@ -639,11 +639,11 @@ agents:
 
 
 async def test_prompt_escalation_appends_an_adk_escalate_event(harness, monkeypatch) -> None:
-    from google.adk.sessions import InMemorySessionService
+    from engine.runtime.sessions import CallSessions
 
     escalate_authors: list[str] = []
     deleted: list[str] = []
-    original = InMemorySessionService.delete_session
+    original = CallSessions.delete_session
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         # What an ADK parent reading the session would see, before its call drops it.
@@ -652,7 +652,7 @@ async def test_prompt_escalation_appends_an_adk_escalate_event(harness, monkeypa
         deleted.append(session_id)
         await original(self, app_name=app_name, user_id=user_id, session_id=session_id)
 
-    monkeypatch.setattr(InMemorySessionService, "delete_session", delete_session)
+    monkeypatch.setattr(CallSessions, "delete_session", delete_session)
     handle = await harness.run(Resolver, "agents:\n  peer1: ['v1', 'DRIFTING']\n  peer2: ['v2']\n", input="v0")
     assert handle.result == "v2", handle.error
     assert escalate_authors == ["peer1"]

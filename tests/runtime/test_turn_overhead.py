@@ -1,0 +1,103 @@
+"""What an agent turn costs on the ADK side (issue 26), counted, not timed: a real Runner runs
+every turn, its sessions in the run's own service (engine/runtime/sessions.py: light copies, no
+deep copy of the session at each `run_async`), with one RunConfig whose TelemetryConfig is built
+once (ADK built several a turn without one, each reading the environment)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from google.adk.events import Event, EventActions
+from google.adk.sessions import InMemorySessionService
+from google.adk.sessions.base_session_service import GetSessionConfig
+from google.genai import types
+
+from engine.lang.compiler import compile_source, workflow_class
+from engine.runtime.engine import CompiledWorkflow, RunStatus
+
+SOURCE = '''prompt p: """Repeat what you are given."""
+agent echo:
+    instruction p
+flow main:
+    $x = $input
+    loop max {n} do
+        $x = run agent echo $x
+    end
+    return $x
+'''
+
+
+def event(text: str, at: float, **actions: object) -> Event:
+    return Event(author="echo", invocation_id="i", timestamp=at, actions=EventActions(**actions),
+                 content=types.Content(role="model", parts=[types.Part.from_text(text=text)]))
+
+
+async def test_the_run_s_sessions_hand_out_light_copies_that_keep_adk_s_meaning() -> None:
+    """The same calls on ADK's in-memory service and on ours give the same sessions; ours shares
+    the events (no deep copy) and never lets a caller's list or state change the stored ones."""
+    from engine.runtime.sessions import CallSessions
+
+    ours, adk = CallSessions(), InMemorySessionService()
+    got: dict[str, list[object]] = {}
+    for name, service in (("ours", ours), ("adk", adk)):
+        session = await service.create_session(app_name="a", user_id="u", session_id="s1", state={"k": 1})
+        for i, at in enumerate((1.0, 2.0, 3.0)):
+            await service.append_event(session, event(f"e{i}", at, state_delta={"n": i, "temp:t": i}))
+        await service.append_event(session, Event(author="echo", invocation_id="i", partial=True))
+        stale = await service.get_session(app_name="a", user_id="u", session_id="s1")
+        await service.append_event(stale, event("e3", 4.0))  # through a copy: stored too
+        whole = await service.get_session(app_name="a", user_id="u", session_id="s1")
+        recent = await service.get_session(app_name="a", user_id="u", session_id="s1",
+                                           config=GetSessionConfig(num_recent_events=2))
+        after = await service.get_session(app_name="a", user_id="u", session_id="s1",
+                                          config=GetSessionConfig(after_timestamp=2.5))
+        whole.events.clear()
+        whole.state["k"] = "changed by a caller"
+        again = await service.get_session(app_name="a", user_id="u", session_id="s1")
+        listed = await service.list_sessions(app_name="a", user_id="u")
+        await service.delete_session(app_name="a", user_id="u", session_id="s1")
+        gone = await service.get_session(app_name="a", user_id="u", session_id="s1")
+        got[name] = [[e.content.parts[0].text for e in again.events], again.state, len(recent.events),
+                     [e.content.parts[0].text for e in after.events], [s.id for s in listed.sessions], gone]
+        if name == "ours":
+            assert again.events[0] is stale.events[0]  # shared, not copied
+    assert got["ours"] == got["adk"]
+    assert got["ours"][0] == ["e0", "e1", "e2", "e3"] and got["ours"][1] == {"k": 1, "n": 2}
+
+
+async def test_a_turn_builds_no_telemetry_config_and_deep_copies_no_session(harness, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted over a run of 2 turns and one of 8 (a real Runner each turn): what grows with the
+    turns. Before: 4 TelemetryConfigs and 2 session deep copies a turn."""
+    import copy
+
+    from google.adk.telemetry import TelemetryConfig
+
+    built: list[int] = []
+    post_init = TelemetryConfig.model_post_init
+    monkeypatch.setattr(TelemetryConfig, "model_post_init", lambda self, context: (built.append(1), post_init(self, context))[1])
+    deep_copies: list[int] = []
+    deepcopy = copy.deepcopy
+
+    def counted(value, memo=None, _nil=[]):  # noqa: B006  (copy.deepcopy's own signature)
+        if type(value).__name__ == "Session":
+            deep_copies.append(1)
+        return deepcopy(value, memo)
+
+    monkeypatch.setattr(copy, "deepcopy", counted)
+
+    async def counts(turns: int) -> tuple[int, int]:
+        built.clear()
+        deep_copies.clear()
+        script = "agents:\n  echo:\n" + "".join(f"    - 'reply {i}'\n" for i in range(turns))
+        engine = harness.engine(script)
+        cls = workflow_class(compile_source(SOURCE.format(n=turns), Path("t.sr")))
+        handle = engine.start_run(CompiledWorkflow(tmp_path / "t.sr", "t", cls), input="go")
+        assert await handle.wait() is RunStatus.DONE, handle.error
+        assert handle.result == f"reply {turns - 1}"
+        return len(built), len(deep_copies)
+
+    await counts(1)  # first-use costs
+    few, many = await counts(2), await counts(8)
+    assert many == few, f"per 6 more turns: {many[0] - few[0]} TelemetryConfigs, {many[1] - few[1]} session deep copies"
