@@ -3,8 +3,10 @@
 pytest-xdist hands each process its next tests in the order collected (pyproject: a few at a
 time, `--maxschedchunk`): a 30 s test collected last keeps one process busy after the others
 have finished, and one collected first is spread over the processes with the others. Only the
-order changes, never what a test does. The list is the slowest files of `--durations=30` on
-CI's 2 cores, longest first; a file missing from it only runs in its collected place.
+order changes, never what a test does. The list: the files of the longest tests of
+`--durations` in CI's runs and in a whole run at `-n 2` on a loaded host (which ended with
+tests/workers/test_parking.py alone), longest first; a file missing from it runs in its
+collected place.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ LONGEST_FILES = (
     "tests/acp/test_acp_resume.py",
     "tests/workers/test_consoles.py",
     "tests/workers/test_crash_postgres.py",
+    "tests/runtime/test_events_file.py",
+    "tests/lang/test_large_programs.py",
+    "tests/decide/test_decide_cli.py",
 )
 
 _RANK = {path: rank for rank, path in enumerate(LONGEST_FILES)}
