@@ -9,6 +9,8 @@ from typing import Iterator
 
 import pytest
 
+from tests.long_first import pytest_collection_modifyitems  # noqa: F401  (the longest files first)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def session_cache(tmp_path_factory) -> Iterator[None]:

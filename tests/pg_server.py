@@ -38,7 +38,9 @@ def _free_port() -> int:
 class PostgresServer:
     def __init__(self) -> None:
         self.bin = _bin_dir()
-        self.folder = Path(tempfile.mkdtemp(prefix="escalate-pg-"))
+        # As root the server runs as `postgres`, which must reach the folder: a runner's $TMPDIR
+        # may be one it cannot (under /root), /tmp it always can.
+        self.folder = Path(tempfile.mkdtemp(prefix="escalate-pg-", dir="/tmp" if os.geteuid() == 0 else None))
         self.data = self.folder / "data"
         self.port = _free_port()
         self._as: list[str] = []

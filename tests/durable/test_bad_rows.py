@@ -1,9 +1,9 @@
 """Every row is checked when read (issue 22, finding 11): a database holding rows escalate did not
 write (a cloned repository's database, another version's rows, a disk error) gives no traceback.
 Each hostile row below is written with raw SQL beside good rows; `escalate runs`, `runs --all
---format json` and `escalate answer` (real processes) name each bad row in one line and list the
-good ones; `answer` on a bad escalation ends with that line (exit 2); the console lists the good
-escalation and says once that a row was skipped."""
+--format json` (real processes) and `escalate answer` (run in this process, tests/cli_here.py)
+name each bad row in one line and list the good ones; `answer` on a bad escalation ends with
+that line (exit 2); the console lists the good escalation and says once that a row was skipped."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from engine.durable.database import Database
+from tests.cli_here import escalate_here
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -161,14 +162,21 @@ def hostile(tmp_path_factory) -> Path:
 
 
 def escalate(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, capture_output=True, text=True, timeout=300)
+    """`answer` run in this process: what it says of one row, not what its process does."""
+    return escalate_here(*argv, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
 def listings(hostile: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Each listing a process of its own: a process says once that a row was skipped (rows.py
+    `report`), and each must name every bad row."""
     url = f"sqlite:///{hostile}"
-    return {"text": escalate(hostile.parent, "runs", "--all", "--db", url),
-            "json": escalate(hostile.parent, "runs", "--all", "--format", "json", "--db", url)}
+
+    def listing(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "engine", "runs", "--all", *argv, "--db", url], cwd=hostile.parent,
+                              capture_output=True, text=True, timeout=300)
+
+    return {"text": listing(), "json": listing("--format", "json")}
 
 
 def test_there_are_forty_hostile_rows() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import psycopg
 import pytest
@@ -20,8 +20,25 @@ HANG = 60  # s: far past the lock timeout; a command still running then waits fo
 
 
 def _escalate(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=HANG)
+    return _escalate_at_once(args)[0]
 
+
+def _escalate_at_once(*commands: Sequence[str]) -> list[subprocess.CompletedProcess[str]]:
+    """The commands run side by side: each waits out the lock timeout on its own, so together
+    they take one timeout, not one each."""
+    procs = [subprocess.Popen([sys.executable, "-m", "engine", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for args in commands]
+    done = []
+    try:
+        for args, proc in zip(commands, procs):
+            out, err = proc.communicate(timeout=HANG)
+            done.append(subprocess.CompletedProcess([*args], proc.returncode, out, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return done
 
 
 @pytest.fixture
@@ -57,8 +74,7 @@ def test_the_advisory_key_held_by_a_connect_only_role_stops_nothing_once_the_tab
 
 def test_the_advisory_key_held_while_the_tables_are_missing_is_named(pg_url, intruder) -> None:
     intruder.execute("SELECT pg_advisory_lock(%s)", (CREATE_LOCK_KEY,))
-    for command in (["runs"], ["answer", "x.1", "--approve"]):
-        done = _escalate(*command, "--db", pg_url)
+    for done in _escalate_at_once(["runs", "--db", pg_url], ["answer", "x.1", "--approve", "--db", pg_url]):
         _one_line_naming(done, "cannot open the database", f"advisory lock {CREATE_LOCK_KEY}", "user intruder",
                          "application prowler", "pid ")
     intruder.execute("SELECT pg_advisory_unlock_all()")
@@ -72,10 +88,11 @@ def test_a_table_locked_by_another_role_is_named(pg_url, intruder) -> None:
     intruder.execute("BEGIN")
     intruder.execute("LOCK TABLE escalate_runs, escalate_escalations IN ACCESS EXCLUSIVE MODE")
     try:
-        _one_line_naming(_escalate("runs", "--db", pg_url), "ACCESS EXCLUSIVE on escalate_", "user intruder",
-                         "application prowler")
-        _one_line_naming(_escalate("runs", "--all", "--format", "json", "--db", pg_url), "ACCESS EXCLUSIVE")
-        _one_line_naming(_escalate("answer", "r1.1", "--approve", "--db", pg_url),
-                         "ACCESS EXCLUSIVE on escalate_escalations", "user intruder")
+        listed, as_json, answered = _escalate_at_once(["runs", "--db", pg_url],
+                                                      ["runs", "--all", "--format", "json", "--db", pg_url],
+                                                      ["answer", "r1.1", "--approve", "--db", pg_url])
+        _one_line_naming(listed, "ACCESS EXCLUSIVE on escalate_", "user intruder", "application prowler")
+        _one_line_naming(as_json, "ACCESS EXCLUSIVE")
+        _one_line_naming(answered, "ACCESS EXCLUSIVE on escalate_escalations", "user intruder")
     finally:
         intruder.execute("ROLLBACK")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.runtime.events import EventSink
+from tests.cli_here import escalate_here
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "engine" / "examples" / "pingpong.sr"
@@ -143,8 +144,9 @@ def test_resume_checks_the_events_file_before_the_run_continues(tmp_path: Path, 
     first = escalate(tmp_path, "run", str(DEMO), "--input", "Fix login", "--db", db)
     assert first.returncode == 4, first.stderr
     run_id = first.stderr.splitlines()[0].removeprefix("run ")
-    (waiting,) = json.loads(escalate(tmp_path, "runs", "--db", db, "--format", "json").stdout)[0]["pending"]
-    assert escalate(tmp_path, "answer", waiting["id"], "--option", "jwt", "--db", db).returncode == 0
+    # Reading and answering it in this process (tests/cli_here.py): the test is of `resume`.
+    (waiting,) = json.loads(escalate_here("runs", "--db", db, "--format", "json", cwd=tmp_path).stdout)[0]["pending"]
+    assert escalate_here("answer", waiting["id"], "--option", "jwt", "--db", db, cwd=tmp_path).returncode == 0
     if not recorded:
         import sqlite3
 
@@ -157,7 +159,7 @@ def test_resume_checks_the_events_file_before_the_run_continues(tmp_path: Path, 
     refused = escalate(tmp_path, "resume", run_id, "--events", events, "--db", db)
     assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
     assert refused.stderr == f"--events {events}: cannot write: {why}\n"
-    (run,) = json.loads(escalate(tmp_path, "runs", "--all", "--db", db, "--format", "json").stdout)
+    (run,) = json.loads(escalate_here("runs", "--all", "--db", db, "--format", "json", cwd=tmp_path).stdout)
     assert run["status"] == "interrupted"  # answered, not continued: the plan was never written
 
     continued = escalate(tmp_path, "resume", run_id, "--events", str(tmp_path / "e.jsonl"), "--db", db)

@@ -13,8 +13,11 @@ from urllib.parse import parse_qs, urlsplit
 import pyte
 
 CHROMIUM = "/usr/bin/chromium"
+# --disable-dev-shm-usage: a container's /dev/shm is often 64 MB, too small for a renderer's
+# shared memory (the tab crashes); Chromium then keeps it in /tmp.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
 VIEWPORT = {"width": 1280, "height": 800}
 
 
