@@ -289,6 +289,8 @@ class LiveParking:
         self._held: set[str] = set()  # parked here: rows only, continued here on their decision
         self._retry: set[str] = set()  # a park or a wake a busy database refused
         self._claimed: set[str] = set()  # claimed back, not on the own queue yet
+        self._waking: set[str] = set()  # one wake at a time per run
+        self._rewake: set[str] = set()  # a decision heard while a wake looked: it looks again after
         self._tasks: set[asyncio.Task[Any]] = set()
         self._retrying: asyncio.Task[None] | None = None
         self._stop: Callable[[], None] | None = None
@@ -327,7 +329,7 @@ class LiveParking:
     def _on_event(self, event: BrokerEvent) -> None:
         run_id = event.pending.escalation.run_id
         if event.kind == RAISED:
-            if run_id in self._due or run_id in self._held or run_id in self._parking:
+            if run_id in self._due or run_id in self._parking:
                 return
             engine = self._engine_of(run_id)
             handle = engine.run(run_id) if engine is not None else None
@@ -380,28 +382,41 @@ class LiveParking:
     async def wake(self, run_id: str) -> None:
         """A held run with nothing pending any more: claimed back (first claimer wins) and put on
         this process's own queue, which hands it to `Engine.execute_durable` here."""
-        if run_id not in self._held or run_id in self._parking:
+        if run_id in self._waking:
+            # Its look may have read the row before this decision: it looks again once done.
+            self._rewake.add(run_id)
             return
-        self._parking.add(run_id)  # one wake at a time per run
+        if run_id in self._parking or not (run_id in self._held or run_id in self._claimed):
+            return
+        self._waking.add(run_id)
+        try:
+            await self._wake(run_id)
+            while run_id in self._rewake:
+                self._rewake.discard(run_id)
+                await self._wake(run_id)
+        finally:
+            self._waking.discard(run_id)
+            self._rewake.discard(run_id)
+
+    async def _wake(self, run_id: str) -> None:
         self._retry.discard(run_id)
         owner = self.host.owner
         try:
-            if run_id not in self._claimed:
+            if run_id in self._held:
                 if await asyncio.to_thread(parking.still_waits, self.db, run_id):
                     return
-                if not await asyncio.to_thread(lambda: parking.claim_parked(self.db, run_id, owner, holder=owner)):
-                    self._held.discard(run_id)  # not held here any more (cancelled)
+                claimed = await asyncio.to_thread(lambda: parking.claim_parked(self.db, run_id, owner, holder=owner))
+                self._held.discard(run_id)
+                if not claimed:  # not held here any more (cancelled)
                     self.host.release_queue(run_id)
                     return
                 self._claimed.add(run_id)
-            await self.host.continue_here(run_id)
-            self._claimed.discard(run_id)
-            self._held.discard(run_id)
+            if run_id in self._claimed:
+                await self.host.continue_here(run_id)
+                self._claimed.discard(run_id)
         except Exception as exc:  # a busy database: tried again
             self.say(f"{run_id}: could not be continued yet: {_line(exc)}")
             self._again(run_id)
-        finally:
-            self._parking.discard(run_id)
 
     def _again(self, run_id: str) -> None:
         self._retry.add(run_id)
@@ -412,7 +427,7 @@ class LiveParking:
         while self._retry:
             await asyncio.sleep(RETRY_SECONDS)
             for run_id in list(self._retry):
-                if run_id in self._held:
+                if run_id in self._held or run_id in self._claimed:
                     await self.wake(run_id)
                 elif run_id not in self._parking:
                     await self._leave(run_id)
