@@ -268,6 +268,14 @@ class Engine:
     def run(self, run_id: str) -> RunHandle | None:
         return next((h for h in self.runs if h.id == run_id), None)
 
+    def expects(self, run_id: str) -> bool:
+        """Whether this engine started `run_id` or holds it parked: its workflow's body is this
+        engine's to execute."""
+        if run_id in self._prepared or run_id in self._arrivals:
+            return True
+        handle = self.run(run_id)
+        return handle is not None and handle.parked
+
     async def execute_durable(self, run_id: str) -> None:
         """The body of a run's workflow (engine/durable/host.py): a new run, or one continued
         after a crash, which replays its recorded steps and goes on from the first unrecorded."""

@@ -49,7 +49,15 @@ class Services:
         engine = Engine(rules=rules, broker=self.broker, clock=self.clock, script=script, workspace=workspace,
                         events_file=events, db=self.db, host=self.host)
         self.engines.append(engine)
+        if self.host is not None:
+            self.host.executor = self  # runs DBOS hands back go to the engine that holds them
         return engine
+
+    async def execute_durable(self, run_id: str) -> None:
+        """A run DBOS hands to this process: the engine that started it or holds it parked, else
+        the latest engine made, as before."""
+        engine = next((e for e in self.engines if e.expects(run_id)), self.engines[-1])
+        await engine.execute_durable(run_id)
 
     def close(self) -> None:
         """The process is done: its durable runs are left as they are in the database (running,
