@@ -57,6 +57,10 @@ class CompiledWorkflow:
         return list(self.cls.AGENTS)
 
 
+def _ignored(_: Any) -> None:
+    """A handle's report when nothing records it (a run in memory, a parked run)."""
+
+
 @dataclass
 class RunHandle:
     id: str
@@ -75,9 +79,9 @@ class RunHandle:
     _waiting: int = field(default=0, repr=False)  # human waits in progress (parallel branches)
     _cancel: Callable[[], None] = field(default=lambda: None, repr=False)
     _ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
-    _on_status: Callable[[RunStatus], None] = field(default=lambda status: None, repr=False)
+    _on_status: Callable[[RunStatus], None] = field(default=_ignored, repr=False)
     tokens: int = 0  # model tokens the run has used (budgets: rules `budgets:`)
-    _on_tokens: Callable[[int], None] = field(default=lambda tokens: None, repr=False)
+    _on_tokens: Callable[[int], None] = field(default=_ignored, repr=False)
     detached: bool = field(default=False, repr=False)  # left for later: nothing is recorded as its end
     # Its execution ended while it waits for a person (engine/services/parking.py LiveParking):
     # rows only, until this process continues it on the decision, with this same handle.
@@ -329,6 +333,7 @@ class Engine:
         # Nothing of the execution stays reachable: the task (its coroutine's frames), the
         # CancelledError and its traceback that the runner kept as the run's exception.
         handle._task, handle.exception = None, None
+        handle._on_status = handle._on_tokens = _ignored  # set again when it goes on (`_execute`)
         handle._cancel = lambda: self._end_parked(handle)
         return True
 

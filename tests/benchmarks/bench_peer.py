@@ -21,13 +21,18 @@ Figures (fresh processes for everything a user starts from a shell):
 - answer from another process -> the run resumed: from `escalate answer` launched to the next
   turn in the `run --wait` process holding the run, against a fresh LangGraph process resuming
   the thread (a LangGraph run waits in no process); and from the decision written to that next
-  turn, against a LangGraph process that holds the thread, reads the answer and resumes it;
+  turn, against a LangGraph process that holds the thread, reads the answer and resumes it.
+  escalate twice: answered within the grace (0 s after the question: the run still a live
+  coroutine) and once the run has parked in its `run --wait` process (claimed back, replayed);
 - process memory, idle: those two processes holding one run at its approval (RSS), and the CPU
   they spend a second meanwhile (their polls);
 - N runs brought to their approval in one process: the time (and the process's CPU time over
   it, all threads), and memory per waiting run (RSS delta / N after a collection; and of it, the
   bytes Python's small-object allocator holds in live blocks: what the runs keep, apart from
-  the free memory a burst leaves in the allocators);
+  the free memory a burst leaves in the allocators; and objects per run). escalate in two
+  states: settled (every run parked in its process past the bound: what a waiting run costs
+  for as long as it waits) and at its approval, before the bound (a process of its own with
+  ESCALATE_PARK_LIVE_AFTER at a day: each run a live coroutine);
 - with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
   their approval (all, once a waiting run leaves its worker place: then their time and answer
   from the shell -> next turn in the worker), the worker's memory idle and per waiting run.
