@@ -78,6 +78,15 @@ def holder(db: Database, run_id: str) -> tuple[str, float | None] | None:
     return row[0], row[1] if isinstance(row[1], float) else None
 
 
+def held(db: Database) -> list[tuple[str, str, float | None]]:
+    """(run id, holder, its heartbeat at park) of the runs parked and held by a process: those of
+    a holder now gone are a console's to continue at its open, as any interrupted run."""
+    query = sa.select(runs.c.run_id, runs.c.owner, runs.c.heartbeat).where(runs.c.status == PARKED, runs.c.owner.is_not(None))
+    with db.engine.connect() as c:
+        return [(run_id, owner, beat if isinstance(beat, float) else None) for run_id, owner, beat in c.execute(query)
+                if isinstance(run_id, str) and isinstance(owner, str)]
+
+
 def let_go(db: Database, owner: str) -> None:
     """A process that held parked runs stops: they are held by nobody, for any worker to
     continue on their decision."""

@@ -172,3 +172,44 @@ def test_kill_9_of_the_holding_process_while_its_run_is_parked(tmp_path: Path, c
         if worker is not None:
             worker.kill()
         db.close()
+
+
+async def test_a_console_opening_after_the_holder_was_killed_continues_its_parked_run(tmp_path: Path) -> None:
+    """Before parking, a killed `run --wait` left an active run that the next console took over at
+    its open; parked and held by a process now gone, it is still the console's to continue."""
+    from tests.tui.helpers import SIZE, make_app, make_session
+    from tests.tui.helpers import wait_until as pilot_until
+    from engine.kernel.clock import RealClock
+
+    url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    db = Database(url)
+    proc = run_wait(url, tmp_path, live_env(tmp_path))
+    try:
+        first = parked_row(db, proc.pid, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        run_id = first["run_id"]
+        session = make_session([ASK], clock=RealClock(), db_url=url, workspace=tmp_path)
+        app = make_app(session, open_engine=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot_until(pilot, lambda: session.run(run_id) is not None, 60, "the console continuing the run")
+            assert session.answer(first["id"], answer_for_row(first)) is not None
+            await pilot_until(pilot, lambda: any(p.escalation.id != first["id"] for p in session.pending()), 60,
+                              "the run's second question")
+            (second,) = session.pending()
+            session.answer(second.escalation.id, answer_for_row(db.get_escalation(second.escalation.id)))
+            handle = session.run(run_id)
+            await pilot_until(pilot, lambda: handle.status.finished, 60, "the run's end")
+            assert (handle.status.value, handle.result) == ("done", expected_result(run_id))
+            await pilot.press("q")  # nothing left: quits without asking
+            await pilot.pause()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        db.close()
+
+
+def answer_for_row(row: dict):
+    from tests.workers.procs import answer_for
+
+    return answer_for(row)
