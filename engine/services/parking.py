@@ -318,11 +318,6 @@ class LiveParking:
                 self.say(f"parked runs not let go: {_line(exc)}")
             self._held.clear()
 
-    @property
-    def held(self) -> frozenset[str]:
-        """The runs parked in this process."""
-        return frozenset(self._held)
-
     def _engine_of(self, run_id: str) -> "Engine | None":
         return next((e for e in self.engines if e.run(run_id) is not None), None)
 
