@@ -200,10 +200,15 @@ class ConsoleSession:
         stale = {r["run_id"] for r in self.db.interrupted_runs()}
         if not self.host.trusted:  # not this user's database: listed, never continued (notices say so)
             return []
+        from engine.durable.parking import held
+
         # The active runs only: not the parked and queued ones (thousands, none of them this
-        # console's to continue: a worker continues them).
+        # console's to continue: a worker continues them), but those parked in a process that
+        # held them live and is gone (a killed console or `run --wait`), as before they parked.
         return [r["run_id"] for r in self.db.list_runs(parked=False, queued=False) if r["run_id"] not in self.host.refused and (
-                r["run_id"] in stale or r["owner"] is None or not owner_alive(r["owner"], self.db, r["heartbeat"]))]
+                r["run_id"] in stale or r["owner"] is None or not owner_alive(r["owner"], self.db, r["heartbeat"]))] + [
+                run_id for run_id, holder, beat in held(self.db)
+                if run_id not in self.host.refused and not owner_alive(holder, self.db, beat)]
 
     @property
     def active(self) -> tuple[int, int]:

@@ -13,6 +13,7 @@ All methods must be called on the thread running the broker's loop.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from typing import Callable
 
@@ -98,7 +99,10 @@ class Feed:
 
     def _keep_polling(self) -> None:
         if self._poller is None or self._poller.done():
-            self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll")
+            # In a context of its own: started by a run's escalation, it would keep that run's
+            # context (its call frames, DBOS's workflow context) alive for as long as it polls.
+            self._poller = asyncio.get_running_loop().create_task(self._poll(), name="escalate decisions poll",
+                                                                  context=contextvars.Context())
 
     async def caught_up(self) -> None:
         """Return once the messages heard so far are read (not those heard meanwhile: a busy

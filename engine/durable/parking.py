@@ -6,6 +6,11 @@ belongs to nobody. A decision, from any process, leaves the run with nothing pen
 then claims it (`claim_ready`: parked -> queued, first claimer wins) and puts it back on the
 workers' queue, where a worker continues it from its recorded steps.
 
+A process that holds runs live (a console, `run --wait`, `resume`) parks its waiting runs too,
+but keeps them (`park(..., hold=True)`: the row parked, its owner kept): it claims them back itself
+on their decision (`claim_parked` with `holder`) and continues them in-process; a worker takes a
+held run only once its holder is gone (`holder`, then `claim_ready` with `holder`).
+
 Each change is one conditional statement, so two processes never both act on one run. The
 worker's poll (`ready`, `overdue`, `stuck`) is what makes it correct, news only makes it fast:
 a decision heard late, a claimer killed between its claim and the queue, a deadline with no
@@ -25,34 +30,68 @@ from engine.durable.database import ACTIVE, PARKED, QUEUED, Database, escalation
 _PENDING = sa.exists().where(escalations.c.run_id == runs.c.run_id, escalations.c.status == "pending")
 
 
-def park(db: Database, run_id: str, owner: str) -> bool:
+def park(db: Database, run_id: str, owner: str, *, hold: bool = False) -> bool:
     """The run's execution has ended at a person's decision: its row is parked, owned by nobody
-    (its events written first: the row never says more than the log holds). False when `owner`
-    no longer holds it (taken over meanwhile): nothing changed."""
+    (`hold`: still by `owner`, which continues it on its decision), its events written first:
+    the row never says more than the log holds. False when `owner` no longer holds it (taken
+    over meanwhile): nothing changed."""
     db.flush_events()
     with db.engine.begin() as c:
         done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.owner == owner, runs.c.status.in_(ACTIVE))
-                         .values(status=PARKED, owner=None, heartbeat=None))
+                         .values(status=PARKED, owner=owner if hold else None, heartbeat=time.time() if hold else None))
     return done.rowcount == 1
 
 
-def claim_ready(db: Database, run_id: str, owner: str, now: float | None = None) -> bool:
+def _held_by(holder: str | None) -> sa.ColumnElement[bool]:
+    return runs.c.owner.is_(None) if holder is None else runs.c.owner == holder
+
+
+def claim_ready(db: Database, run_id: str, owner: str, now: float | None = None, *, holder: str | None = None) -> bool:
     """Claim a parked run that waits on nothing any more, to put it back on the queue: it is
     `queued`, owned by the claimer until a worker starts it (a claimer that dies before queueing
-    it is found by `stuck`). First claimer wins."""
+    it is found by `stuck`). `holder`: the gone process that held it (else it is held by
+    nobody). First claimer wins."""
     with db.engine.begin() as c:
-        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == PARKED, ~_PENDING)
+        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == PARKED, _held_by(holder), ~_PENDING)
                          .values(status=QUEUED, owner=owner, heartbeat=now if now is not None else time.time()))
     return done.rowcount == 1
 
 
-def claim_parked(db: Database, run_id: str, owner: str, now: float | None = None) -> bool:
-    """`escalate resume` (or a console) continues a parked run itself, waiting or not: it is
-    this process's, waiting. First claimer wins."""
+def claim_parked(db: Database, run_id: str, owner: str, now: float | None = None, *, holder: str | None = None) -> bool:
+    """`escalate resume` (or the process holding it, on its decision) continues a parked run
+    itself, waiting or not: it is this process's, waiting. `holder`: the owner its row names
+    (None: held by nobody). First claimer wins."""
     with db.engine.begin() as c:
-        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == PARKED)
+        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == PARKED, _held_by(holder))
                          .values(status="waiting", owner=owner, heartbeat=now if now is not None else time.time()))
     return done.rowcount == 1
+
+
+def holder(db: Database, run_id: str) -> tuple[str, float | None] | None:
+    """(the process holding a parked run, its heartbeat at park), or None: not parked, or held
+    by nobody."""
+    query = sa.select(runs.c.owner, runs.c.heartbeat).where(runs.c.run_id == run_id, runs.c.status == PARKED)
+    with db.engine.connect() as c:
+        row = c.execute(query).first()
+    if row is None or not isinstance(row[0], str):
+        return None
+    return row[0], row[1] if isinstance(row[1], float) else None
+
+
+def held(db: Database) -> list[tuple[str, str, float | None]]:
+    """(run id, holder, its heartbeat at park) of the runs parked and held by a process: those of
+    a holder now gone are a console's to continue at its open, as any interrupted run."""
+    query = sa.select(runs.c.run_id, runs.c.owner, runs.c.heartbeat).where(runs.c.status == PARKED, runs.c.owner.is_not(None))
+    with db.engine.connect() as c:
+        return [(run_id, owner, beat if isinstance(beat, float) else None) for run_id, owner, beat in c.execute(query)
+                if isinstance(run_id, str) and isinstance(owner, str)]
+
+
+def let_go(db: Database, owner: str) -> None:
+    """A process that held parked runs stops: they are held by nobody, for any worker to
+    continue on their decision."""
+    with db.engine.begin() as c:
+        c.execute(runs.update().where(runs.c.status == PARKED, runs.c.owner == owner).values(owner=None, heartbeat=None))
 
 
 def still_waits(db: Database, run_id: str) -> bool:

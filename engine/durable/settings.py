@@ -5,6 +5,9 @@ each is imported: every process that shares a database must be given the same va
   gone (a process of another host; one of this host is looked up), its runs interrupted.
 - `ESCALATE_PARK_AFTER` (engine/services/parking.py PARK_AFTER, 2 s): how long a worker's run
   waiting for a person keeps its place before it parks.
+- `ESCALATE_PARK_LIVE_AFTER` (engine/services/parking.py PARK_LIVE_AFTER, 2 s): how long a run
+  held live (a console, `run --wait`, `resume`) waits for a person as a live coroutine before it
+  parks (rows only) in its process, which continues it itself on its decision.
 """
 
 from __future__ import annotations

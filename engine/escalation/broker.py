@@ -333,6 +333,22 @@ class EscalationBroker:
             self._done.pop(entry.pending.escalation.id, None)
             entry.future.cancel()
 
+    def hold_run(self, run_id: str) -> int:
+        """The run's execution here ends while it waits (it parks), its escalations stay listed
+        as adopted ones: answerable, their deadlines armed, and asked again by the run when it
+        continues. Returns how many it was waiting on (0: nothing to park for)."""
+        held = 0
+        for entry in [e for e in self._entries.values() if e.pending.escalation.run_id == run_id and not e.adopted]:
+            # A new entry in its place: the old one's waiter, cancelled with its task, finds it
+            # replaced and withdraws nothing (`_await`).
+            kept = _Entry(entry.pending, asyncio.get_running_loop().create_future())
+            kept.adopted, kept.timer = True, entry.timer
+            self._entries[entry.pending.escalation.id] = kept
+            entry.timer = None
+            entry.future.cancel()
+            held += 1
+        return held
+
     # -- queries and subscriptions ------------------------------------------------------------
 
     def pending(self) -> list[PendingEscalation]:

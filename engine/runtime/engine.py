@@ -57,6 +57,10 @@ class CompiledWorkflow:
         return list(self.cls.AGENTS)
 
 
+def _ignored(_: Any) -> None:
+    """A handle's report when nothing records it (a run in memory, a parked run)."""
+
+
 @dataclass
 class RunHandle:
     id: str
@@ -75,16 +79,22 @@ class RunHandle:
     _waiting: int = field(default=0, repr=False)  # human waits in progress (parallel branches)
     _cancel: Callable[[], None] = field(default=lambda: None, repr=False)
     _ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
-    _on_status: Callable[[RunStatus], None] = field(default=lambda status: None, repr=False)
+    _on_status: Callable[[RunStatus], None] = field(default=_ignored, repr=False)
     tokens: int = 0  # model tokens the run has used (budgets: rules `budgets:`)
-    _on_tokens: Callable[[int], None] = field(default=lambda tokens: None, repr=False)
+    _on_tokens: Callable[[int], None] = field(default=_ignored, repr=False)
     detached: bool = field(default=False, repr=False)  # left for later: nothing is recorded as its end
+    # Its execution ended while it waits for a person (engine/services/parking.py LiveParking):
+    # rows only, until this process continues it on the decision, with this same handle.
+    parked: bool = field(default=False, repr=False)
+    parkable: bool = field(default=False, repr=False)  # durable, and no ACP agent process to lose
     workspace: Path | None = None  # where the run works, when not the engine's (an ACP agent from the console)
 
     def cancel(self) -> None:
         """Stop the run: its agents stop and its pending escalations are withdrawn."""
         if self._task is not None and not self._task.done():
             self._task.cancel()
+            self._cancel()
+        elif self.parked:  # rows only: its escalations withdrawn and its row ended where it is
             self._cancel()
 
     async def wait(self) -> RunStatus:
@@ -262,14 +272,28 @@ class Engine:
     def run(self, run_id: str) -> RunHandle | None:
         return next((h for h in self.runs if h.id == run_id), None)
 
+    def expects(self, run_id: str) -> bool:
+        """Whether this engine started `run_id` or holds it parked: its workflow's body is this
+        engine's to execute."""
+        if run_id in self._prepared or run_id in self._arrivals:
+            return True
+        handle = self.run(run_id)
+        return handle is not None and handle.parked
+
     async def execute_durable(self, run_id: str) -> None:
         """The body of a run's workflow (engine/durable/host.py): a new run, or one continued
         after a crash, which replays its recorded steps and goes on from the first unrecorded."""
-        from engine.runtime.script import load_script
-
         assert self.db is not None and self.host is not None
         prepared = self._prepared.pop(run_id, None)
-        if prepared is None:
+        parked = self.run(run_id) if prepared is None else None
+        if parked is not None and parked.parked:
+            # Parked here and claimed back on its decision (engine/services/parking.py): the same
+            # handle goes on (a console's list and log, `run --wait`'s wait), its recorded
+            # events replayed without being shown again.
+            BACKGROUND.set(True)
+            handle, parked.parked, parked.detached = parked, False, False
+            workflow, script = self._from_row(run_id)
+        elif prepared is None:
             BACKGROUND.set(True)  # a run a worker dequeued (start() marks its own): escalations come first
             self.db.claim_queued(run_id, self.host.owner)  # a queued run a worker took: it is this process's now
             self.host.keep_beating()
@@ -278,8 +302,7 @@ class Engine:
             row = self.db.get_run(run_id)
             if row is None:
                 raise LookupError(f"no run {run_id} in {self.db.url}")
-            workflow = self.load(Path(row["path"]))
-            script = load_script(row["script"]) if row["script"] else None
+            workflow, script = self._from_row(run_id, row)
             # the run's own workspace: a worker's folder is not the run's (an ACP agent's cwd, its files)
             handle = RunHandle(run_id, row["task"], row["workflow"], row["flow"], row["input"], started_at=row["started"],
                                workspace=Path(row["workspace"]) if row["workspace"] else None)
@@ -292,6 +315,49 @@ class Engine:
         if arrived is not None and not arrived.done():
             arrived.set_result(handle)
         await self._execute(handle, workflow, script, durable=True)
+
+    async def park(self, run_id: str) -> bool:
+        """End the execution of a durable run waiting for a person here, keeping its handle
+        (`parked`) and its escalations listed by the broker (`hold_run`: answerable, deadlines
+        armed): nothing is recorded as its end, and `execute_durable` continues it with this
+        handle. False when it does not wait here (answered meanwhile, over, not parkable). The
+        checks and the cancel happen with no await between them."""
+        handle = self.run(run_id)
+        task = handle._task if handle is not None else None
+        if (handle is None or not handle.parkable or handle.detached or handle.status is not RunStatus.WAITING
+                or task is None or task.done() or not self.broker.hold_run(run_id)):
+            return False
+        handle.detached = handle.parked = True
+        task.cancel()
+        await asyncio.wait([task])
+        # Nothing of the execution stays reachable: the task (its coroutine's frames), the
+        # CancelledError and its traceback that the runner kept as the run's exception.
+        handle._task, handle.exception = None, None
+        handle._on_status = handle._on_tokens = _ignored  # set again when it goes on (`_execute`)
+        handle._cancel = lambda: self._end_parked(handle)
+        return True
+
+    def _end_parked(self, handle: RunHandle) -> None:
+        """A parked run cancelled here (the console's cancel, `run --wait` stopped): its
+        escalations withdrawn, its row cancelled where it is, its waiters released."""
+        if not handle.parked:
+            return
+        handle.parked = False
+        self.broker.cancel_run(handle.id)
+        handle.status, handle.error, handle.finished_at = RunStatus.CANCELLED, "cancelled", self.clock.now()
+        if self.db is not None:
+            self.db.update_run(handle.id, status=handle.status.value, error=handle.error, finished=handle.finished_at)
+        handle._ended.set()
+
+    def _from_row(self, run_id: str, row: dict[str, Any] | None = None) -> tuple[CompiledWorkflow, Script | None]:
+        """The workflow and script a recorded run was started with, as any process reads them."""
+        from engine.runtime.script import load_script
+
+        assert self.db is not None
+        row = row if row is not None else self.db.get_run(run_id)
+        if row is None:
+            raise LookupError(f"no run {run_id} in {self.db.url}")
+        return self.load(Path(row["path"])), load_script(row["script"]) if row["script"] else None
 
     def detach(self, run_ids: "set[str] | None" = None) -> list["asyncio.Task[None]"]:
         """Stop this process's runs (or those of `run_ids`) without ending them: durable runs
@@ -322,6 +388,7 @@ class Engine:
         if db is not None:
             handle._on_status = lambda status: db.update_run(run_id, status=status.value)
             handle._on_tokens = lambda tokens: db.set_tokens(run_id, tokens)
+        handle.parkable = db is not None and not any(getattr(spec, "acp_command", None) for spec in workflow.cls.MODELS.values())
         sink = EventSink(run_id, self.events_file, record=record if db is not None else None, replayed=len(handle.events))
         sink.subscribe(lambda event: self._fan_out(handle, event))
         self._sinks[run_id] = sink

@@ -1,5 +1,7 @@
-"""A worker's side of parked runs (engine/durable/parking.py): a run that pauses for a person
-leaves the worker, and a decided one comes back to the workers' queue.
+"""Parked runs (engine/durable/parking.py): a run that pauses for a person ends its execution and
+leaves rows only. Two sides: a worker's (`Parking`: a decided run goes back to the workers'
+queue), and a process that holds its runs live (`LiveParking`: a console, `run --wait`,
+`resume`; it continues a decided run itself).
 
 - Park: when a run executing here raises an escalation that waits for a person (at once when
   the queue holds at least as many runs as this worker has free places, else after PARK_AFTER:
@@ -29,11 +31,13 @@ from engine.durable.database import NEWS_IDS, Database
 from engine.durable.decisions import DecisionStore, pending_from_json
 from engine.durable.host import DurableHost, owner_alive
 from engine.durable.settings import seconds
-from engine.escalation.broker import RAISED, BrokerEvent, EscalationBroker, NoTimeoutDefault, timeout_decision
+from engine.escalation.broker import (CANCELLED, RAISED, RESOLVED, BrokerEvent, EscalationBroker, NoTimeoutDefault,
+                                     timeout_decision)
 from engine.kernel.errors import RequestChanged
 from engine.runtime.run_status import RunStatus
 
 if TYPE_CHECKING:
+    from engine.runtime.engine import Engine
     from engine.services.worker import EngineRouter
 
 log = logging.getLogger("escalate.worker")
@@ -43,6 +47,10 @@ READ_AT_MOST = 500  # ids heard at once past this: every parked run is looked at
 # meanwhile (a console, a rule, a script) reaches it in place, without a trip through the queue.
 # With every place taken and runs queued for one, it parks at once. $ESCALATE_PARK_AFTER.
 PARK_AFTER = seconds("ESCALATE_PARK_AFTER", 2.0, least=0.0)
+# A run held live (a console, `run --wait`, `resume`) waits this long as a live coroutine, where
+# an answer reaches its agent in-process at once; then it parks in its process (LiveParking).
+PARK_LIVE_AFTER = seconds("ESCALATE_PARK_LIVE_AFTER", 2.0, least=0.0)
+RETRY_SECONDS = 1.0  # a park or a wake that a busy database refused is tried again this often
 
 
 class Parking:
@@ -173,13 +181,14 @@ class Parking:
     # -- waking ------------------------------------------------------------------------------
 
     async def wake(self, run_ids: list[str]) -> None:
-        """Put these parked runs back on the queue, those with nothing pending (first claimer wins)."""
+        """Put these parked runs back on the queue, those with nothing pending (first claimer
+        wins); a run a live process holds only once that process is gone (LiveParking)."""
         for run_id in run_ids:
             if run_id in self._requeueing:
                 continue
             self._requeueing.add(run_id)
             try:
-                if await asyncio.to_thread(parking.claim_ready, self.db, run_id, self.host.owner):
+                if await asyncio.to_thread(self._claim_ready, run_id):
                     await self.host.requeue(run_id)
             except Exception as exc:  # claimed, not queued: the next sweep queues it
                 self.say(f"{run_id}: could not be queued again yet: {_line(exc)}")
@@ -209,6 +218,13 @@ class Parking:
                 await self.wake(ready)
             except Exception:  # a busy database: the sweep catches up
                 log.debug("reading news failed", exc_info=True)
+
+    def _claim_ready(self, run_id: str) -> bool:
+        if parking.claim_ready(self.db, run_id, self.host.owner):
+            return True
+        held = parking.holder(self.db, run_id)
+        return (held is not None and held[0] != self.host.owner and not owner_alive(held[0], self.db, held[1])
+                and parking.claim_ready(self.db, run_id, self.host.owner, holder=held[0]))
 
     # -- the poll ----------------------------------------------------------------------------
 
@@ -248,6 +264,168 @@ class Parking:
 
         status = await DBOS.get_workflow_status_async(run_id)
         return status is not None and status.status == "CANCELLED"
+
+
+class LiveParking:
+    """A process that holds its runs live (a console, `run --wait`, `resume`, `Engine.start_run`
+    on opened services): a run waiting for a person past PARK_LIVE_AFTER ends its execution and
+    leaves rows only, held by this process: its row parked with this process as its owner, its
+    escalations still listed by the broker (`hold_run`: answerable here, their deadlines armed
+    here, decisions of other processes read by the feed), its handle kept (`Engine.park`: a
+    console's list and log, `run --wait`'s wait). On its decision this process claims it back
+    (`claim_parked`, first claimer wins) and continues it itself from its recorded steps, through
+    its own queue (kept registered meanwhile: one poll away), with the same handle. A worker
+    takes such a run only once this process is gone; a clean stop lets go of them (`let_go`)."""
+
+    def __init__(self, engines: "list[Engine]", host: DurableHost, db: Database, broker: EscalationBroker,
+                 say: Callable[[str], None]) -> None:
+        self.engines = engines  # the Services' list: engines made later count too
+        self.host = host
+        self.db = db
+        self.broker = broker
+        self.say = say
+        self._due: dict[str, asyncio.TimerHandle] = {}  # runs in their grace
+        self._parking: set[str] = set()  # their execution ending, their row not parked yet
+        self._held: set[str] = set()  # parked here: rows only, continued here on their decision
+        self._retry: set[str] = set()  # a park or a wake a busy database refused
+        self._claimed: set[str] = set()  # claimed back, not on the own queue yet
+        self._waking: set[str] = set()  # one wake at a time per run
+        self._rewake: set[str] = set()  # a decision heard while a wake looked: it looks again after
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._retrying: asyncio.Task[None] | None = None
+        self._stop: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        """Park runs as they wait (call on the loop the runs execute on)."""
+        self._stop = self.broker.subscribe(self._on_event)
+
+    def stop(self) -> None:
+        """The process stops: timers and work dropped; the runs held here are let go, for a
+        worker to continue on their decision (a run claimed back and not continued yet is an
+        active run of this process, released with the others)."""
+        if self._stop is not None:
+            self._stop()
+            self._stop = None
+        for timer in self._due.values():
+            timer.cancel()
+        self._due.clear()
+        for task in [*self._tasks, *([self._retrying] if self._retrying is not None else [])]:
+            task.cancel()
+        if self._held:
+            try:
+                parking.let_go(self.db, self.host.owner)
+            except Exception as exc:  # the database is gone: a worker takes them once this process has exited
+                self.say(f"parked runs not let go: {_line(exc)}")
+            self._held.clear()
+
+    def _engine_of(self, run_id: str) -> "Engine | None":
+        return next((e for e in self.engines if e.run(run_id) is not None), None)
+
+    def _on_event(self, event: BrokerEvent) -> None:
+        run_id = event.pending.escalation.run_id
+        if event.kind == RAISED:
+            if run_id in self._due or run_id in self._parking:
+                return
+            engine = self._engine_of(run_id)
+            handle = engine.run(run_id) if engine is not None else None
+            if handle is not None and handle.parkable and not handle.detached:
+                self._due[run_id] = asyncio.get_running_loop().call_later(PARK_LIVE_AFTER, self._grace_over, run_id)
+        elif event.kind in (RESOLVED, CANCELLED) and run_id in self._held:
+            self._spawn(self.wake(run_id))
+
+    def _grace_over(self, run_id: str) -> None:
+        self._due.pop(run_id, None)
+        self._spawn(self.park(run_id))
+
+    def _spawn(self, work: Any) -> None:
+        # Outside any run's context: DBOS's workflow context must not come along.
+        task = asyncio.get_running_loop().create_task(work, context=contextvars.Context())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def park(self, run_id: str) -> bool:
+        """End the execution of a run waiting here and park its row, held by this process;
+        False when it does not wait here any more (answered meanwhile, over, cancelled)."""
+        engine = self._engine_of(run_id)
+        if engine is None or run_id in self._parking or not await engine.park(run_id):
+            return False
+        return await self._leave(run_id)
+
+    async def _leave(self, run_id: str) -> bool:
+        """The rows of a run whose execution here has ended: its workflow off every queue (DBOS:
+        cancelled), the own queue kept for its return, its row parked; then woken at once if a
+        decision came first."""
+        self._parking.add(run_id)
+        try:
+            await self.host.end_execution(run_id)
+            await self.host.hold_queue(run_id)
+            parked = await asyncio.to_thread(lambda: parking.park(self.db, run_id, self.host.owner, hold=True))
+        except Exception as exc:  # a busy database: tried again; meanwhile the row is this process's, waiting
+            self.say(f"{run_id}: could not be parked yet: {_line(exc)}")
+            self._again(run_id)
+            return False
+        finally:
+            self._parking.discard(run_id)
+        self._retry.discard(run_id)
+        if not parked:  # its row is no longer this process's (cancelled meanwhile)
+            self.host.release_queue(run_id)
+            return False
+        self._held.add(run_id)
+        await self.wake(run_id)  # decided before its row said parked
+        return True
+
+    async def wake(self, run_id: str) -> None:
+        """A held run with nothing pending any more: claimed back (first claimer wins) and put on
+        this process's own queue, which hands it to `Engine.execute_durable` here."""
+        if run_id in self._waking:
+            # Its look may have read the row before this decision: it looks again once done.
+            self._rewake.add(run_id)
+            return
+        if run_id in self._parking or not (run_id in self._held or run_id in self._claimed):
+            return
+        self._waking.add(run_id)
+        try:
+            await self._wake(run_id)
+            while run_id in self._rewake:
+                self._rewake.discard(run_id)
+                await self._wake(run_id)
+        finally:
+            self._waking.discard(run_id)
+            self._rewake.discard(run_id)
+
+    async def _wake(self, run_id: str) -> None:
+        self._retry.discard(run_id)
+        owner = self.host.owner
+        try:
+            if run_id in self._held:
+                if await asyncio.to_thread(parking.still_waits, self.db, run_id):
+                    return
+                claimed = await asyncio.to_thread(lambda: parking.claim_parked(self.db, run_id, owner, holder=owner))
+                self._held.discard(run_id)
+                if not claimed:  # not held here any more (cancelled)
+                    self.host.release_queue(run_id)
+                    return
+                self._claimed.add(run_id)
+            if run_id in self._claimed:
+                await self.host.continue_here(run_id)
+                self._claimed.discard(run_id)
+        except Exception as exc:  # a busy database: tried again
+            self.say(f"{run_id}: could not be continued yet: {_line(exc)}")
+            self._again(run_id)
+
+    def _again(self, run_id: str) -> None:
+        self._retry.add(run_id)
+        if self._retrying is None or self._retrying.done():
+            self._retrying = asyncio.get_running_loop().create_task(self._retry_forever(), context=contextvars.Context())
+
+    async def _retry_forever(self) -> None:
+        while self._retry:
+            await asyncio.sleep(RETRY_SECONDS)
+            for run_id in list(self._retry):
+                if run_id in self._held or run_id in self._claimed:
+                    await self.wake(run_id)
+                elif run_id not in self._parking:
+                    await self._leave(run_id)
 
 
 def _line(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from engine.kernel.clock import Clock
     from engine.runtime.engine import Engine
     from engine.runtime.script import Script
+    from engine.services.parking import LiveParking
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Services:
     store: DecisionStore | None = None
     feed: Feed | None = None  # escalations raised and decided by other processes, heard here
     engines: list[Engine] = field(default_factory=list)
+    parking: LiveParking | None = None  # runs held live park past a bound (not in a worker: its own Parking)
 
     def engine(self, rules: Any, *, workspace: Path | None = None, script: Script | None = None,
                events: Path | None = None) -> Engine:
@@ -47,7 +49,15 @@ class Services:
         engine = Engine(rules=rules, broker=self.broker, clock=self.clock, script=script, workspace=workspace,
                         events_file=events, db=self.db, host=self.host)
         self.engines.append(engine)
+        if self.host is not None:
+            self.host.executor = self  # runs DBOS hands back go to the engine that holds them
         return engine
+
+    async def execute_durable(self, run_id: str) -> None:
+        """A run DBOS hands to this process: the engine that started it or holds it parked, else
+        the latest engine made, as before."""
+        engine = next((e for e in self.engines if e.expects(run_id)), self.engines[-1])
+        await engine.execute_durable(run_id)
 
     def close(self) -> None:
         """The process is done: its durable runs are left as they are in the database (running,
@@ -55,6 +65,8 @@ class Services:
         hearing other processes, DBOS and the database close. Runs in memory end with the process."""
         if self.db is None:
             return
+        if self.parking is not None:
+            self.parking.stop()  # its parked runs let go first, for the workers
         for engine in self.engines:
             engine.detach()
         if self.feed is not None:
@@ -128,5 +140,13 @@ async def open_services(db: Database | str | None, *, identity: str, broker: Esc
             database.close()
         raise
     feed.start(everything=hear_everything)  # decisions made by other processes reach this one's runs at once
+    services = Services(broker=broker, clock=clock, db=database, host=host, store=store, feed=feed)
+    if worker_concurrency is None:  # a worker parks its runs its own way (engine/services/worker.py)
+        import logging
+
+        from engine.services.parking import LiveParking
+
+        services.parking = LiveParking(services.engines, host, database, broker, logging.getLogger("escalate.durable").warning)
+        services.parking.start()
     started()  # the command's start-up is over (engine/kernel/collector.py)
-    return Services(broker=broker, clock=clock, db=database, host=host, store=store, feed=feed)
+    return services

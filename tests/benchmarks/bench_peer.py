@@ -21,13 +21,18 @@ Figures (fresh processes for everything a user starts from a shell):
 - answer from another process -> the run resumed: from `escalate answer` launched to the next
   turn in the `run --wait` process holding the run, against a fresh LangGraph process resuming
   the thread (a LangGraph run waits in no process); and from the decision written to that next
-  turn, against a LangGraph process that holds the thread, reads the answer and resumes it;
+  turn, against a LangGraph process that holds the thread, reads the answer and resumes it.
+  escalate twice: answered within the grace (0 s after the question: the run still a live
+  coroutine) and once the run has parked in its `run --wait` process (claimed back, replayed);
 - process memory, idle: those two processes holding one run at its approval (RSS), and the CPU
   they spend a second meanwhile (their polls);
 - N runs brought to their approval in one process: the time (and the process's CPU time over
   it, all threads), and memory per waiting run (RSS delta / N after a collection; and of it, the
   bytes Python's small-object allocator holds in live blocks: what the runs keep, apart from
-  the free memory a burst leaves in the allocators);
+  the free memory a burst leaves in the allocators; and objects per run). escalate in two
+  states: settled (every run parked in its process past the bound: what a waiting run costs
+  for as long as it waits) and at its approval, before the bound (a process of its own with
+  ESCALATE_PARK_LIVE_AFTER at a day: each run a live coroutine);
 - with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
   their approval (all, once a waiting run leaves its worker place: then their time and answer
   from the shell -> next turn in the worker), the worker's memory idle and per waiting run.
@@ -92,6 +97,20 @@ class Sides:
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         return subprocess.run(command, cwd=self.work, env=self.escalate_env, capture_output=True, text=True)
 
+    def parked(self, run_id: str, timeout: float = 60.0) -> bool:
+        """Wait until the run's row says parked (its process ended its execution); False after
+        `timeout` (a tree that never parks a live run)."""
+        import sqlite3
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with sqlite3.connect(self.work / "escalate.db", timeout=30) as conn:
+                found = conn.execute("SELECT status FROM escalate_runs WHERE run_id = ?", (run_id,)).fetchone()
+            if found is not None and found[0] == "parked":
+                return True
+            time.sleep(0.02)
+        return False
+
     def escalate_child(self, *args: str) -> Any:
         return json_line(subprocess.run([sys.executable, str(ESCALATE), args[0], str(self.src), *args[1:]],
                                         cwd=self.work, env=self.escalate_env, capture_output=True, text=True))
@@ -149,7 +168,8 @@ def children_cpu() -> float:
 class Figures:
     def __init__(self) -> None:
         self.samples: dict[tuple[str, str], list[float]] = {}
-        self.next_turns: dict[str, float] = {}  # escalation id -> its run's next turn done (`run --wait`)
+        # escalation id -> (figure, its run's next turn done) (`run --wait`)
+        self.next_turns: dict[str, tuple[str, float]] = {}
 
     def add(self, figure: str, side: str, value: float) -> None:
         self.samples.setdefault((figure, side), []).append(value)
@@ -194,29 +214,38 @@ def peer_cold_and_shell(sides: Sides, figures: Figures, round_: int) -> None:
 
 
 def escalate_live(sides: Sides, figures: Figures, round_: int) -> None:
-    """A run waiting in `run --wait`; `escalate answer` from another process; its next turn."""
-    events = sides.work / f"live-{round_}.jsonl"
-    launched = time.time()
-    proc = sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go", "--wait",
-                          events=events, wait=False)
-    try:
-        asked = events_after(events, "human_escalation", launched)
-        time.sleep(0.5)  # settled: what it holds while it waits
-        figures.add("idle", "escalate", rss_kb(proc.pid) / 1024)
-        figures.add("idle_cpu", "escalate", idle_cpu(proc.pid))
-        answered = time.time()
-        decided = sides.escalate("answer", asked["id"], "--option", "go")
-        if decided.returncode != 0:
-            raise SystemExit(f"escalate answer exited {decided.returncode}: {decided.stderr.strip()[-300:]}")
-        next_turn = event_time(events_after(events, "agent_result", answered))
-        figures.add("live", "escalate", next_turn - answered)
-        figures.next_turns[asked["id"]] = next_turn
-        if proc.wait(timeout=300) != 0:
-            raise SystemExit(f"escalate run --wait exited {proc.returncode}: {proc.stderr.read()[-300:] if proc.stderr else ''}")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    """A run waiting in `run --wait`; `escalate answer` from another process; its next turn. Twice:
+    answered within the grace (the run still a live coroutine: the answer reaches its agent
+    in-process), and once it has parked in that process (rows only: claimed back and replayed
+    there). The second process is also watched idle, before it parks."""
+    for parked in (False, True):
+        events = sides.work / f"live-{round_}-{'parked' if parked else 'grace'}.jsonl"
+        launched = time.time()
+        proc = sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go", "--wait",
+                              events=events, wait=False)
+        try:
+            asked = events_after(events, "human_escalation", launched)
+            if parked:
+                time.sleep(0.5)  # settled: what it holds while it waits
+                figures.add("idle", "escalate", rss_kb(proc.pid) / 1024)
+                figures.add("idle_cpu", "escalate", idle_cpu(proc.pid))
+                if not sides.parked(asked["id"].rsplit(".", 1)[0]):
+                    print("  escalate: the run did not park in its `run --wait` process (a tree without live parking)")
+                    parked = False
+            answered = time.time()
+            decided = sides.escalate("answer", asked["id"], "--option", "go")
+            if decided.returncode != 0:
+                raise SystemExit(f"escalate answer exited {decided.returncode}: {decided.stderr.strip()[-300:]}")
+            next_turn = event_time(events_after(events, "agent_result", answered))
+            key = "live-parked" if parked else "live"
+            figures.add(key, "escalate", next_turn - answered)
+            figures.next_turns[asked["id"]] = (key + "-decided", next_turn)
+            if proc.wait(timeout=300) != 0:
+                raise SystemExit(f"escalate run --wait exited {proc.returncode}: {proc.stderr.read()[-300:] if proc.stderr else ''}")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def peer_live(sides: Sides, figures: Figures, round_: int) -> None:
@@ -245,14 +274,20 @@ def peer_live(sides: Sides, figures: Figures, round_: int) -> None:
 
 def many(sides: Sides, figures: Figures, count: int, round_: int, escalate_first: bool) -> None:
     def escalate() -> None:
-        folder = Path(tempfile.mkdtemp(dir=sides.work))
-        result = sides.escalate_child("many", str(count), str(folder))
-        if result["waiting"] < count:
-            raise SystemExit(f"escalate: only {result['waiting']} of {count} runs reached their approval")
-        figures.add("many", "escalate", result["seconds"])
-        figures.add("many_cpu", "escalate", result["cpu"])
-        figures.add("per-run", "escalate", result["rss_delta_kb"] / count)
-        figures.add("per-run-objects", "escalate", result["objects_delta_kb"] / count)
+        for state in ("parked", "approval"):  # settled (each parked in its process), then held live
+            folder = Path(tempfile.mkdtemp(dir=sides.work))
+            result = sides.escalate_child("many", str(count), str(folder), state)
+            if result["waiting"] < count:
+                raise SystemExit(f"escalate: only {result['waiting']} of {count} runs reached their approval")
+            suffix = "" if state == "parked" else "-approval"
+            if state == "parked":
+                figures.add("many", "escalate", result["seconds"])
+                figures.add("many_cpu", "escalate", result["cpu"])
+                figures.add("parked", "escalate", result.get("parked", 0))
+            figures.add("per-run" + suffix, "escalate", result["rss_delta_kb"] / count)
+            figures.add("per-run-objects" + suffix, "escalate", result["objects_delta_kb"] / count)
+            if "objects" in result:
+                figures.add("per-run-count" + suffix, "escalate", result["objects"] / count)
 
     def peer() -> None:
         result = sides.peer("many", sides.saver, str(count), str(sides.work / f"many-{round_}.db"))
@@ -377,13 +412,25 @@ def table(figures: Figures, args: argparse.Namespace) -> list[str]:
         row("answer from another process -> the run resumed (escalate: `answer` launched -> next turn in the "
             "`run --wait` process holding it; LangGraph: a fresh process resumes the thread)",
             figures.get("live", "escalate"), fresh_resume, "ms", scale=1000, digits=0),
+        row("  the same once the run has parked in its `run --wait` process (rows only: claimed back and replayed "
+            "there; LangGraph: a fresh process resumes the thread)",
+            figures.get("live-parked", "escalate"), fresh_resume, "ms", scale=1000, digits=0),
         row("answer given -> next turn, the run held by a live process (escalate: decision written by `answer` -> "
             "`run --wait`'s next turn; LangGraph: the holding process reads the answer and resumes)",
             *both("live-decided"), "ms", scale=1000, digits=1),
-        row(f"memory per waiting run, {args.many} runs in a live process (RSS delta / N)", *both("per-run"), "KB",
-            digits=0),
+        row("  the same once the run has parked in its `run --wait` process", figures.get("live-parked-decided", "escalate"),
+            figures.get("live-decided", "langgraph"), "ms", scale=1000, digits=1),
+        row(f"memory per waiting run, {args.many} runs in a live process, settled: each parked there "
+            f"(escalate: {parked_note(figures, args.many)}; RSS delta / N)", *both("per-run"), "KB", digits=0),
         row("  of it, Python objects (pymalloc's bytes in live blocks, delta / N; the rest: free space the burst "
             "left in the allocators, threads, SQLite's page cache: bench_run_memory.py)", *both("per-run-objects"), "KB",
+            digits=1),
+        row("  objects per run (gc.get_objects delta / N)", figures.get("per-run-count", "escalate"), [], "", digits=1),
+        row(f"memory per waiting run at its approval, before the parking bound (each a live coroutine; RSS delta / N)",
+            figures.get("per-run-approval", "escalate"), figures.get("per-run", "langgraph"), "KB", digits=0),
+        row("  of it, Python objects (pymalloc, delta / N)", figures.get("per-run-objects-approval", "escalate"),
+            figures.get("per-run-objects", "langgraph"), "KB", digits=1),
+        row("  objects per run (gc.get_objects delta / N)", figures.get("per-run-count-approval", "escalate"), [], "",
             digits=1),
         row(f"time to bring {args.many} runs to their approval, one process", *both("many"), "s", digits=1),
         row("  the same in CPU time (all threads of the process)", *both("many_cpu"), "s", digits=1),
@@ -391,6 +438,13 @@ def table(figures: Figures, args: argparse.Namespace) -> list[str]:
             *both("idle"), "MiB", digits=0),
         row(f"  its CPU while it waits ({IDLE_CPU_SECONDS:g} s watched)", *both("idle_cpu"), "ms/s", digits=1),
     ]
+
+
+def parked_note(figures: Figures, count: int) -> str:
+    parked = figures.get("parked", "escalate")
+    if not parked:
+        return "not measured"
+    return f"{min(parked):.0f}-{max(parked):.0f} of {count} parked when measured"
 
 
 def escalate_source(given: str | None) -> Path:
@@ -459,7 +513,8 @@ def main() -> None:
                   f"load {os.getloadavg()[0]:.1f})", flush=True)
         for esc_id, decided_at in sides.escalate_child("decided", sides.db_url).items():
             if esc_id in figures.next_turns:
-                figures.add("live-decided", "escalate", figures.next_turns[esc_id] - decided_at)
+                key, next_turn = figures.next_turns[esc_id]
+                figures.add(key, "escalate", next_turn - decided_at)
         for round_ in range(args.many_rounds):
             many(sides, figures, args.many, round_, round_ % 2 == 0)
             print(f"  {args.many} runs, round {round_ + 1}/{args.many_rounds} done ({time.monotonic() - started:.0f} s, "

@@ -4,7 +4,11 @@ bench_peer.py's "memory per waiting run" is one RSS delta over one burst of N ru
 takes it apart, in one process, for the two ways a run waits for a person:
 
 - `live`: N runs started in this process (`Engine.start_run`, as a console or `run --wait`) and
-  brought to their approval: each stays a live coroutine holding its ADK runner and session;
+  brought to their approval, measured before the parking bound (ESCALATE_PARK_LIVE_AFTER set to a
+  day): each stays a live coroutine holding its ADK runner and session;
+- `live-parked`: the same, measured once settled: each run parked in this process past the bound
+  (its execution ended; its handle and its listed escalation kept, engine/services/parking.py
+  LiveParking);
 - `worker`: N runs queued for an in-process `escalate worker --concurrency 8`, each parked at
   its approval (its execution ended: only rows should stay).
 
@@ -20,7 +24,7 @@ per run by the innermost escalate frame that allocated them and the K largest tr
 `--trim` the worker mode ends with glibc's malloc_trim(0): how much of the RSS was free memory
 the allocator kept.
 
-Run: python tests/benchmarks/bench_run_memory.py live [--runs 100] [--trace 10]
+Run: python tests/benchmarks/bench_run_memory.py live|live-parked [--runs 100] [--trace 10]
      python tests/benchmarks/bench_run_memory.py worker [--runs 100] [--trim]
 """
 
@@ -111,7 +115,10 @@ def traced(after: tracemalloc.Snapshot, before: tracemalloc.Snapshot, runs: int,
             print("     ", line)
 
 
-async def live(runs: int, trace: int) -> None:
+async def live(runs: int, trace: int, parked: bool) -> None:
+    if not parked:  # read once, when engine/services/parking.py is imported
+        os.environ["ESCALATE_PARK_LIVE_AFTER"] = "86400"
+    from engine.durable.database import PARKED
     from engine.runtime.adk_setup import prepare_adk
     from engine.runtime.script import load_script
     from engine.services.wiring import open_services
@@ -127,12 +134,16 @@ async def live(runs: int, trace: int) -> None:
         workflow = engine.load(source)
         engine.start_run(workflow, input="go")
         await waiting_count(services.db, 1, timeout=300, stall=300)
+        while parked and not any(row["status"] == PARKED for row in await asyncio.to_thread(services.db.list_runs)):
+            await asyncio.sleep(0.2)
 
         async def batch(total: int) -> None:
             for _ in range(runs):
                 engine.start_run(workflow, input="go")
             await waiting_count(services.db, total, timeout=900, stall=300)
-            await asyncio.sleep(0.5)  # the last events written
+            while parked and sum(1 for row in await asyncio.to_thread(services.db.list_runs) if row["status"] == PARKED) < total:
+                await asyncio.sleep(0.2)
+            await asyncio.sleep(1.5 if parked else 0.5)  # the last events written; the executions let go
 
         await measure(batch, runs, trace)
     finally:
@@ -192,14 +203,14 @@ async def measure(batch: Any, runs: int, trace: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=("live", "worker"))
+    parser.add_argument("mode", choices=("live", "live-parked", "worker"))
     parser.add_argument("--runs", type=int, default=100, help="runs per batch")
     parser.add_argument("--trace", type=int, default=0, help="tracemalloc: this many tracebacks (0: off)")
     parser.add_argument("--trim", action="store_true", help="worker: malloc_trim(0) at the end")
     args = parser.parse_args()
     print(f"{args.mode}: 3 batches of {args.runs}, load {os.getloadavg()[0]:.1f}, {time.strftime('%H:%M:%S')}")
-    if args.mode == "live":
-        asyncio.run(live(args.runs, args.trace))
+    if args.mode in ("live", "live-parked"):
+        asyncio.run(live(args.runs, args.trace, args.mode == "live-parked"))
     else:
         asyncio.run(worker(args.runs, args.trace, args.trim))
 

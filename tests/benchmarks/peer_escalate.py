@@ -3,7 +3,9 @@ what is measured inside one process, run as a child with PYTHONPATH=<the escalat
 so that bench_peer.py can measure an older checkout too. Prints one JSON line:
 
     python peer_escalate.py turns SRC N            # per turn: {"memory", "durable", "memory_cpu", "durable_cpu"} (s)
-    python peer_escalate.py many SRC N FOLDER      # N runs to their approval here: {"seconds", "cpu", "rss_delta_kb", "objects_delta_kb", "waiting"}
+    python peer_escalate.py many SRC N FOLDER STATE  # N runs to their approval here, measured at STATE:
+        # `approval` (held live, before the parking bound) or `parked` (settled: each parked in this
+        # process): {"seconds", "cpu", "rss_delta_kb", "objects_delta_kb", "objects", "waiting", "parked"}
     python peer_escalate.py queue SRC N FOLDER DB  # N runs queued for the workers: {"started"}
     python peer_escalate.py watch SRC DB N STALL   # runs waiting at their approval: {"waiting", "last", "ids"}
     python peer_escalate.py next SRC DB RUN SINCE  # the run's first turn done at or after SINCE: {"next_turn"}
@@ -92,9 +94,15 @@ async def waiting_count(db: Any, at_least: int, *, timeout: float, stall: float)
     return count, last
 
 
-async def child_many(count: int, folder: Path) -> dict[str, Any]:
+async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
     """`count` runs started in this process and brought to their approval (a live process holding
-    them); the time and the memory they hold."""
+    them); the time and the memory they hold, at `state`: `approval` (the parking bound set far
+    away: each run a live coroutine) or `parked` (settled: every run parked in this process, its
+    execution ended, rows only; a tree that does not park live runs is measured after a minute)."""
+    import os
+
+    if state == "approval":  # read once, at the import of engine/services/parking.py
+        os.environ["ESCALATE_PARK_LIVE_AFTER"] = "86400"
     from engine.runtime.adk_setup import prepare_adk
     from engine.runtime.script import load_script
     from engine.services.wiring import open_services
@@ -108,18 +116,35 @@ async def child_many(count: int, folder: Path) -> dict[str, Any]:
         workflow = engine.load(source)
         engine.start_run(workflow, input="go")  # imports and first-use costs, outside the figures
         await waiting_count(services.db, 1, timeout=300, stall=300)
+        parked = await parked_count(services.db, 1, 30.0) if state == "parked" else 0
         gc.collect()
-        heap = pymalloc_kb()["objects"]
+        heap, objects = pymalloc_kb()["objects"], len(gc.get_objects())
         before, started, cpu = rss_kb(), time.time(), time.process_time()
         for _ in range(count):
             engine.start_run(workflow, input="go")
         waiting, last = await waiting_count(services.db, count + 1, timeout=900, stall=300)  # a loaded host: minutes
         cpu = time.process_time() - cpu  # every thread of the process, the polling's few ms too
+        if state == "parked":
+            parked = await parked_count(services.db, count + 1, 60.0) - parked
         gc.collect()
         return {"seconds": last - started, "cpu": cpu, "rss_delta_kb": rss_kb() - before,
-                "objects_delta_kb": pymalloc_kb()["objects"] - heap, "waiting": waiting - 1}
+                "objects_delta_kb": pymalloc_kb()["objects"] - heap, "objects": len(gc.get_objects()) - objects,
+                "waiting": waiting - 1, "parked": parked}
     finally:
         services.close()
+
+
+async def parked_count(db: Any, at_least: int, stall: float) -> int:
+    """Poll the runs parked until `at_least`, or none more for `stall` seconds, then a moment for
+    their executions' last references to go (the row says parked just before)."""
+    count, last = 0, time.monotonic()
+    while count < at_least and time.monotonic() - last < stall:
+        now = sum(1 for row in db.list_runs() if row["status"] == "parked")
+        if now > count:
+            count, last = now, time.monotonic()
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+    return count
 
 
 async def child_queue(count: int, folder: Path, db: str) -> dict[str, float]:
@@ -190,7 +215,7 @@ def child(argv: list[str]) -> None:
     if name == "turns":
         result: Any = child_turns(Path(src), int(rest[0]))
     elif name == "many":
-        result = asyncio.run(child_many(int(rest[0]), Path(rest[1])))
+        result = asyncio.run(child_many(int(rest[0]), Path(rest[1]), rest[2] if len(rest) > 2 else "approval"))
     elif name == "queue":
         result = asyncio.run(child_queue(int(rest[0]), Path(rest[1]), rest[2]))
     elif name == "watch":

@@ -135,8 +135,11 @@ def test_kill_9_while_runs_park_and_while_decisions_requeue_them(tmp_path: Path)
             # counted from its start hit its warm-up (ADK's import: seconds) on a loaded host, every
             # time: the last worker, never killed, did all the work; on a quiet one, long after it.
             nth = rng.randint(1, 4)
-            wait_until(lambda: steps_begun(steps, worker.proc.pid) >= nth or all_done(db, ids), timeout=180,
-                       what=f"the worker's step {nth}")
+            # All over, not all done: a run ending otherwise (failed) has no more steps to begin,
+            # and waiting for them hid its end behind "timed out waiting for the worker's step".
+            wait_until(lambda: steps_begun(steps, worker.proc.pid) >= nth or all_over(db, ids), timeout=180,
+                       what=f"the worker's step {nth} ({runs_now(db, ids)}; its log: {worker.text[-1500:]})")
+            assert not all_over(db, ids) or all_done(db, ids), runs_now(db, ids)
             time.sleep(rng.uniform(0.0, 0.5))
             working = not all_done(db, ids)
             worker.kill()
@@ -161,6 +164,16 @@ def test_kill_9_while_runs_park_and_while_decisions_requeue_them(tmp_path: Path)
 
 def all_done(db: Database, ids: list[str]) -> bool:
     return all(db.get_run(i)["status"] == "done" for i in ids)
+
+
+def all_over(db: Database, ids: list[str]) -> bool:
+    return all(db.get_run(i)["status"] not in ("running", "waiting", "parked", "queued") for i in ids)
+
+
+def runs_now(db: Database, ids: list[str]) -> str:
+    """Each run's status, owner and error, for a failure's message."""
+    rows = [db.get_run(i) for i in ids]
+    return "; ".join(f"{r['run_id']} {r['status']} {r['owner'] or '-'} {r['error'] or ''}".strip() for r in rows)
 
 
 def steps_begun(steps: Path, pid: int) -> int:

@@ -1,0 +1,79 @@
+"""A run held live by opened services (what a console, `run --wait` and `resume` hold) parks past
+PARK_LIVE_AFTER and is continued by the same process, on the same handle, when that process
+decides it (the console's pane and a rule answer through its broker). Real SQLite files, DBOS,
+the real workflow of the worker tests."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from engine.kernel.model import ResolvedBy
+from engine.runtime.engine import RunStatus
+from engine.services import open_services
+from tests.workers.procs import ASK, ASK_SCRIPT, answer_for, expected_result
+
+
+@pytest.fixture(autouse=True)
+def park_soon(monkeypatch) -> None:
+    monkeypatch.setattr("engine.services.parking.PARK_LIVE_AFTER", 0.2, raising=False)
+
+
+async def until(condition, what: str) -> None:
+    for _ in range(6000):  # a hang guard (120 s), not a timing
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def parked(services, run_id: str) -> bool:
+    row = services.db.get_run(run_id)
+    return row["status"] == "parked" and row["owner"] == services.host.owner
+
+
+async def test_a_parked_run_answered_in_its_own_process_goes_on_with_the_same_handle(tmp_path: Path) -> None:
+    from engine.runtime.script import load_script
+    from rules import load_rules
+
+    services = await open_services(f"sqlite:///{tmp_path / 'runs.db'}", identity="console")
+    try:
+        engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
+        seen: list[tuple[str, str | None]] = []
+        engine.subscribe(lambda event: seen.append((event.type, event.fields.get("id"))))
+        handle = engine.start_run(engine.load(ASK), input="go")
+        for _ in range(2):
+            await until(lambda: bool(services.broker.pending()) and parked(services, handle.id), "the run parked")
+            assert handle.status is RunStatus.WAITING and handle.parked and handle._task is None  # rows only
+            (pending,) = services.broker.pending()  # still listed here: the pane shows it, answers it
+            services.broker.answer(pending.escalation.id, answer_for({"payload": services.db.get_escalation(
+                pending.escalation.id)["payload"]}), ResolvedBy.HUMAN)
+        assert await asyncio.wait_for(handle.wait(), 120) is RunStatus.DONE
+        assert handle.result == expected_result(handle.id)
+        assert engine.runs == [handle]  # the same handle went on: one run listed
+        stored = [(e["type"], e.get("id")) for e in services.db.events_of(handle.id)]
+        assert [(e.type, e.fields.get("id")) for e in handle.events] == stored  # its log, once
+        assert seen == stored  # subscribers (the console's log) heard each event once
+        assert [t for t, _ in stored].count("human_escalation") == 2
+    finally:
+        services.close()
+
+
+async def test_a_parked_run_cancelled_here_ends_cancelled_and_withdraws_its_question(tmp_path: Path) -> None:
+    from engine.runtime.script import load_script
+    from rules import load_rules
+
+    services = await open_services(f"sqlite:///{tmp_path / 'runs.db'}", identity="console")
+    try:
+        engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
+        handle = engine.start_run(engine.load(ASK), input="go")
+        await until(lambda: parked(services, handle.id), "the run parked")
+        handle.cancel()
+        assert await asyncio.wait_for(handle.wait(), 120) is RunStatus.CANCELLED
+        assert services.broker.pending() == []
+        assert services.db.get_run(handle.id)["status"] == "cancelled"
+        assert [row["status"] for row in services.db.escalations_of(handle.id)] == ["withdrawn"]
+    finally:
+        services.close()
