@@ -54,8 +54,9 @@ DEADLINE = 4.0  # park-rules.yaml: both deadlines
 PARKING_AFTER = 2.0  # engine/services/parking.py PARK_AFTER, as the harness aims at it
 SETTLE = 900.0  # after the last kill, the seconds a loaded host (nice 19 under load 40+) may take to end every run
 KILL_POINTS = ("park", "requeue", "continue", "sweep", "random")
-# The log of an uninterrupted run of park.sr, by event type.
 OVER = ("done", "failed", "stopped", "aborted", "cancelled")  # a run that ends otherwise than done is audited as wrong
+FINISH_WAIT = 60.0  # s: a worker that opens finishes the workflows left PENDING by one killed at a run's end
+# The log of an uninterrupted run of park.sr, by event type.
 LOG = ("agent_call", "human_escalation", "decision", "tool_call", "log", "agent_result",
        "human_escalation", "decision", "human_escalation", "decision", "flow_result")
 
@@ -242,6 +243,13 @@ def kill_while_parking(workdir: Path, rng: random.Random, *, runs: int = 4, kill
         round_.finish_answers()
         if hung := crew.stop_all():
             report.problem("worker_faults", "hung", f"workers still running 60 s after SIGTERM: {hung}")
+        if round_.audit.ended_but_pending(ids):  # a worker killed at a run's end: the next one to open finishes it
+            crew.start()
+            until = time.monotonic() + FINISH_WAIT
+            while round_.audit.ended_but_pending(ids) and time.monotonic() < until:
+                time.sleep(0.2)
+            if hung := crew.stop_all():
+                report.problem("worker_faults", "hung", f"workers still running 60 s after SIGTERM: {hung}")
         round_.audit.check(ids, final=True)
         if errors := crew.errors():
             report.problem("worker_faults", "tracebacks", f"a worker wrote a traceback: {errors[-2000:]}")
@@ -464,15 +472,27 @@ class Audit:
             return event["selectedOption"] == ("keep" if row["resolved_by"] == "timeout_default" else "drop")
         return event.get("textResponse") == f"ship {row['run_id']}" and row["resolved_by"] == "human"
 
+    def _flows(self, ids: list[str]) -> list[tuple[str, str]]:
+        """The runs' DBOS workflows not finished: neither SUCCESS nor, for a run that is over,
+        CANCELLED (`DurableHost.finish_ended`: a workflow its process, killed at the run's end,
+        left PENDING)."""
+        over = {r["run_id"] for r in self.db.list_runs(include_finished=True) if r["status"] in OVER}
+        with self.db.engine.connect() as c:
+            table = "workflow_status" if self.db_url.startswith("sqlite") else "dbos.workflow_status"
+            return [(w, s) for w, s in c.execute(sa.text(f"SELECT workflow_uuid, status FROM {table}"))
+                    if w in ids and s != "SUCCESS" and not (s == "CANCELLED" and w in over)]
+
+    def ended_but_pending(self, ids: list[str]) -> bool:
+        """A run over whose workflow DBOS still holds PENDING: finished by the next process that
+        opens (or a worker's scan, once a minute)."""
+        return any(s == "PENDING" for _, s in self._flows(ids))
+
     def _check_left(self, ids: list[str]) -> None:
         """Nothing pending, parked, queued or unfinished: every run done, each workflow over."""
         report = self.report
         left = [(r["run_id"], r["status"], r["owner"]) for r in self.db.list_runs(include_finished=True)
                 if r["status"] not in OVER]
         pending = [r["id"] for r in self.db.pending_escalations()]
-        with self.db.engine.connect() as c:
-            table = "workflow_status" if self.db_url.startswith("sqlite") else "dbos.workflow_status"
-            flows = [(w, s) for w, s in c.execute(sa.text(f"SELECT workflow_uuid, status FROM {table}"))
-                     if w in ids and s != "SUCCESS"]
+        flows = self._flows(ids)
         for what in (*left, *pending, *flows):
             report.problem("left_pending", f"left {what}", f"left at the end: {what}")
