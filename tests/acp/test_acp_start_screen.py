@@ -139,6 +139,8 @@ def test_snapshot_of_the_agent_dialog_with_its_error_line(snap_compare) -> None:
     async def before(pilot) -> None:
         app.push_screen(StartRunScreen(None, Path("/tmp")))
         await settle(pilot)
+        for field in app.screen.query(Input):  # a loaded host took the picture after a blink: cursor hidden
+            field.cursor_blink = False  # shown again, for good, by the focus and the key below
         await _fill(pilot, app.screen, "no-such-acp-agent-xyz --acp", "/tmp")
 
     assert snap_compare(app, terminal_size=(110, 36), run_before=before)
