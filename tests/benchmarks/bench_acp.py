@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -261,10 +262,12 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
           f"{statistics.mean(k[1] for k in per_key):.2f}, lines drawn anew {statistics.mean(k[2] for k in per_key):.1f} "
           f"(p95 {p95([float(k[2]) for k in per_key]):.0f}); of them, by widget: " + ", ".join(
               f"{name} {k / total:.1f}" for name, k in counts.key_lines.most_common()))
-    passes = counts.key_gc
-    print(f"  collector passes between key and screen: {len(passes)} ({', '.join(f'{g}: {sum(ms for gg, ms in passes if gg == g):.1f} ms' for g in (0, 1, 2))}); "
-          f"full passes {[round(ms, 1) for g, ms in passes if g == 2]} ms; during the whole run: full passes "
-          f"{[round(ms, 1) for g, ms in counts.all_gc if g == 2]} ms")
+    def by_generation(passes: list[tuple[int, float]]) -> str:
+        return ", ".join(f"generation {g}: {len(ms)} passes, {sum(ms):.0f} ms, longest {max(ms):.1f} ms"
+                         for g in (0, 1, 2) if (ms := [m for gg, m in passes if gg == g]))
+
+    print(f"  collector (gc thresholds {gc.get_threshold()}) between key and screen: {by_generation(counts.key_gc) or 'no pass'}; "
+          f"during the whole run: {by_generation(counts.all_gc)}")
     frame_cpu = counts.frame_cpu
     print(f"  console CPU per frame drawn: median {statistics.median(frame_cpu):.2f} ms, p95 {p95(frame_cpu):.2f} ms "
           f"(n={len(frame_cpu)})")
