@@ -269,5 +269,8 @@ async def test_the_pane_coming_and_going_lays_out_the_screen_but_redraws_no_scro
         log.catch_up(_log_events(101))  # what a scrollbar shows changed: it is drawn again
         await settle(pilot)
         assert drawn == ["log"]
+        await pilot.press("escape", "d")  # and not again by the layouts after (it shows that already)
+        await settle(pilot)
+        assert drawn == ["log"]
         await pilot.press("1")
         assert (await decided(tasks[0])).response.selected_option == "opt1"
