@@ -31,7 +31,7 @@ FULL_GC_EVERY = 100  # middle-generation passes per full pass (Python's default:
 # allocates ~5,000 objects that die with its frame: at 700, 8 young passes per key moved many
 # of them (Textual's strips, each in a cycle of its own, and style nodes) to the older generations
 # while alive, and with 20 agents a full pass over them came every 20-30 s, 85,000 objects:
-# the rare slow key (175-230 ms measured). At 2,000: no full pass in a 20-agent run (bench_acp.py --console).
+# the rare slow key (163-228 ms measured). At 2,000: no full pass in a 20-agent run (bench_acp.py --console).
 YOUNG_GC_EVERY = 2000
 
 

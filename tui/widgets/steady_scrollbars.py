@@ -5,9 +5,9 @@ compares the virtual size the layout gives a ScrollView (its region) with the wi
 (its lines): they always differ, so each layout redraws every scrolling list's scrollbar, and
 the console lays the screen out each time the decision pane appears or goes (with 20 ACP agents,
 one key in two). Measured (tests/benchmarks/bench_acp.py --console --agents 20, lines drawn
-anew between a key and its screen): 89-98 a key before, 78-85 with this (the scrollbars: 35
-before, 23 with this, what remains being the Events panel's switch to another run and the
-workflow list's focus changes); one agent, every key a layout: 94-95 before, 90 with this.
+anew between a key and its screen): 89-98 a key before, 78-85 with this (the scrollbars: 34-41
+before, 22-29 with this, what remains being the Events panel's switch to another run and the
+workflow list's focus changes); one agent, every key a layout: 93-99 before, 85-90 with this.
 There is no public hook for it: this overrides Textual's private one (and `_scroll_update`, to
 know what the scrollbars show), and calls it whenever anything it reads changed.
 """
