@@ -205,6 +205,8 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
 
         await until(app.engine_ready.is_set)
         session.broker.subscribe(on_raised)
+        focus_moves: list[object] = []  # each restyles the widgets that gain and lose the keyboard
+        app.main.watch(app.main, "focused", lambda widget: focus_moves.append(widget), init=False)
         counts.start()
         cpu_started = time.process_time()
         handles = [app.start(entry, RunRequest(None, "go")) for entry in session.workflows]
@@ -262,6 +264,11 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
           f"{statistics.mean(k[1] for k in per_key):.2f}, lines drawn anew {statistics.mean(k[2] for k in per_key):.1f} "
           f"(p95 {p95([float(k[2]) for k in per_key]):.0f}); of them, by widget: " + ", ".join(
               f"{name} {k / total:.1f}" for name, k in counts.key_lines.most_common()))
+    print(f"  focus moves per request: {len(focus_moves) / total:.2f} (to the workflow list "
+          f"{sum(type(w).__name__ == 'WorkflowList' for w in focus_moves) / total:.2f}, to none "
+          f"{sum(w is None for w in focus_moves) / total:.2f})")
+    print(f"  lines drawn anew per request, whole run: {counts.lines / total:.1f}; by widget: " + ", ".join(
+        f"{name} {k / total:.1f}" for name, k in counts.all_lines.most_common()))
     def by_generation(passes: list[tuple[int, float]]) -> str:
         return ", ".join(f"generation {g}: {len(ms)} passes, {sum(ms):.0f} ms, longest {max(ms):.1f} ms"
                          for g in (0, 1, 2) if (ms := [m for gg, m in passes if gg == g]))
@@ -344,6 +351,8 @@ class RenderCounts:
         self.frames = self.layouts = 0
         self.lines = 0  # lines drawn anew (not from a widget's line cache): what a frame's cost follows
         self.key_lines: Counter[str] = Counter()  # ... between a key and its screen, by widget
+        self.all_lines: Counter[str] = Counter()  # ... during the whole run, by widget (a focus move's
+        # redraw may fall in the frame after the key's, the next decision's)
         self.key_gc: list[tuple[int, float]] = []  # collector passes (generation, ms of CPU) between a key and its screen
         self.all_gc: list[tuple[int, float]] = []  # ... while counting
         self._in_key = False
@@ -379,11 +388,12 @@ class RenderCounts:
         def counted_line(cache, styles, y, size, content_size, padding, base, background, render_content_line, *rest):  # noqa: ANN001, ANN002
             if self._on:
                 self.lines += 1
+                widget = getattr(render_content_line, "__self__", None)
+                name = type(widget).__name__
+                if name == "ScrollBar":  # whose
+                    name = f"{type(widget.parent).__name__}'s scrollbar"
+                self.all_lines[name] += 1
                 if self._in_key:
-                    widget = getattr(render_content_line, "__self__", None)
-                    name = type(widget).__name__
-                    if name == "ScrollBar":  # whose
-                        name = f"{type(widget.parent).__name__}'s scrollbar"
                     self.key_lines[name] += 1
             return render_line(cache, styles, y, size, content_size, padding, base, background, render_content_line, *rest)
 

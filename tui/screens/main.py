@@ -245,10 +245,12 @@ class MainScreen(Screen):
         pane = self.query_one(DecisionPane)
         before = self._focus_before
         self._focus_before = None
+        # At once (Widget.focus waits its turn): a key that sent the keyboard back is dispatched
+        # right after, from where it now is.
         if before is not None and before.is_attached and before.focusable and pane not in before.ancestors_with_self:
-            before.focus()
+            self.set_focus(before)
         else:
-            self.query_one(WorkflowList).focus()
+            self.set_focus(self.query_one(WorkflowList))
 
     def _show(self, pending: list[PendingEscalation], ids: list[str]) -> None:
         pane = self.query_one(DecisionPane)
