@@ -367,7 +367,7 @@ class EscalateApp(DecideActions, App[int]):
         return bool(stack) and stack[-1] is self.main
 
     async def on_event(self, event: events.Event) -> None:
-        # A key or a paste while the hidden pane holds the keyboard (MainScreen.KEYBOARD_GRACE):
+        # A key or a paste while the keyboard waits to go back (MainScreen.KEYBOARD_GRACE):
         # the keyboard goes back first, and the bindings are then looked up from where it is.
         if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded and self._on_main:
             self.main.settle_keyboard()

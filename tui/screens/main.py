@@ -28,10 +28,9 @@ from tui.widgets.workflow_list import WorkflowList
 
 # How long the keyboard waits before going back once the queue empties (s). A decision raised
 # within it takes the keyboard without the list it would have gone back to being restyled and
-# drawn twice (with 20 agents the queue empties at one answer in two: ~17 lines a key). Meanwhile
-# the keyboard stays in the hidden pane, or nowhere once Textual blurs what it hides; a key typed
-# then sends it back first (`settle_keyboard`), so the key acts where it would have without the
-# wait. Only the list's focused border shows this much later.
+# drawn twice (with 20 agents the queue empties at one answer in two: ~19 lines a key). Meanwhile
+# the keyboard is nowhere; a key typed then sends it back first (`settle_keyboard`), so the key
+# acts where it would have without the wait. Only the list's focused border shows this much later.
 KEYBOARD_GRACE = 0.4
 
 
@@ -196,11 +195,14 @@ class MainScreen(Screen):
                 runs.note_status(waiting.escalation.run_id)
         if self.current_id is None:
             if pane.has_focus_within and self._give_back is None:  # no wait when the user had moved it away
+                # Nowhere while it waits, at once: Textual blurs a widget it hides when its Hide
+                # arrives, a frame later, which may be after the next decision took the keyboard.
+                self.set_focus(None)
                 self._give_back = self.set_timer(KEYBOARD_GRACE, self._give_back_due)
             return
         if pane.aside or (not was_hidden and self.current_id == shown_before):
             return
-        held = self._give_back is not None and self._keyboard_unclaimed()  # within the grace: it never went back
+        held = self._give_back is not None and self.focused is None  # within the grace, and no click took it
         self._cancel_give_back()
         if was_hidden and not held:
             self._focus_before = self.focused
@@ -231,13 +233,8 @@ class MainScreen(Screen):
 
     def _give_back_due(self) -> None:
         self._give_back = None
-        if self.query_one(DecisionPane).pending is None and self._keyboard_unclaimed():
+        if self.query_one(DecisionPane).pending is None and self.focused is None:  # else a click took it meanwhile
             self._give_focus_back()
-
-    def _keyboard_unclaimed(self) -> bool:
-        """The keyboard is in the pane or nowhere (Textual blurs a widget it hides): no click
-        and no other key put it somewhere since the queue emptied."""
-        return self.focused is None or self.query_one(DecisionPane).has_focus_within
 
     def _give_focus_back(self) -> None:
         """The queue is empty: the keyboard returns where it was before the decision took it

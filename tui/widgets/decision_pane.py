@@ -326,11 +326,6 @@ class DecisionPane(Vertical):
             raise SkipAction()
         self._take(self._choices[index])
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # With no decision (the pane hidden, holding the keyboard a moment: MainScreen.KEYBOARD_GRACE)
-        # its keys are neither shown in the key bar nor acted on.
-        return self.pending is not None or action not in ("focus_instructions", "escape")
-
     def _skip_while_typing(self) -> None:
         if isinstance(self.app.focused, Input):
             raise SkipAction()  # the key belongs to the text field
