@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.actions import SkipAction
 from textual.binding import Binding
@@ -365,6 +365,13 @@ class EscalateApp(DecideActions, App[int]):
         """The main screen is on top (Screen.is_current is also true under a see-through screen)."""
         stack = self.screen_stack
         return bool(stack) and stack[-1] is self.main
+
+    async def on_event(self, event: events.Event) -> None:
+        # A key or a paste while the keyboard waits to go back (MainScreen.KEYBOARD_GRACE):
+        # the keyboard goes back first, and the bindings are then looked up from where it is.
+        if isinstance(event, (events.Key, events.Paste)) and not event.is_forwarded and self._on_main:
+            self.main.settle_keyboard()
+        await super().on_event(event)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The run and queue keys act on the main screen: elsewhere they are off (and not shown).

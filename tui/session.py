@@ -27,14 +27,20 @@ if TYPE_CHECKING:  # imported where used: the agent policy pulls in the rules an
 ENGINE_MODULE = "engine.runtime.engine"
 EAGER_CHECK_BYTES = 256 * 1024  # a --store file up to this size is checked before the first frame (~10 ms)
 FULL_GC_EVERY = 100  # middle-generation passes per full pass (Python's default: 10)
+# Allocations between young passes (Python 3.11's default: 700; 3.12's: 2,000). A key's answer
+# allocates ~5,000 objects that die with its frame: at 700, 8 young passes per key moved many
+# of them (Textual's strips, each in a cycle of its own, and style nodes) to the older generations
+# while alive, and with 20 agents a full pass over them came every 20-30 s, 85,000 objects:
+# the rare slow key (163-228 ms measured). At 2,000: no full pass in a 20-agent run (bench_acp.py --console).
+YOUNG_GC_EVERY = 2000
 
 
 def settle_collector() -> None:
     """What exists now lives as long as the console: out of the collector's passes (gc.freeze),
-    full passes ten times rarer, and the collector on."""
+    young passes rarer, full passes ten times rarer, and the collector on."""
     gc.freeze()
-    young, middle, _full = gc.get_threshold()
-    gc.set_threshold(young, middle, FULL_GC_EVERY)
+    _young, middle, _full = gc.get_threshold()
+    gc.set_threshold(YOUNG_GC_EVERY, middle, FULL_GC_EVERY)
     gc.enable()
 
 

@@ -25,7 +25,9 @@ The machine is shared: the load average is printed with the figures. Counted, wh
 does not distort: per request, the console's CPU (this process: the ACP client and the frames),
 frames sent, layout passes of the screen (compositor reflows) and widget renders, by widget.
 Also the console's CPU per frame drawn (thread time, median and p95: what the load inflates
-least). --profile prints where the console's own work goes (cProfile of its frames, broker and
+least); per key, between it and the screen: frames, layout passes and lines drawn anew (a line
+not served from a widget's line cache: what a frame's cost follows), by widget; and the cyclic
+collector's passes in those windows and in the whole run (a full pass is the rare slow key). --profile prints where the console's own work goes (cProfile of its frames, broker and
 run news and the pane's key; the agents' ACP traffic left out), sorted by internal time.
 --nice N: the lowest the agents' processes go below the console's priority ($ESCALATE_ACP_NICE;
 0: as the console; unset: escalate's default, 10; engine/runtime/acp/priority.py), named in the
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -202,21 +205,28 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
 
         await until(app.engine_ready.is_set)
         session.broker.subscribe(on_raised)
+        focus_moves: list[object] = []  # each restyles the widgets that gain and lose the keyboard
+        app.main.watch(app.main, "focused", lambda widget: focus_moves.append(widget), init=False)
         counts.start()
         cpu_started = time.process_time()
         handles = [app.start(entry, RunRequest(None, "go")) for entry in session.workflows]
         keys, cpu = [], []
+        per_key: list[tuple[int, int, int]] = []  # frames, layout passes, lines drawn anew between key and screen
         pressed: dict[str, list[int]] = {}  # run id -> when its requests were answered, in order
         for _ in range(total):
             await until(lambda: pane.visible and pane.pending is not None and pane.pending.escalation.id in in_pane
                         and pane.has_focus_within)
             esc = pane.pending.escalation
             frame = next_frame(lambda e=esc.id: pane.pending is None or pane.pending.escalation.id != e)
+            before = counts.tally()
+            counts.key_window(True)
             c = time.process_time()
             t = press(app, "1")
             pressed.setdefault(esc.run_id, []).append(int(t * 1e9))
             keys.append((await settled(frame, "the screen after the key") - t) * 1000)
             cpu.append((time.process_time() - c) * 1000)  # this process's CPU: what the load cannot inflate
+            counts.key_window(False)
+            per_key.append(tuple(after - was for after, was in zip(counts.tally(), before)))  # type: ignore[arg-type]
         await until(lambda: all(h.finished_at is not None for h in handles), timeout=300)
         done = sum(h.status.value == "done" for h in handles)
         counts.stop()
@@ -250,6 +260,21 @@ async def console(n: int, agents: int, profile: bool = False) -> None:
           f"widget renders {sum(counts.renders.values()) / total:.1f}")
     print("  widget renders per request, by widget: " + ", ".join(
         f"{name} {k / total:.1f}" for name, k in counts.renders.most_common()))
+    print(f"  per key, between it and the screen: frames {statistics.mean(k[0] for k in per_key):.2f}, layout passes "
+          f"{statistics.mean(k[1] for k in per_key):.2f}, lines drawn anew {statistics.mean(k[2] for k in per_key):.1f} "
+          f"(p95 {p95([float(k[2]) for k in per_key]):.0f}); of them, by widget: " + ", ".join(
+              f"{name} {k / total:.1f}" for name, k in counts.key_lines.most_common()))
+    print(f"  focus moves per request: {len(focus_moves) / total:.2f} (to the workflow list "
+          f"{sum(type(w).__name__ == 'WorkflowList' for w in focus_moves) / total:.2f}, to none "
+          f"{sum(w is None for w in focus_moves) / total:.2f})")
+    print(f"  lines drawn anew per request, whole run: {counts.lines / total:.1f}; by widget: " + ", ".join(
+        f"{name} {k / total:.1f}" for name, k in counts.all_lines.most_common()))
+    def by_generation(passes: list[tuple[int, float]]) -> str:
+        return ", ".join(f"generation {g}: {len(ms)} passes, {sum(ms):.0f} ms, longest {max(ms):.1f} ms"
+                         for g in (0, 1, 2) if (ms := [m for gg, m in passes if gg == g]))
+
+    print(f"  collector (gc thresholds {gc.get_threshold()}) between key and screen: {by_generation(counts.key_gc) or 'no pass'}; "
+          f"during the whole run: {by_generation(counts.all_gc)}")
     frame_cpu = counts.frame_cpu
     print(f"  console CPU per frame drawn: median {statistics.median(frame_cpu):.2f} ms, p95 {p95(frame_cpu):.2f} ms "
           f"(n={len(frame_cpu)})")
@@ -317,11 +342,21 @@ class RenderCounts:
     Textual's internals: a benchmark's probe, not the console's code."""
 
     def __init__(self, screen) -> None:  # noqa: ANN001
+        import gc
         from collections import Counter
 
+        from textual._styles_cache import StylesCache
         from textual.widget import Widget
 
         self.frames = self.layouts = 0
+        self.lines = 0  # lines drawn anew (not from a widget's line cache): what a frame's cost follows
+        self.key_lines: Counter[str] = Counter()  # ... between a key and its screen, by widget
+        self.all_lines: Counter[str] = Counter()  # ... during the whole run, by widget (a focus move's
+        # redraw may fall in the frame after the key's, the next decision's)
+        self.key_gc: list[tuple[int, float]] = []  # collector passes (generation, ms of CPU) between a key and its screen
+        self.all_gc: list[tuple[int, float]] = []  # ... while counting
+        self._in_key = False
+        self._gc_started = 0.0
         self.frame_cpu: list[float] = []  # ms of this thread's CPU drawing each frame (not its layout)
         self.renders: Counter[str] = Counter()
         self._screen, self._widget = screen, Widget
@@ -348,17 +383,54 @@ class RenderCounts:
             compositor_refresh()
             self.frame_cpu.append((time.thread_time() - started) * 1000)
 
+        render_line = StylesCache.render_line
+
+        def counted_line(cache, styles, y, size, content_size, padding, base, background, render_content_line, *rest):  # noqa: ANN001, ANN002
+            if self._on:
+                self.lines += 1
+                widget = getattr(render_content_line, "__self__", None)
+                name = type(widget).__name__
+                if name == "ScrollBar":  # whose
+                    name = f"{type(widget.parent).__name__}'s scrollbar"
+                self.all_lines[name] += 1
+                if self._in_key:
+                    self.key_lines[name] += 1
+            return render_line(cache, styles, y, size, content_size, padding, base, background, render_content_line, *rest)
+
+        def collector(phase: str, info: dict) -> None:
+            if not self._on:
+                return
+            if phase == "start":
+                self._gc_started = time.process_time()
+                return
+            done = (info["generation"], (time.process_time() - self._gc_started) * 1000)
+            self.all_gc.append(done)
+            if self._in_key:
+                self.key_gc.append(done)
+
         compositor.reflow = counted_reflow
         screen._compositor_refresh = counted_refresh
         Widget.render_lines = counted_render
-        self._render_lines = render_lines
+        StylesCache.render_line = counted_line
+        gc.callbacks.append(collector)
+        self._render_lines, self._render_line, self._collector, self._styles_cache = render_lines, render_line, collector, StylesCache
 
     def start(self) -> None:
         self._on = True
 
+    def tally(self) -> tuple[int, int, int]:
+        return self.frames, self.layouts, self.lines
+
+    def key_window(self, inside: bool) -> None:
+        self._in_key = inside
+
     def stop(self) -> None:
+        import gc
+
         self._on = False
         self._widget.render_lines = self._render_lines
+        self._styles_cache.render_line = self._render_line
+        gc.callbacks.remove(self._collector)
 
 
 if __name__ == "__main__":

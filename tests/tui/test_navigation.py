@@ -7,6 +7,7 @@ from pathlib import Path
 from textual import events
 from textual.widgets import Input
 
+import tui.screens.main
 from engine.kernel.model import Reason, Response, ResponseType
 from tests.tui.helpers import SIZE, ask, decided, demo_console, make_app, make_session, pending, settle, wait_until
 from tui.widgets.row_table import RowTable
@@ -102,20 +103,23 @@ async def test_palette_starts_a_workflow_and_log_has_no_duplicates(tmp_path: Pat
         assert text.count("→ ") == 1
 
 
-async def test_keyboard_returns_where_it_was_once_the_queue_is_empty(tmp_path: Path) -> None:
+async def test_keyboard_returns_where_it_was_once_the_queue_is_empty(tmp_path: Path, monkeypatch) -> None:
     """A decision takes the keyboard unasked; answered, the keys go back to the workflow list,
-    so the user's next Down + Enter opens the start dialog of the next workflow."""
+    so the user's next Down + Enter opens the start dialog of the next workflow: typed at once,
+    while the keyboard waits to go back (KEYBOARD_GRACE, made long here), as after it."""
+    monkeypatch.setattr(tui.screens.main, "KEYBOARD_GRACE", 60.0, raising=False)
     async with demo_console(tmp_path) as (session, app, pilot):
         workflows = app.main.query_one("#workflows")
         workflows.focus()
         await settle(pilot)
+        first = workflows.highlighted
+        pane = app.main.query_one(DecisionPane)
         task = ask(session, pending(session.clock))
-        await wait_until(pilot, lambda: app.main.query_one(DecisionPane).has_focus_within, what="the pane")
+        await wait_until(pilot, lambda: pane.has_focus_within, what="the pane")
         await pilot.press("1")
         assert (await decided(task)).response.selected_option == "opt1"
-        await settle(pilot)
-        assert app.focused is workflows
-        first = workflows.highlighted
+        await wait_until(pilot, lambda: not pane.visible, what="the pane hidden")
+        assert app.focused is not workflows  # waiting to go back
         await pilot.press("down", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), what="the start dialog")
         assert app.screen.entry.name == session.workflows[first + 1].name

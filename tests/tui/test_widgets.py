@@ -11,6 +11,7 @@ from textual.screen import Screen
 from tests.tui.helpers import SIZE, ask, decided, make_app, make_session, pending, settle
 from tui.widgets.event_log import MAX_EVENTS, EventLog
 from tui.widgets.header import ConsoleHeader
+from tui.widgets.inbox import Inbox
 from tui.widgets.key_bar import KeyBar
 
 
@@ -241,3 +242,35 @@ async def test_a_decision_raised_draws_its_runs_waiting_status_with_the_pane() -
         assert app.main.query_one("#pane").visible
         assert "waiting" in runs.render_line(1).text  # no run event came: the decision drew it
         task.cancel()
+
+
+async def test_the_pane_coming_and_going_lays_out_the_screen_but_redraws_no_scrollbar() -> None:
+    """Each layout of the screen (the pane appears, is set aside, comes back: with many agents
+    one key in two) used to redraw every scrolling list's scrollbar (Textual's ScrollView);
+    nothing they show changed (tui/widgets/steady_scrollbars.py)."""
+    session = make_session()
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.main.query_one(EventLog)
+        inbox = app.main.query_one(Inbox)
+        log.show_run("r1", _log_events(100))
+        tasks = [ask(session, pending(session.clock, run_id=f"r{n}")) for n in range(30)]
+        await settle(pilot)
+        assert log.show_vertical_scrollbar and inbox.show_vertical_scrollbar  # both lists overflow
+        drawn: list[str] = []
+        for name, bar in (("log", log.vertical_scrollbar), ("inbox", inbox.vertical_scrollbar)):
+            bar.render = (lambda render, name: lambda: (drawn.append(name), render())[1])(bar.render, name)  # type: ignore[method-assign]
+        layouts = count_layouts(app)
+        await pilot.press("escape")  # the pane steps aside
+        await settle(pilot)
+        await pilot.press("d")  # and comes back
+        await settle(pilot)
+        assert len(layouts) >= 2 and drawn == []
+        log.catch_up(_log_events(101))  # what a scrollbar shows changed: it is drawn again
+        await settle(pilot)
+        assert drawn == ["log"]
+        await pilot.press("escape", "d")  # and not again by the layouts after (it shows that already)
+        await settle(pilot)
+        assert drawn == ["log"]
+        await pilot.press("1")
+        assert (await decided(tasks[0])).response.selected_option == "opt1"

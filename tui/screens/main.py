@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import Reactive
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, OptionList
 
@@ -25,6 +26,13 @@ from tui.widgets.row_table import RowTable
 from tui.widgets.run_list import RunList
 from tui.widgets.workflow_list import WorkflowList
 
+# How long the keyboard waits before going back once the queue empties (s). A decision raised
+# within it takes the keyboard without the list it would have gone back to being restyled and
+# drawn twice (with 20 agents the queue empties at one answer in two: ~19 lines a key). Meanwhile
+# the keyboard is nowhere; a key typed then sends it back first (`settle_keyboard`), so the key
+# acts where it would have without the wait. Only the list's focused border shows this much later.
+KEYBOARD_GRACE = 0.4
+
 
 class MainScreen(Screen):
     AUTO_FOCUS = "#workflows"  # where a run starts; the inbox above it is empty at first
@@ -38,6 +46,7 @@ class MainScreen(Screen):
         self.current_id: str | None = None  # the escalation the pane shows
         self._position = 0  # its index in the queue, so a resolved one's successor takes its place
         self._focus_before: Widget | None = None  # where the keyboard was when a decision took it
+        self._give_back: Timer | None = None  # the queue emptied: the keyboard goes back when it fires
         self.ready = False  # widgets composed: broker news before that waits for on_mount
 
     def compose(self) -> ComposeResult:
@@ -185,16 +194,21 @@ class MainScreen(Screen):
             if waiting.escalation.id in arrived_set:
                 runs.note_status(waiting.escalation.run_id)
         if self.current_id is None:
-            if pane.has_focus_within:
-                self._give_focus_back()
+            if pane.has_focus_within and self._give_back is None:  # no wait when the user had moved it away
+                # Nowhere while it waits, at once: Textual blurs a widget it hides when its Hide
+                # arrives, a frame later, which may be after the next decision took the keyboard.
+                self.set_focus(None)
+                self._give_back = self.set_timer(KEYBOARD_GRACE, self._give_back_due)
             return
         if pane.aside or (not was_hidden and self.current_id == shown_before):
             return
-        if was_hidden:
+        held = self._give_back is not None and self.focused is None  # within the grace, and no click took it
+        self._cancel_give_back()
+        if was_hidden and not held:
             self._focus_before = self.focused
-        elif not pane.has_focus_within:
+        elif not held and not pane.has_focus_within:
             return  # the user moved the keyboard away from the pane: it stays where they put it
-        if not isinstance(self.focused, Input):  # unasked: the decision takes the keyboard, unless you type
+        if held or not isinstance(self.focused, Input):  # unasked: the decision takes the keyboard, unless you type
             # At once, in the frame that shows the pane: keys typed ahead (already queued) reach
             # its answer field or its choices, never the widget that had the keyboard before.
             pane.focus_answer()
@@ -204,16 +218,36 @@ class MainScreen(Screen):
         a stray Enter or letter starts nothing (the workflow list would open a start dialog)."""
         self._focus_before = self.query_one(RunList)
 
+    def settle_keyboard(self) -> None:
+        """A key or a paste arrived: if the keyboard is waiting to go back (the queue emptied
+        less than KEYBOARD_GRACE ago), it goes back now, before the key is dispatched, so the
+        key never lands on the choices of a decision that is gone, nor on nothing."""
+        if self._give_back is not None:
+            self._cancel_give_back()
+            self._give_back_due()
+
+    def _cancel_give_back(self) -> None:
+        if self._give_back is not None:
+            self._give_back.stop()
+            self._give_back = None
+
+    def _give_back_due(self) -> None:
+        self._give_back = None
+        if self.query_one(DecisionPane).pending is None and self.focused is None:  # else a click took it meanwhile
+            self._give_focus_back()
+
     def _give_focus_back(self) -> None:
         """The queue is empty: the keyboard returns where it was before the decision took it
         (else to the workflows), so the user's next keys do what they expect."""
         pane = self.query_one(DecisionPane)
         before = self._focus_before
         self._focus_before = None
+        # At once (Widget.focus waits its turn): a key that sent the keyboard back is dispatched
+        # right after, from where it now is.
         if before is not None and before.is_attached and before.focusable and pane not in before.ancestors_with_self:
-            before.focus()
+            self.set_focus(before)
         else:
-            self.query_one(WorkflowList).focus()
+            self.set_focus(self.query_one(WorkflowList))
 
     def _show(self, pending: list[PendingEscalation], ids: list[str]) -> None:
         pane = self.query_one(DecisionPane)

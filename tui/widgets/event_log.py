@@ -27,6 +27,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.format import event_line
+from tui.widgets.steady_scrollbars import SteadyScrollbars
 
 MAX_EVENTS = 2000  # events kept per log; older ones leave from the top
 MIN_WIDTH = 20  # narrower than this, lines scroll sideways instead of wrapping to nothing
@@ -45,7 +46,7 @@ class _Written:
     noted: bool = False  # holds a line that is not an event (written again when shown again)
 
 
-class EventLog(ScrollView, can_focus=True):
+class EventLog(SteadyScrollbars, ScrollView, can_focus=True):
     DEFAULT_CSS = """
     EventLog {
         background: $surface;

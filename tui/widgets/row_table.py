@@ -27,6 +27,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.widgets.steady_scrollbars import SteadyScrollbars
+
 Cell = Text | str
 # A row's cells, or a call that makes them when the row is first drawn or read: a table given
 # 10,000 rows at once makes only those on screen.
@@ -42,7 +44,7 @@ class Column:
     drop: int = 0  # on a narrow table, the order in which columns are hidden: 1 first (0: always shown)
 
 
-class RowTable(ScrollView, can_focus=True):
+class RowTable(SteadyScrollbars, ScrollView, can_focus=True):
     """Rows keyed by id, one cursor row; Enter or a click selects it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -9,6 +9,7 @@ from textual.widgets.option_list import Option
 from engine.text_safety import visible
 from tui.format import one_line
 from tui.session import WorkflowEntry
+from tui.widgets.steady_scrollbars import SteadyScrollbars
 
 
 def workflow_prompt(entry: WorkflowEntry) -> Text:
@@ -25,7 +26,7 @@ def workflow_prompt(entry: WorkflowEntry) -> Text:
     return line
 
 
-class WorkflowList(OptionList):
+class WorkflowList(SteadyScrollbars, OptionList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, markup=False)
 
