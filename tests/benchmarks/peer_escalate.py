@@ -120,8 +120,9 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
         engine.start_run(workflow, input="go")  # imports and first-use costs, outside the figures
         await waiting_count(services.db, 1, timeout=300, stall=300)
         parked = await parked_count(services.db, 1, 30.0) if state == "parked" else 0
-        given = await given_back(services, 0) if state == "parked" else 0
-        costs = timed_give_back(services)
+        memory = getattr(services.parking, "memory", None)  # None: a tree without engine/kernel/memory.py
+        given = await given_back(memory, 0) if state == "parked" else 0
+        costs = timed_give_back(memory)
         gc.collect()
         heap, objects = pymalloc_kb(), len(gc.get_objects())
         malloc, threads, extra = malloc_kb(), threading.active_count(), {}
@@ -133,7 +134,7 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
         if state == "parked":
             parked = await parked_count(services.db, count + 1, 60.0) - parked
             settled = rss_kb()
-            await given_back(services, given)
+            await given_back(memory, given)
             extra["given_back_kb"] = settled - rss_kb()  # the same process, a moment apart
             extra["give_backs"] = costs  # [thread CPU ms, wall ms] of each, after the first run's
         gc.collect()
@@ -168,10 +169,10 @@ def thread_names() -> dict[str, int]:
     return dict(collections.Counter(t.name.rstrip("0123456789_") for t in threading.enumerate()))
 
 
-def timed_give_back(services: Any) -> list[list[float]]:
-    """The give-backs from now on, each timed: [its thread's CPU ms, wall ms]."""
+def timed_give_back(memory: Any) -> list[list[float]]:
+    """The give-backs of `memory` (engine/kernel/memory.py GiveBack) from now on, each timed:
+    [its thread's CPU ms, wall ms]."""
     costs: list[list[float]] = []
-    memory = getattr(services.parking, "memory", None)
     if memory is not None:
         work = memory.work
 
@@ -186,11 +187,10 @@ def timed_give_back(services: Any) -> list[list[float]]:
     return costs
 
 
-async def given_back(services: Any, since: int) -> int:
-    """Wait for the process to give its memory back once more than `since` times after its
-    runs parked (engine/kernel/memory.py, debounced: a moment after the last park); a tree
-    without it waits 5 s, as long as one with it would at most on an idle host."""
-    memory = getattr(services.parking, "memory", None)
+async def given_back(memory: Any, since: int) -> int:
+    """Wait for `memory` (engine/kernel/memory.py GiveBack) to have given the process's memory
+    back more than `since` times (debounced: a moment after the last park); None (a tree
+    without it) waits 5 s, as long as one with it would at most on an idle host."""
     for _ in range(50 if memory is None else 600):
         if memory is not None and memory.given > since:
             return memory.given
