@@ -163,7 +163,8 @@ async def worker(runs: int, trace: int) -> None:
         await given_back(serving.parking.memory, since)
 
     try:
-        await asyncio.sleep(2)
+        while getattr(serving, "parking", None) is None:  # the worker opening its services
+            await asyncio.sleep(0.2)
         await queue(1, 1)
         costs = timed_give_back(serving.parking.memory)
         await measure(lambda total: queue(runs, total), runs, trace)
