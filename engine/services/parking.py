@@ -34,6 +34,7 @@ from engine.durable.settings import seconds
 from engine.escalation.broker import (CANCELLED, RAISED, RESOLVED, BrokerEvent, EscalationBroker, NoTimeoutDefault,
                                      timeout_decision)
 from engine.kernel.errors import RequestChanged
+from engine.kernel.memory import GiveBack
 from engine.runtime.run_status import RunStatus
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ class Parking:
         self._stop: list[Callable[[], None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = False
+        # A burst parked and nothing executing here: its free memory back to the system.
+        self.memory = GiveBack(lambda: bool(self._live() or self._grace))
 
     def start(self) -> None:
         """Park runs as they wait; hear decisions (call on the worker's loop)."""
@@ -86,6 +89,7 @@ class Parking:
 
     def stop(self) -> None:
         self._stopped = True
+        self.memory.stop()
         for stop in self._stop:
             stop()
         self._stop = []
@@ -170,6 +174,8 @@ class Parking:
             self._unparked.add(run_id)
             return False
         self._unparked.discard(run_id)
+        if parked:
+            self.memory.parked()
         try:
             ready = parked and not await asyncio.to_thread(parking.still_waits, self.db, run_id)
         except Exception:  # a busy database: the sweep finds it ready
@@ -294,6 +300,8 @@ class LiveParking:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._retrying: asyncio.Task[None] | None = None
         self._stop: Callable[[], None] | None = None
+        # A burst parked and nothing executing here: its free memory back to the system.
+        self.memory = GiveBack(self._executing)
 
     def start(self) -> None:
         """Park runs as they wait (call on the loop the runs execute on)."""
@@ -309,6 +317,7 @@ class LiveParking:
         for timer in self._due.values():
             timer.cancel()
         self._due.clear()
+        self.memory.stop()
         for task in [*self._tasks, *([self._retrying] if self._retrying is not None else [])]:
             task.cancel()
         if self._held:
@@ -317,6 +326,11 @@ class LiveParking:
             except Exception as exc:  # the database is gone: a worker takes them once this process has exited
                 self.say(f"parked runs not let go: {_line(exc)}")
             self._held.clear()
+
+    def _executing(self) -> bool:
+        """Whether any run executes in this process (in its grace or being parked too)."""
+        return bool(self._due or self._parking) or any(
+            not h.detached and not h.status.finished for e in self.engines for h in e.runs)
 
     def _engine_of(self, run_id: str) -> "Engine | None":
         return next((e for e in self.engines if e.run(run_id) is not None), None)
@@ -371,6 +385,7 @@ class LiveParking:
             self.host.release_queue(run_id)
             return False
         self._held.add(run_id)
+        self.memory.parked()
         await self.wake(run_id)  # decided before its row said parked
         return True
 

@@ -21,11 +21,12 @@ holds: one-time growth included), and batch 3 against batch 2 (the steady cost).
 also starts tracemalloc after the first run and prints, for batch 3 against batch 2, the bytes
 per run by the innermost escalate frame that allocated them and the K largest tracebacks
 (tracemalloc's own bookkeeping then inflates the RSS figures: read those without it). With
-`--trim` the worker mode ends with glibc's malloc_trim(0): how much of the RSS was free memory
-the allocator kept.
+the parked modes, each batch is read once the process has given its free memory back after the
+batch parked (engine/kernel/memory.py: gc.collect, glibc's malloc_trim(0)); printed: each
+give-back's CPU and wall ms, and how many there were (one per batch: debounced, not per run).
 
 Run: python tests/benchmarks/bench_run_memory.py live|live-parked [--runs 100] [--trace 10]
-     python tests/benchmarks/bench_run_memory.py worker [--runs 100] [--trim]
+     python tests/benchmarks/bench_run_memory.py worker [--runs 100]
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import ctypes
 import gc
 import os
 import signal
@@ -46,28 +46,11 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from peer_escalate import waiting_count, write_workload
+from peer_escalate import given_back, malloc_kb, timed_give_back, waiting_count, write_workload
 from peer_langgraph import pymalloc_kb, rss_kb
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
-
-
-def _libc() -> Any:
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallinfo2.restype = _MallInfo2
-        return libc
-    except (OSError, AttributeError):  # not glibc: the malloc columns are left out
-        return None
-
-
-LIBC = _libc()
 
 
 def reading() -> dict[str, Any]:
@@ -77,9 +60,7 @@ def reading() -> dict[str, Any]:
     values: dict[str, Any] = {"rss": rss_kb(), "py_objects": heap["objects"], "py_free": heap["free"],
                               "threads": threading.active_count(),
                               "objects": sum(kinds.values()), "kinds": kinds}
-    if LIBC is not None:
-        info = LIBC.mallinfo2()
-        values.update(malloc_used=info.uordblks // 1024, malloc_free=info.fordblks // 1024)
+    values.update({f"malloc_{k}": v for k, v in malloc_kb().items()})
     return values
 
 
@@ -136,21 +117,29 @@ async def live(runs: int, trace: int, parked: bool) -> None:
         await waiting_count(services.db, 1, timeout=300, stall=300)
         while parked and not any(row["status"] == PARKED for row in await asyncio.to_thread(services.db.list_runs)):
             await asyncio.sleep(0.2)
+        memory = services.parking.memory if parked and services.parking is not None else None
+        await given_back(memory, 0) if memory is not None else None
+        costs = timed_give_back(memory)
 
         async def batch(total: int) -> None:
+            since = memory.given if memory is not None else 0
             for _ in range(runs):
                 engine.start_run(workflow, input="go")
             await waiting_count(services.db, total, timeout=900, stall=300)
             while parked and sum(1 for row in await asyncio.to_thread(services.db.list_runs) if row["status"] == PARKED) < total:
                 await asyncio.sleep(0.2)
             await asyncio.sleep(1.5 if parked else 0.5)  # the last events written; the executions let go
+            if memory is not None:
+                await given_back(memory, since)
 
         await measure(batch, runs, trace)
+        if memory is not None:
+            print(f"give-backs after the first run (CPU ms, wall ms): {costs}")
     finally:
         services.close()
 
 
-async def worker(runs: int, trace: int, trim: bool) -> None:
+async def worker(runs: int, trace: int) -> None:
     from engine.durable.database import PARKED
     from engine.runtime.adk_setup import prepare_adk
     from engine.services import open_database
@@ -164,21 +153,22 @@ async def worker(runs: int, trace: int, trim: bool) -> None:
     task = asyncio.create_task(serving.serve())
 
     async def queue(count: int, total: int) -> None:
+        since = serving.parking.memory.given
         # queued from another process, as `run --detach` does
         await asyncio.to_thread(subprocess.run, [sys.executable, str(HERE / "peer_escalate.py"), "queue", str(ROOT),
                                                  str(count), str(folder), url], check=True, capture_output=True)
         while sum(1 for row in await asyncio.to_thread(db.list_runs) if row["status"] == PARKED) < total:
             await asyncio.sleep(0.2)
         await asyncio.sleep(1.5)
+        await given_back(serving.parking.memory, since)
 
     try:
-        await asyncio.sleep(2)
+        while getattr(serving, "parking", None) is None:  # the worker opening its services
+            await asyncio.sleep(0.2)
         await queue(1, 1)
+        costs = timed_give_back(serving.parking.memory)
         await measure(lambda total: queue(runs, total), runs, trace)
-        if trim and LIBC is not None:
-            before = rss_kb()
-            LIBC.malloc_trim(0)
-            print(f"malloc_trim(0): RSS {before / 1024:.1f} -> {rss_kb() / 1024:.1f} MiB")
+        print(f"give-backs after the first run (CPU ms, wall ms): {costs}")
     finally:
         os.kill(os.getpid(), signal.SIGTERM)  # the worker's own handler: it stops as on SIGTERM
         await asyncio.wait_for(task, 60)
@@ -206,13 +196,12 @@ def main() -> None:
     parser.add_argument("mode", choices=("live", "live-parked", "worker"))
     parser.add_argument("--runs", type=int, default=100, help="runs per batch")
     parser.add_argument("--trace", type=int, default=0, help="tracemalloc: this many tracebacks (0: off)")
-    parser.add_argument("--trim", action="store_true", help="worker: malloc_trim(0) at the end")
     args = parser.parse_args()
     print(f"{args.mode}: 3 batches of {args.runs}, load {os.getloadavg()[0]:.1f}, {time.strftime('%H:%M:%S')}")
     if args.mode in ("live", "live-parked"):
         asyncio.run(live(args.runs, args.trace, args.mode == "live-parked"))
     else:
-        asyncio.run(worker(args.runs, args.trace, args.trim))
+        asyncio.run(worker(args.runs, args.trace))
 
 
 if __name__ == "__main__":

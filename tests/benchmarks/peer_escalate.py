@@ -15,10 +15,13 @@ so that bench_peer.py can measure an older checkout too. Prints one JSON line:
 from __future__ import annotations
 
 import asyncio
+import collections
+import ctypes
 import gc
 import json
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -117,8 +120,12 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
         engine.start_run(workflow, input="go")  # imports and first-use costs, outside the figures
         await waiting_count(services.db, 1, timeout=300, stall=300)
         parked = await parked_count(services.db, 1, 30.0) if state == "parked" else 0
+        memory = getattr(services.parking, "memory", None)  # None: a tree without engine/kernel/memory.py
+        given = await given_back(memory, 0) if state == "parked" else 0
+        costs = timed_give_back(memory)
         gc.collect()
-        heap, objects = pymalloc_kb()["objects"], len(gc.get_objects())
+        heap, objects = pymalloc_kb(), len(gc.get_objects())
+        malloc, threads, extra = malloc_kb(), threading.active_count(), {}
         before, started, cpu = rss_kb(), time.time(), time.process_time()
         for _ in range(count):
             engine.start_run(workflow, input="go")
@@ -126,12 +133,69 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
         cpu = time.process_time() - cpu  # every thread of the process, the polling's few ms too
         if state == "parked":
             parked = await parked_count(services.db, count + 1, 60.0) - parked
+            settled = rss_kb()
+            await given_back(memory, given)
+            extra["given_back_kb"] = settled - rss_kb()  # the same process, a moment apart
+            extra["give_backs"] = costs  # [thread CPU ms, wall ms] of each, after the first run's
         gc.collect()
+        heap_after, malloc_after = pymalloc_kb(), malloc_kb()
         return {"seconds": last - started, "cpu": cpu, "rss_delta_kb": rss_kb() - before,
-                "objects_delta_kb": pymalloc_kb()["objects"] - heap, "objects": len(gc.get_objects()) - objects,
-                "waiting": waiting - 1, "parked": parked}
+                "objects_delta_kb": heap_after["objects"] - heap["objects"], "objects": len(gc.get_objects()) - objects,
+                "pymalloc_free_delta_kb": heap_after["free"] - heap["free"],
+                **{f"malloc_{k}_delta_kb": malloc_after[k] - malloc[k] for k in malloc},
+                "threads": [threads, threading.active_count()], "thread_names": thread_names(), **extra, "waiting": waiting - 1, "parked": parked}
     finally:
         services.close()
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+
+def malloc_kb() -> dict[str, int]:
+    """glibc malloc's bytes in use and free inside its heaps, KB (mallinfo2); {} elsewhere."""
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return {}
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return {"used": info.uordblks // 1024, "free": info.fordblks // 1024}
+
+
+def thread_names() -> dict[str, int]:
+    """This process's threads by name, numbers left off (ThreadPoolExecutor-0_3: ThreadPoolExecutor-)."""
+    return dict(collections.Counter(t.name.rstrip("0123456789_") for t in threading.enumerate()))
+
+
+def timed_give_back(memory: Any) -> list[list[float]]:
+    """The give-backs of `memory` (engine/kernel/memory.py GiveBack) from now on, each timed:
+    [its thread's CPU ms, wall ms]."""
+    costs: list[list[float]] = []
+    if memory is not None:
+        work = memory.work
+
+        def timed() -> Any:
+            cpu, wall = time.thread_time(), time.perf_counter()
+            try:
+                return work()
+            finally:
+                costs.append([round((time.thread_time() - cpu) * 1000, 1), round((time.perf_counter() - wall) * 1000, 1)])
+
+        memory.work = timed
+    return costs
+
+
+async def given_back(memory: Any, since: int) -> int:
+    """Wait for `memory` (engine/kernel/memory.py GiveBack) to have given the process's memory
+    back more than `since` times (debounced: a moment after the last park); None (a tree
+    without it) waits 5 s, as long as one with it would at most on an idle host."""
+    for _ in range(50 if memory is None else 600):
+        if memory is not None and memory.given > since:
+            return memory.given
+        await asyncio.sleep(0.1)
+    return since
 
 
 async def parked_count(db: Any, at_least: int, stall: float) -> int:
