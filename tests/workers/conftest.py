@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +28,11 @@ def postgres_server():
 @pytest.fixture
 def pg_url(postgres_server) -> str:
     return postgres_server.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_url(request, tmp_path: Path) -> str:
+    """A new database on each backend: a SQLite file, then one on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'escalate.db'}"
+    return request.getfixturevalue("pg_url")

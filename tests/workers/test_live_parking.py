@@ -24,12 +24,6 @@ from tests.workers.test_workers import wait_until
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def any_url(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'escalate.db'}"
-    return request.getfixturevalue("pg_url")
-
 
 def live_env(tmp_path: Path) -> dict[str, str]:
     """Parking after 0.3 s (not 2 s), and every step's execution logged (ESCALATE_STEP_AUDIT)."""

@@ -24,12 +24,6 @@ from tests.workers.test_workers import queue_runs, wait_until, waiting_runs
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def any_url(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'escalate.db'}"
-    return request.getfixturevalue("pg_url")
-
 
 def steps_env(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     steps = tmp_path / "steps.jsonl"

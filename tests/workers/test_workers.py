@@ -90,12 +90,6 @@ def test_two_workers_share_the_queue(tmp_path: Path, pg_url: str) -> None:
         db.close()
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
-def any_url(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'escalate.db'}"
-    return request.getfixturevalue("pg_url")
-
 
 def test_a_killed_worker_s_runs_are_taken_over(tmp_path: Path, any_url: str) -> None:
     steps = tmp_path / "steps.jsonl"
