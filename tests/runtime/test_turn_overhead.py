@@ -15,17 +15,7 @@ from google.genai import types
 
 from engine.lang.compiler import compile_source, workflow_class
 from engine.runtime.engine import CompiledWorkflow, RunStatus
-
-SOURCE = '''prompt p: """Repeat what you are given."""
-agent echo:
-    instruction p
-flow main:
-    $x = $input
-    loop max {n} do
-        $x = run agent echo $x
-    end
-    return $x
-'''
+from tests.durable.test_turn_cost import FLOW  # the same echo loop, its turns counted
 
 
 def event(text: str, at: float, **actions: object) -> Event:
@@ -92,7 +82,7 @@ async def test_a_turn_builds_no_telemetry_config_and_deep_copies_no_session(harn
         deep_copies.clear()
         script = "agents:\n  echo:\n" + "".join(f"    - 'reply {i}'\n" for i in range(turns))
         engine = harness.engine(script)
-        cls = workflow_class(compile_source(SOURCE.format(n=turns), Path("t.sr")))
+        cls = workflow_class(compile_source(FLOW.format(n=turns), Path("t.sr")))
         handle = engine.start_run(CompiledWorkflow(tmp_path / "t.sr", "t", cls), input="go")
         assert await handle.wait() is RunStatus.DONE, handle.error
         assert handle.result == f"reply {turns - 1}"
