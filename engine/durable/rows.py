@@ -229,7 +229,7 @@ def _shown(value: Any) -> str:
 
 # ---- reporting -----------------------------------------------------------------------------------
 
-_told: dict[str, None] = {}  # the lines said in this process, in order: a listener that comes later hears them too
+_told: set[str] = set()
 _listeners: list[Callable[[str], None]] = []
 _lock = threading.Lock()
 
@@ -241,7 +241,7 @@ def report(bad: BadRow) -> None:
     with _lock:
         if line in _told:
             return
-        _told[line] = None
+        _told.add(line)
         listeners = list(_listeners)
     log.warning("%s", line)
     for listener in listeners:
@@ -249,14 +249,9 @@ def report(bad: BadRow) -> None:
 
 
 def on_bad_row(listener: Callable[[str], None]) -> Callable[[], None]:
-    """Call `listener(line)` for each row skipped in this process: those said before it came (a
-    console's services read the rows before its screen listens), then each from now on (from
-    any thread), each once; returns `stop`."""
-    with _lock:  # a line is either said already, or said to it: never both, never neither
+    """Call `listener(line)` for each row skipped from now on (from any thread); returns `stop`."""
+    with _lock:
         _listeners.append(listener)
-        past = list(_told)
-    for line in past:
-        listener(line)
 
     def stop() -> None:
         with _lock:

@@ -262,21 +262,3 @@ async def test_the_console_lists_the_good_escalation_and_says_once_which_rows_it
     for esc_id in bad_pending:
         assert sum(f"escalate_escalations row '{esc_id}'" in line for line in told) == 1, told
     assert len(told) == len(set(told))
-
-
-def test_a_listener_that_comes_later_hears_the_rows_skipped_before_it_once() -> None:
-    """A console's services read the rows (its runs parked here, their deadlines) before its
-    screen listens: what was said meanwhile reaches the screen too, each line once."""
-    from engine.durable.rows import BadRow, on_bad_row, report
-
-    first = BadRow(f"escalate_escalations row 'late-{time.time_ns()}': payload: not JSON")
-    report(first)
-    heard: list[str] = []
-    stop = on_bad_row(heard.append)
-    try:
-        report(first)  # said already: not again
-        second = BadRow(f"escalate_escalations row 'later-{time.time_ns()}': payload: not JSON")
-        report(second)
-    finally:
-        stop()
-    assert [line for line in heard if "late-" in line or "later-" in line] == [f"skipped {first}", f"skipped {second}"]
