@@ -169,9 +169,15 @@ class EscalateApp(DecideActions, App[int]):
         from engine.durable.rows import on_bad_row
 
         loop = asyncio.get_running_loop()
-        on_bad_row(lambda line: loop.call_soon_threadsafe(
-            lambda: self.notify(line, title="A row of the database was skipped", severity="warning", markup=False,
-                                timeout=20)))
+
+        def tell(line: str) -> None:
+            try:
+                loop.call_soon_threadsafe(lambda: self.notify(line, title="A row of the database was skipped",
+                                                              severity="warning", markup=False, timeout=20))
+            except RuntimeError:  # its loop has closed: this console is gone, and listens no more
+                stop()
+
+        stop = on_bad_row(tell)
 
     def _announce_import(self) -> None:
         if self.session.imported is not None:

@@ -245,7 +245,10 @@ def report(bad: BadRow) -> None:
         listeners = list(_listeners)
     log.warning("%s", line)
     for listener in listeners:
-        listener(line)
+        try:
+            listener(line)
+        except Exception:  # one that failed (a console whose loop has closed) stops neither the others nor the read
+            log.debug("a bad-row listener failed", exc_info=True)
 
 
 def on_bad_row(listener: Callable[[str], None]) -> Callable[[], None]:

@@ -262,3 +262,23 @@ async def test_the_console_lists_the_good_escalation_and_says_once_which_rows_it
     for esc_id in bad_pending:
         assert sum(f"escalate_escalations row '{esc_id}'" in line for line in told) == 1, told
     assert len(told) == len(set(told))
+
+
+def test_a_listener_that_fails_stops_neither_the_others_nor_the_read() -> None:
+    """A console that has closed (its loop gone) left its listener: the next row skipped in this
+    process still reaches the others, and the read that found it goes on (it raised
+    `RuntimeError: Event loop is closed` into the reader, and the next console heard nothing)."""
+    from engine.durable.rows import BadRow, on_bad_row, report
+
+    def closed(line: str) -> None:
+        raise RuntimeError("Event loop is closed")
+
+    heard: list[str] = []
+    stops = [on_bad_row(closed), on_bad_row(heard.append)]
+    try:
+        bad = BadRow(f"escalate_escalations row 'after-a-closed-console-{time.time_ns()}': payload: not JSON")
+        report(bad)
+    finally:
+        for stop in stops:
+            stop()
+    assert heard == [f"skipped {bad}"]
