@@ -2,23 +2,25 @@
 
 A row is not necessarily what this version of escalate wrote: a database cloned with a
 repository, another version's row on a shared PostgreSQL, a disk error. Each row is checked
-against a pydantic model (as rules/schema.py checks files), its JSON read with bounded size and
-depth; a row that does not fit raises `BadRow`, one line naming its table and id, which listings
+against its declared record (below), its JSON read with bounded size and depth; a row that does not fit raises `BadRow`, one line naming its table and id, which listings
 report once (`report`) and skip, and single reads (`escalate answer ID`) print.
 
 Unknown keys are kept (a newer version's field is not an error); missing keys, wrong types,
 unknown statuses, times that are not finite epoch seconds are errors.
+
+The checks are plain Python, declared below as pydantic's strict models were (issue 26): `escalate
+answer` and `runs` read rows and nothing else needs pydantic on their path; importing it and
+building these eight models was ~65 ms of `answer`'s ~340 ms of CPU. The messages are pydantic's.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from enum import Enum
-from typing import Annotated, Any, Callable, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any, Callable
 
 from engine.durable.urls import DatabaseError
 from engine.kernel.model import OnTimeout, Origin, Reason, ResolvedBy, ResponseType
@@ -27,10 +29,7 @@ log = logging.getLogger("escalate.durable")
 
 JSON_MAX_CHARS = 16 * 1024 * 1024  # one JSON column of one row; escalate writes far less
 JSON_MAX_DEPTH = 64  # nesting of objects and lists; escalate's own JSON is a few levels deep
-TIME_MAX = 1e11  # epoch seconds (year 5138): past it, dates cannot be shown
-
-Time = Annotated[float, Field(ge=0, le=TIME_MAX, allow_inf_nan=False)]
-Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+TIME_MAX = 100_000_000_000  # epoch seconds (year 5138): past it, dates cannot be shown
 RUN_STATUSES = ("queued", "running", "waiting", "parked", "done", "failed", "stopped", "aborted", "cancelled", "interrupted")
 
 
@@ -38,104 +37,144 @@ class BadRow(DatabaseError):
     """A row that is not what escalate writes: `escalate_escalations row 'r1.2': payload: ...`."""
 
 
-def _values(enum: type[Enum]) -> Any:
-    """The enum's values as a Literal: a row holds the value, as the engine's JSON writes it."""
-    return Literal[tuple(member.value for member in enum)]  # type: ignore[valid-type]
+class _Misfit(Exception):
+    """Where in the value (keys and list indexes) and what is wrong, as pydantic says it."""
+
+    def __init__(self, where: tuple[Any, ...], message: str) -> None:
+        super().__init__(message)
+        self.where, self.message = where, message
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(strict=True, extra="allow")
+Check = Callable[[Any, tuple[Any, ...]], None]  # raises _Misfit
 
+
+def _string(value: Any, where: tuple[Any, ...]) -> None:
+    if not isinstance(value, str):
+        raise _Misfit(where, "Input should be a valid string")
+
+
+def _boolean(value: Any, where: tuple[Any, ...]) -> None:
+    if not isinstance(value, bool):
+        raise _Misfit(where, "Input should be a valid boolean")
+
+
+def _number(low: float | None = None, high: float | None = None) -> Check:
+    """A finite int or float (never a bool), within [low, high] when given."""
+    def check(value: Any, where: tuple[Any, ...]) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Misfit(where, "Input should be a valid number")
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an int past a float's range: no time, no number of seconds
+            finite = False
+        if not finite:
+            raise _Misfit(where, "Input should be a finite number")
+        if low is not None and value < low:
+            raise _Misfit(where, f"Input should be greater than or equal to {low}")
+        if high is not None and value > high:
+            raise _Misfit(where, f"Input should be less than or equal to {high}")
+    return check
+
+
+def _one_of(values: tuple[str, ...]) -> Check:
+    shown = ", ".join(repr(v) for v in values[:-1]) + f" or {values[-1]!r}" if len(values) > 1 else repr(values[0])
+
+    def check(value: Any, where: tuple[Any, ...]) -> None:
+        if not isinstance(value, str) or value not in values:
+            raise _Misfit(where, f"Input should be {shown}")
+    return check
+
+
+def _values(enum: type[Enum]) -> Check:
+    """One of the enum's values: a row holds the value, as the engine's JSON writes it."""
+    return _one_of(tuple(member.value for member in enum))
+
+
+def _or_none(check: Check) -> Check:
+    def either(value: Any, where: tuple[Any, ...]) -> None:
+        if value is not None:
+            check(value, where)
+    return either
+
+
+def _dictionary(value: Any, where: tuple[Any, ...]) -> None:
+    if not isinstance(value, dict):
+        raise _Misfit(where, "Input should be a valid dictionary")
+
+
+def _list_of(check: Check) -> Check:
+    def each(value: Any, where: tuple[Any, ...]) -> None:
+        if not isinstance(value, list):
+            raise _Misfit(where, "Input should be a valid list")
+        for index, item in enumerate(value):
+            check(item, (*where, index))
+    return each
+
+
+_REQUIRED = object()  # a field without a default
+
+
+class _Record:
+    """An object with these fields, checked in their order (the first misfit is reported);
+    a field with a default may be missing; other keys are kept and not checked."""
+
+    def __init__(self, name: str, **fields: Check | tuple[Check, Any]) -> None:
+        self.name = name
+        self.fields = [(key, *(spec if isinstance(spec, tuple) else (spec, _REQUIRED))) for key, spec in fields.items()]
+
+    def __call__(self, value: Any, where: tuple[Any, ...]) -> None:
+        if not isinstance(value, dict):
+            raise _Misfit(where, f"Input should be a valid dictionary or instance of {self.name}")
+        for key, check, default in self.fields:
+            if key in value:
+                check(value[key], (*where, key))
+            elif default is _REQUIRED:
+                raise _Misfit((*where, key), "Field required")
+
+
+Time = _number(0, TIME_MAX)
+Seconds = _number(0)
+_opt_str = (_or_none(_string), None)
 
 # ---- escalate_escalations.payload --------------------------------------------------------------
 
+OptionJson = _Record("OptionJson", id=_string, label=_string, description=(_string, ""), recommended=(_boolean, False))
 
-class OptionJson(_Row):
-    id: str
-    label: str
-    description: str = ""
-    recommended: bool = False
+EscalationJson = _Record(
+    "EscalationJson", id=_string, task_id=_string, run_id=_string, agent=_string, reason=_values(Reason),
+    question=_string, context=(_string, ""), options=_list_of(OptionJson), allow_agent_decision=(_boolean, False),
+    timeout=(_or_none(Seconds), None), origin=(_values(Origin), Origin.AGENT_TEXT.value),
+    created_at=(_or_none(Time), None))
 
+PolicyJson = _Record("PolicyJson", deadline=_or_none(Time), on_timeout=_values(OnTimeout), option_id=_opt_str,
+                     timeout_seconds=(_or_none(Seconds), None))
 
-class EscalationJson(_Row):
-    id: str
-    task_id: str
-    run_id: str
-    agent: str
-    reason: _values(Reason)
-    question: str
-    context: str = ""
-    options: list[OptionJson]
-    allow_agent_decision: bool = False
-    timeout: Seconds | None = None
-    origin: _values(Origin) = Origin.AGENT_TEXT.value
-    created_at: Time | None = None
-
-
-class PolicyJson(_Row):
-    deadline: Time | None
-    on_timeout: _values(OnTimeout)
-    option_id: str | None = None
-    timeout_seconds: Seconds | None = None
-
-
-class PayloadJson(_Row):
-    escalation: EscalationJson
-    policy: PolicyJson
-    extra: dict[str, Any] | None = None
-
+PayloadJson = _Record("PayloadJson", escalation=EscalationJson, policy=PolicyJson,
+                      extra=(_or_none(_dictionary), None))
 
 # ---- escalate_escalations.decision ---------------------------------------------------------------
 
-
-class DecisionJson(_Row):
-    responseType: _values(ResponseType)
-    selectedOption: str | None = None
-    textResponse: str | None = None
-    additionalInstructions: str | None = None
-    resolvedBy: _values(ResolvedBy)
-    resolvedAt: Time | None = None
-    note: str = ""
-    stopsTask: bool = False
-    editedArgs: dict[str, Any] | None = None
-    rule: str | None = None
-    via: str | None = None
-    shown: str | None = None
-    decidedBy: str | None = None
-
+DecisionJson = _Record(
+    "DecisionJson", responseType=_values(ResponseType), selectedOption=_opt_str, textResponse=_opt_str,
+    additionalInstructions=_opt_str, resolvedBy=_values(ResolvedBy), resolvedAt=(_or_none(Time), None),
+    note=(_string, ""), stopsTask=(_boolean, False), editedArgs=(_or_none(_dictionary), None), rule=_opt_str,
+    via=_opt_str, shown=_opt_str, decidedBy=_opt_str)
 
 # ---- the rows ------------------------------------------------------------------------------------
 
+EscalationRow = _Record(
+    "EscalationRow", id=_string, run_id=_string, created=Time, deadline=_or_none(Time), payload=PayloadJson,
+    status=_one_of(("pending", "decided", "withdrawn")), decision=_or_none(DecisionJson),
+    resolved_by=_or_none(_string), decided_at=_or_none(Time))
 
-class EscalationRow(_Row):
-    id: str
-    run_id: str
-    created: Time
-    deadline: Time | None
-    payload: PayloadJson
-    status: Literal["pending", "decided", "withdrawn"]
-    decision: DecisionJson | None
-    resolved_by: str | None
-    decided_at: Time | None
+RunRow = _Record(
+    "RunRow", run_id=_string, task=_string, workflow=_string, path=_string, flow=_or_none(_string), input=_string,
+    script=_or_none(_string), rules=_or_none(_string), workspace=_string, status=_one_of(RUN_STATUSES),
+    result=_or_none(_string), error=_or_none(_string), started=Time, finished=_or_none(Time),
+    owner=_or_none(_string), heartbeat=_or_none(_number()))
 
-
-class RunRow(_Row):
-    run_id: str
-    task: str
-    workflow: str
-    path: str
-    flow: str | None
-    input: str
-    script: str | None
-    rules: str | None
-    workspace: str
-    status: Literal[RUN_STATUSES]  # type: ignore[valid-type]
-    result: str | None
-    error: str | None
-    started: Time
-    finished: Time | None
-    owner: str | None
-    heartbeat: Annotated[float, Field(allow_inf_nan=False)] | None
+AgentEntryRow = _Record("AgentEntryRow", time=Time, source=_string, target=_string, approved=_boolean, reason=_string,
+                        task=_string, denial=_or_none(_string))
 
 
 def escalation(row: dict[str, Any]) -> dict[str, Any]:
@@ -209,14 +248,13 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
-def _check(model: type[BaseModel], data: Any, table: str, key: Any, column: str = "") -> None:
+def _check(record: _Record, data: Any, table: str, key: Any, column: str = "") -> None:
     try:
-        model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"])
+        record(data, ())
+    except _Misfit as misfit:
+        where = ".".join(str(part) for part in misfit.where)
         where = f"{column}.{where}" if column and where else column or where
-        raise BadRow(f"{table} row {_shown(key)}: {where or 'row'}: {first['msg']}"[:400]) from None
+        raise BadRow(f"{table} row {_shown(key)}: {where or 'row'}: {misfit.message}"[:400]) from None
 
 
 def _shown(value: Any) -> str:
@@ -273,16 +311,6 @@ def valid(rows: Any, read: Callable[[Any], dict[str, Any]]) -> list[dict[str, An
         except BadRow as bad:
             report(bad)
     return out
-
-
-class AgentEntryRow(_Row):
-    time: Time
-    source: str
-    target: str
-    approved: bool
-    reason: str
-    task: str
-    denial: str | None
 
 
 def agent_entry(row: dict[str, Any]) -> dict[str, Any]:
