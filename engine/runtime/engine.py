@@ -429,10 +429,13 @@ def warm_up() -> None:
             return
         with warming():
             _warm_up()
+            # What ADK made (modules, pydantic schemas: ~180k objects) lives as long as the
+            # process: out of the collector's full passes, each 100-150 ms over them with runs
+            # going. Frozen before `warming` gives Python's thresholds back: after it, the
+            # young passes counted meanwhile made the next pass a middle one over all of it
+            # (65-70 ms of CPU; the ~200 objects of garbage it found are frozen instead).
+            gc.freeze()
         _warmed = True
-        # What ADK made (modules, pydantic schemas: ~180k objects) lives as long as the
-        # process: out of the collector's full passes, each 100-150 ms over them with runs going.
-        gc.freeze()
 
 
 warm_up_with(warm_up)  # what the first model turn of the process awaits (engine/runtime/adk_setup.py)
