@@ -183,8 +183,8 @@ def test_start_up_makes_no_collector_pass_and_leaves_the_collector_as_it_was(tmp
 # ADK's warm-up in a fresh process, the middle generation's count past Python's threshold (10)
 # beforehand; then allocations, so that the collector's next pass comes. Each pass past the
 # young generation notes how many objects it walks.
-_WARM_UP_WALKS = textwrap.dedent("""
-    import gc, json, os
+_WARM_UP_ALONE = textwrap.dedent("""
+    import gc, json, os, sys
     import engine.runtime.engine as engine
     walked = []
 
@@ -199,21 +199,32 @@ _WARM_UP_WALKS = textwrap.dedent("""
     junk = [[] for _ in range(5_000)]
     gc.callbacks.remove(note)
     with open(os.environ["OUT"], "w") as out:
-        json.dump({"walked": walked, "frozen": gc.get_freeze_count()}, out)
+        json.dump({"walked": walked, "frozen": gc.get_freeze_count(), "modules": sorted(sys.modules)}, out)
 """)
 
 
-def test_adks_warm_up_makes_no_middle_pass_over_what_it_imported(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def warm_up_alone(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder = tmp_path_factory.mktemp("warm-up")
+    out = folder / "out.json"
+    done = subprocess.run([sys.executable, "-c", _WARM_UP_ALONE], cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, "OUT": str(out)}, timeout=120)
+    assert out.is_file(), done.stderr
+    return json.loads(out.read_text())
+
+
+def test_adks_warm_up_makes_no_middle_pass_over_what_it_imported(warm_up_alone: dict) -> None:
     """The warm-up's ~200,000 objects are frozen before Python's thresholds come back
     (engine.runtime.engine.warm_up): before, the young passes it counted made the next pass a
     middle one over all of them, 65-70 ms of a cold `run`'s or `resume`'s CPU."""
-    out = tmp_path / "out.json"
-    done = subprocess.run([sys.executable, "-c", _WARM_UP_WALKS], cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "OUT": str(out)}, timeout=120)
-    assert out.is_file(), done.stderr
-    found = json.loads(out.read_text())
-    assert found["frozen"] > 100_000, found
-    assert all(count < 50_000 for count in found["walked"]), found["walked"]
+    assert warm_up_alone["frozen"] > 100_000, warm_up_alone["frozen"]
+    assert all(count < 50_000 for count in warm_up_alone["walked"]), warm_up_alone["walked"]
+
+
+def test_adks_warm_up_reads_no_script_file(warm_up_alone: dict) -> None:
+    """Its one scripted reply is made, not read: reading a script checks it against
+    rules/schema.py's pydantic models, which a process with real models never needs."""
+    assert _loaded(warm_up_alone["modules"], ("rules.schema",)) == []
 
 
 # `escalate ARGV`, then how many of ADK's pydantic models (and fastapi's, which ADK imports) were

@@ -38,7 +38,6 @@ __all__ = ["CompileFailed", "CompiledWorkflow", "Engine", "RunEvent", "RunHandle
 
 # One scripted agent call: enough to import and first-use everything a run touches in ADK.
 _WARM_UP_SOURCE = 'prompt p: """Warm up."""\nagent w:\n    instruction p\nflow main:\n    $x = run agent w $input\n    return $x\n'
-_WARM_UP_SCRIPT = "agents:\n  w: [ready]\n"
 RESUME_TIMEOUT = 60.0  # seconds for DBOS to hand a resumed run back to this process
 
 
@@ -447,14 +446,18 @@ def _warm_up() -> None:
     from engine.escalation.broker import EscalationBroker
     from engine.kernel.clock import RealClock
     from engine.lang.compiler import compile_source, workflow_class
-    from engine.runtime.script import parse_script
+    from engine.runtime.script import Reply, Script
     from rules import default_rules
+
+    # The script is made here, not read: reading one checks it against rules/schema.py's pydantic
+    # models, whose import and build (40-60 ms of CPU) a process with real models never needs.
+    script = Script({"w": (Reply("text", text="ready"),)}, "warm-up")
 
     async def one_run() -> None:
         clock = RealClock()
         with tempfile.TemporaryDirectory(prefix="escalate-warm-") as folder:
             engine = Engine(rules=default_rules(), broker=EscalationBroker(clock), clock=clock,
-                            script=parse_script(_WARM_UP_SCRIPT, "warm-up"), workspace=Path(folder))
+                            script=script, workspace=Path(folder))
             cls = workflow_class(compile_source(_WARM_UP_SOURCE, Path("warm-up.sr")))
             handle = engine.start_run(CompiledWorkflow(Path("warm-up.sr"), "warm-up", cls), input="go")
             await handle.wait()
