@@ -9,6 +9,7 @@ nothing (the import budget itself is tests/test_import_budget.py; docs/startup.m
 - `answer` + `resume` with no process waiting: launch of `answer` -> the resumed run's next
   turn done (its first `agent_result` event) and -> exit; once where the flow asked (a model
   turn follows), once where the agent asked (bench_peer.py's workload: its call goes on);
+- the same workload answered and continued in one launch, `resume RUN --answers A.yaml`;
 - idle memory (VmRSS) and CPU (ms a second, its polls): a `run --wait` process waiting on a
   person after one agent turn; the memory of the
   console (`escalate console FILE.sr --db ...` on a pseudo-terminal) once it has listed the
@@ -84,6 +85,7 @@ def _workspace(folder: Path) -> None:
         (folder / f"{name}.yaml").write_text(SCRIPT)
     (folder / "agentask.sr").write_text(AGENT_ASKS)
     (folder / "agentask.yaml").write_text(AGENT_ASKS_SCRIPT)
+    (folder / "go.yaml").write_text("- responseType: option\n  selectedOption: go\n")
 
 
 def _until_event(proc: subprocess.Popen, events: Path, started: float) -> float:
@@ -153,6 +155,22 @@ def answer_and_resume(tree: Tree, folder: Path, db: str, flow: str = "ask.sr") -
     next_turn = _until_event(proc, events, started)
     proc.wait()
     return answered, listing, next_turn, time.perf_counter() - started, runs_cpu, answer_cpu, _children_cpu() - cpu
+
+
+def resume_with_answers_file(tree: Tree, folder: Path, db: str) -> tuple[float, float]:
+    """bench_peer's workload answered and continued in one launch, `resume RUN --answers A.yaml`
+    (the contract's: the decision's `resolvedBy` is `answers_file`, not `human`): (launch -> the
+    next turn done, its CPU seconds). Beside `answer` + `resume`: what the second launch costs."""
+    run_id = _waiting_run(tree, folder, db, "agentask.sr")
+    events = folder / "resume.jsonl"
+    events.unlink(missing_ok=True)
+    cpu = _children_cpu()
+    started = time.perf_counter()
+    proc = subprocess.Popen(tree.command("resume", run_id, "--answers", "go.yaml", "--events", str(events), "--db", db),
+                            cwd=folder, env=tree.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    next_turn = _until_event(proc, events, started)
+    proc.wait()
+    return next_turn, _children_cpu() - cpu
 
 
 def _pick(values: tuple[float, ...], *at: int) -> list[float]:
@@ -360,6 +378,10 @@ def main() -> None:
                                                   "agent asks: answer + resume: launch -> exit (ms)",
                                                   "agent asks: answer + resume: CPU (ms)"),
                                                  _pick(answer_and_resume(t, f, db, "agentask.sr"), 2, 3, 6))]),
+            ("answers file", lambda t, f, db: [note(t, n, v * 1000) for n, v in
+                                               zip(("agent asks: resume --answers: launch -> next turn done (ms)",
+                                                    "agent asks: resume --answers: CPU (ms)"),
+                                                   resume_with_answers_file(t, f, db))]),
             ("rss", lambda t, f, db: [note(t, n, v) for n, v in
                                       zip(("idle RSS, run --wait waiting after a turn (MiB)",
                                            "idle CPU, run --wait waiting after a turn (ms/s)"), run_wait_rss(t, f, db))]),
