@@ -3,7 +3,8 @@ in ms is in docs/startup.md). Every case runs in a fresh interpreter, on a real 
 and looks at `sys.modules` when the command is done: no timing is asserted.
 
 - No ADK, google.genai or LiteLLM until a model turn is due (a flow that only asks a person never
-  imports them, in `run` nor in `resume`), and never for `answer`, `runs` or `check`.
+  imports them, in `run` nor in `resume`), and never for `answer`, `runs` or `check`; nor
+  pydantic for `answer` and `runs` (rows are checked in plain Python, engine/durable/rows.py).
 - No Textual outside the console; no web server (fastapi: ADK's own import). A model turn
   imports neither genai's unused extras (aiohttp, httpx2) nor httpx's command line (rich,
   pygments), and builds only the pydantic models of ADK's it uses (adk_setup.warming).
@@ -12,7 +13,8 @@ and looks at `sys.modules` when the command is done: no timing is asserted.
 - The paths a hook shares (rules loaded and matched, the database opened, decisions read,
   news listened to) import none of ADK, Textual, aiohttp, DBOS or psycopg.
 - Start-up collects less (engine/kernel/collector.py): a few dozen collector passes where
-  Python's thresholds made ~540, and the thresholds as they were when the command is done.
+  Python's thresholds made ~540, and the thresholds as they were when the command is done;
+  ADK's warm-up ends with no middle pass over what it made, and reads no script file.
 - `answer` does not import the tools' registry (only `--args` needs it); `resume` of a run whose
   agent's escalation was decided starts ADK's warm-up before DBOS's launch (docs/startup.md).
 """
