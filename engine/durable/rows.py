@@ -2,15 +2,18 @@
 
 A row is not necessarily what this version of escalate wrote: a database cloned with a
 repository, another version's row on a shared PostgreSQL, a disk error. Each row is checked
-against its declared record (below), its JSON read with bounded size and depth; a row that does not fit raises `BadRow`, one line naming its table and id, which listings
-report once (`report`) and skip, and single reads (`escalate answer ID`) print.
+against its declared record (below), its JSON read with bounded size and depth; a row that does
+not fit raises `BadRow`, one line naming its table and id, which listings report once
+(`report`) and skip, and single reads (`escalate answer ID`) print.
 
 Unknown keys are kept (a newer version's field is not an error); missing keys, wrong types,
 unknown statuses, times that are not finite epoch seconds are errors.
 
-The checks are plain Python, declared below as pydantic's strict models were (issue 26): `escalate
-answer` and `runs` read rows and nothing else needs pydantic on their path; importing it and
-building these eight models was ~65 ms of `answer`'s ~340 ms of CPU. The messages are pydantic's.
+The records are plain Python, declared as the strict pydantic models they replace were (issue
+26): `escalate answer` and `runs` read rows, and nothing else on their path needs pydantic;
+importing it and building these eight models was ~65 ms of `answer`'s ~330 ms of CPU. The
+verdicts, places and messages are pydantic's (an integer past a float's range: "a finite
+number", where pydantic said "a valid number").
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ class _Record:
 
 Time = _number(0, TIME_MAX)
 Seconds = _number(0)
-_opt_str = (_or_none(_string), None)
+_optional_text = (_or_none(_string), None)
 
 # ---- escalate_escalations.payload --------------------------------------------------------------
 
@@ -146,7 +149,7 @@ EscalationJson = _Record(
     timeout=(_or_none(Seconds), None), origin=(_values(Origin), Origin.AGENT_TEXT.value),
     created_at=(_or_none(Time), None))
 
-PolicyJson = _Record("PolicyJson", deadline=_or_none(Time), on_timeout=_values(OnTimeout), option_id=_opt_str,
+PolicyJson = _Record("PolicyJson", deadline=_or_none(Time), on_timeout=_values(OnTimeout), option_id=_optional_text,
                      timeout_seconds=(_or_none(Seconds), None))
 
 PayloadJson = _Record("PayloadJson", escalation=EscalationJson, policy=PolicyJson,
@@ -155,10 +158,10 @@ PayloadJson = _Record("PayloadJson", escalation=EscalationJson, policy=PolicyJso
 # ---- escalate_escalations.decision ---------------------------------------------------------------
 
 DecisionJson = _Record(
-    "DecisionJson", responseType=_values(ResponseType), selectedOption=_opt_str, textResponse=_opt_str,
-    additionalInstructions=_opt_str, resolvedBy=_values(ResolvedBy), resolvedAt=(_or_none(Time), None),
-    note=(_string, ""), stopsTask=(_boolean, False), editedArgs=(_or_none(_dictionary), None), rule=_opt_str,
-    via=_opt_str, shown=_opt_str, decidedBy=_opt_str)
+    "DecisionJson", responseType=_values(ResponseType), selectedOption=_optional_text, textResponse=_optional_text,
+    additionalInstructions=_optional_text, resolvedBy=_values(ResolvedBy), resolvedAt=(_or_none(Time), None),
+    note=(_string, ""), stopsTask=(_boolean, False), editedArgs=(_or_none(_dictionary), None), rule=_optional_text,
+    via=_optional_text, shown=_optional_text, decidedBy=_optional_text)
 
 # ---- the rows ------------------------------------------------------------------------------------
 
