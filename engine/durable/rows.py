@@ -41,50 +41,51 @@ class BadRow(DatabaseError):
 
 
 class _Misfit(Exception):
-    """Where in the value (keys and list indexes) and what is wrong, as pydantic says it."""
+    """What is wrong, as pydantic says it, and where in the value (keys and list indexes: each
+    record or list adds its own on the way out, so a value that fits builds no location)."""
 
-    def __init__(self, where: tuple[Any, ...], message: str) -> None:
+    def __init__(self, message: str, *where: Any) -> None:
         super().__init__(message)
-        self.where, self.message = where, message
+        self.message, self.where = message, where
 
 
-Check = Callable[[Any, tuple[Any, ...]], None]  # raises _Misfit
+Check = Callable[[Any], None]  # raises _Misfit
 
 
-def _string(value: Any, where: tuple[Any, ...]) -> None:
+def _string(value: Any) -> None:
     if not isinstance(value, str):
-        raise _Misfit(where, "Input should be a valid string")
+        raise _Misfit("Input should be a valid string")
 
 
-def _boolean(value: Any, where: tuple[Any, ...]) -> None:
+def _boolean(value: Any) -> None:
     if not isinstance(value, bool):
-        raise _Misfit(where, "Input should be a valid boolean")
+        raise _Misfit("Input should be a valid boolean")
 
 
 def _number(low: float | None = None, high: float | None = None) -> Check:
     """A finite int or float (never a bool), within [low, high] when given."""
-    def check(value: Any, where: tuple[Any, ...]) -> None:
+    def check(value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _Misfit(where, "Input should be a valid number")
+            raise _Misfit("Input should be a valid number")
         try:
             finite = math.isfinite(value)
         except OverflowError:  # an int past a float's range: no time, no number of seconds
             finite = False
         if not finite:
-            raise _Misfit(where, "Input should be a finite number")
+            raise _Misfit("Input should be a finite number")
         if low is not None and value < low:
-            raise _Misfit(where, f"Input should be greater than or equal to {low}")
+            raise _Misfit(f"Input should be greater than or equal to {low}")
         if high is not None and value > high:
-            raise _Misfit(where, f"Input should be less than or equal to {high}")
+            raise _Misfit(f"Input should be less than or equal to {high}")
     return check
 
 
 def _one_of(values: tuple[str, ...]) -> Check:
     shown = ", ".join(repr(v) for v in values[:-1]) + f" or {values[-1]!r}" if len(values) > 1 else repr(values[0])
 
-    def check(value: Any, where: tuple[Any, ...]) -> None:
+    def check(value: Any) -> None:
         if not isinstance(value, str) or value not in values:
-            raise _Misfit(where, f"Input should be {shown}")
+            raise _Misfit(f"Input should be {shown}")
     return check
 
 
@@ -93,75 +94,95 @@ def _values(enum: type[Enum]) -> Check:
     return _one_of(tuple(member.value for member in enum))
 
 
-def _or_none(check: Check) -> Check:
-    def either(value: Any, where: tuple[Any, ...]) -> None:
-        if value is not None:
-            check(value, where)
-    return either
-
-
-def _dictionary(value: Any, where: tuple[Any, ...]) -> None:
+def _dictionary(value: Any) -> None:
     if not isinstance(value, dict):
-        raise _Misfit(where, "Input should be a valid dictionary")
+        raise _Misfit("Input should be a valid dictionary")
 
 
 def _list_of(check: Check) -> Check:
-    def each(value: Any, where: tuple[Any, ...]) -> None:
+    def each(value: Any) -> None:
         if not isinstance(value, list):
-            raise _Misfit(where, "Input should be a valid list")
+            raise _Misfit("Input should be a valid list")
         for index, item in enumerate(value):
-            check(item, (*where, index))
+            try:
+                check(item)
+            except _Misfit as misfit:
+                misfit.where = (index, *misfit.where)
+                raise
     return each
 
 
-_REQUIRED = object()  # a field without a default
+class _Or:
+    """A field's check and what else it takes: None (`nullable`), or nothing (`default`)."""
+
+    def __init__(self, check: Check, *, nullable: bool = False, default: bool = False) -> None:
+        self.check, self.nullable, self.default = check, nullable, default
+
+
+def _or_none(check: Check) -> _Or:
+    return _Or(check, nullable=True)
+
+
+def _or_missing(check: Check | _Or) -> _Or:
+    """A field with a default: it may be missing."""
+    inner = check if isinstance(check, _Or) else _Or(check)
+    return _Or(inner.check, nullable=inner.nullable, default=True)
 
 
 class _Record:
     """An object with these fields, checked in their order (the first misfit is reported);
-    a field with a default may be missing; other keys are kept and not checked."""
+    other keys are kept and not checked."""
 
-    def __init__(self, name: str, **fields: Check | tuple[Check, Any]) -> None:
+    def __init__(self, name: str, **fields: Check | _Or) -> None:
         self.name = name
-        self.fields = [(key, *(spec if isinstance(spec, tuple) else (spec, _REQUIRED))) for key, spec in fields.items()]
+        self.fields = [(key, *((spec.check, spec.nullable, spec.default) if isinstance(spec, _Or) else (spec, False, False)))
+                       for key, spec in fields.items()]
 
-    def __call__(self, value: Any, where: tuple[Any, ...]) -> None:
+    def __call__(self, value: Any) -> None:
         if not isinstance(value, dict):
-            raise _Misfit(where, f"Input should be a valid dictionary or instance of {self.name}")
-        for key, check, default in self.fields:
+            raise _Misfit(f"Input should be a valid dictionary or instance of {self.name}")
+        for key, check, nullable, default in self.fields:
             if key in value:
-                check(value[key], (*where, key))
-            elif default is _REQUIRED:
-                raise _Misfit((*where, key), "Field required")
+                item = value[key]
+                if item is None and nullable:
+                    continue
+                try:
+                    check(item)
+                except _Misfit as misfit:
+                    misfit.where = (key, *misfit.where)
+                    raise
+            elif not default:
+                raise _Misfit("Field required", key)
 
 
 Time = _number(0, TIME_MAX)
 Seconds = _number(0)
-_optional_text = (_or_none(_string), None)
+_optional_text = _or_missing(_or_none(_string))
 
 # ---- escalate_escalations.payload --------------------------------------------------------------
 
-OptionJson = _Record("OptionJson", id=_string, label=_string, description=(_string, ""), recommended=(_boolean, False))
+OptionJson = _Record("OptionJson", id=_string, label=_string, description=_or_missing(_string),
+                     recommended=_or_missing(_boolean))
 
 EscalationJson = _Record(
     "EscalationJson", id=_string, task_id=_string, run_id=_string, agent=_string, reason=_values(Reason),
-    question=_string, context=(_string, ""), options=_list_of(OptionJson), allow_agent_decision=(_boolean, False),
-    timeout=(_or_none(Seconds), None), origin=(_values(Origin), Origin.AGENT_TEXT.value),
-    created_at=(_or_none(Time), None))
+    question=_string, context=_or_missing(_string), options=_list_of(OptionJson),
+    allow_agent_decision=_or_missing(_boolean), timeout=_or_missing(_or_none(Seconds)),
+    origin=_or_missing(_values(Origin)), created_at=_or_missing(_or_none(Time)))
 
 PolicyJson = _Record("PolicyJson", deadline=_or_none(Time), on_timeout=_values(OnTimeout), option_id=_optional_text,
-                     timeout_seconds=(_or_none(Seconds), None))
+                     timeout_seconds=_or_missing(_or_none(Seconds)))
 
 PayloadJson = _Record("PayloadJson", escalation=EscalationJson, policy=PolicyJson,
-                      extra=(_or_none(_dictionary), None))
+                      extra=_or_missing(_or_none(_dictionary)))
 
 # ---- escalate_escalations.decision ---------------------------------------------------------------
 
 DecisionJson = _Record(
     "DecisionJson", responseType=_values(ResponseType), selectedOption=_optional_text, textResponse=_optional_text,
-    additionalInstructions=_optional_text, resolvedBy=_values(ResolvedBy), resolvedAt=(_or_none(Time), None),
-    note=(_string, ""), stopsTask=(_boolean, False), editedArgs=(_or_none(_dictionary), None), rule=_optional_text,
-    via=_optional_text, shown=_optional_text, decidedBy=_optional_text)
+    additionalInstructions=_optional_text, resolvedBy=_values(ResolvedBy), resolvedAt=_or_missing(_or_none(Time)),
+    note=_or_missing(_string), stopsTask=_or_missing(_boolean), editedArgs=_or_missing(_or_none(_dictionary)),
+    rule=_optional_text, via=_optional_text, shown=_optional_text, decidedBy=_optional_text)
 
 # ---- the rows ------------------------------------------------------------------------------------
 
@@ -253,7 +274,7 @@ def _too_deep(value: Any) -> bool:
 
 def _check(record: _Record, data: Any, table: str, key: Any, column: str = "") -> None:
     try:
-        record(data, ())
+        record(data)
     except _Misfit as misfit:
         where = ".".join(str(part) for part in misfit.where)
         where = f"{column}.{where}" if column and where else column or where
