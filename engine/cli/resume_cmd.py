@@ -65,7 +65,7 @@ async def _resume(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     # After DBOS's launch (its imports done: two threads importing at once can deadlock on
     # Python's module locks), before the run is handed to DBOS and read back.
-    _warm_up_if_due(db, args.run_id)
+    _warm_up_if_due(db, args.run_id, scripted=bool(row["script"]))
     try:
         async def start() -> Any:
             handle = await engine.resume_run(args.run_id)
@@ -85,7 +85,7 @@ async def _resume(args: argparse.Namespace) -> int:
 _IN_AN_AGENT_CALL = ("agent_text", "agent_tool", "tool_approval")
 
 
-def _warm_up_if_due(db: Any, run_id: str) -> bool:
+def _warm_up_if_due(db: Any, run_id: str, scripted: bool = False) -> bool:
     """When the run goes on with a model turn (its latest escalation was an agent's, and it is
     decided), ADK's imports and first use start now, on a thread (adk_setup.start_warm_up),
     while DBOS takes the run back and its recorded steps are read; the turn awaits the same
@@ -103,6 +103,8 @@ def _warm_up_if_due(db: Any, run_id: str) -> bool:
         return False
     if (latest[0]["payload"].get("escalation") or {}).get("origin", "agent_text") not in _IN_AN_AGENT_CALL:
         return False
+    if scripted:  # the run reads its script (rules.schema, pydantic) while the warm-up imports
+        import rules.schema  # noqa: F401  pydantic too: imported here first, never by two threads at once
     start_warm_up()
     return True
 
