@@ -410,7 +410,10 @@ class DurableHost:
             "executor_id": self.owner,
             "run_admin_server": False,
             "log_level": "ERROR",
-            "notification_listener_polling_interval_sec": 0.05,
+            # DBOS's default (1 s; it was 0.05): the listener only serves DBOS's recv, get_event,
+            # streams and get_result, none of which escalate uses, and on SQLite it woke a thread
+            # 20 times a second in every process for nothing.
+            "notification_listener_polling_interval_sec": 1.0,
             "serializer": serializer(),  # JSON: a database is data, never code
             "max_executor_threads": EXECUTOR_THREADS,
         }
