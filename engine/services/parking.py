@@ -335,9 +335,12 @@ class LiveParking:
             self._held.clear()
 
     def _executing(self) -> bool:
-        """Whether any run executes in this process (in its grace or being parked too)."""
-        return bool(self._due or self._parking) or any(
-            not h.detached and not h.status.finished for e in self.engines for h in e.runs)
+        """Whether any run executes in this process (being parked too). A run waiting live does
+        not count: it may wait there for PARK_LIVE_AFTER, and a burst's give-back would wait with
+        it; one still to park after PARK_AFTER asks for another give-back when it parks."""
+        return bool(self._parking) or any(
+            not h.detached and not h.status.finished and h.status is not RunStatus.WAITING
+            for e in self.engines for h in e.runs)
 
     def _engine_of(self, run_id: str) -> "Engine | None":
         return next((e for e in self.engines if e.run(run_id) is not None), None)
