@@ -156,7 +156,6 @@ class DurableHost:
         self._queue_registered = False  # this process's own queue, registered with DBOS (`resumes`)
         self._queue_lock = asyncio.Lock()  # a run put on the own queue vs. that queue deleted
         self._retiring: asyncio.Task[None] | None = None  # deletes the own queue once idle
-        self._holding: set[str] = set()  # runs parked here that come back through the own queue
         self.trusted = True  # the database is this user's (engine/durable/trust.py)
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
@@ -325,20 +324,6 @@ class DurableHost:
         async with self._queue_lock:
             await self._register_queue()
             await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
-            self._holding.discard(run_id)
-        self._retire_later()
-
-    async def hold_queue(self, run_id: str) -> None:
-        """A run parked here that this process continues itself on its decision: its own queue
-        is registered now and kept while such runs wait, so that the run comes back within one
-        poll (OWN_QUEUE_POLL), not after the second DBOS takes to find a new queue."""
-        async with self._queue_lock:
-            await self._register_queue()
-            self._holding.add(run_id)
-
-    def release_queue(self, run_id: str) -> None:
-        """`run_id` will not come back here through the own queue (cancelled, let go)."""
-        self._holding.discard(run_id)
         self._retire_later()
 
     def _retire_later(self) -> None:
@@ -365,8 +350,6 @@ class DurableHost:
         async with self._queue_lock:
             if not self._queue_registered:
                 return True
-            if self._holding:  # parked runs of this process come back through it
-                return False
             if await DBOS.list_workflows_async(queue_name=self.queue_name, status="ENQUEUED", limit=1,
                                                load_input=False, load_output=False):
                 return False
@@ -427,7 +410,10 @@ class DurableHost:
             "executor_id": self.owner,
             "run_admin_server": False,
             "log_level": "ERROR",
-            "notification_listener_polling_interval_sec": 0.05,
+            # DBOS's default (1 s; it was 0.05): the listener only serves DBOS's recv, get_event,
+            # streams and get_result, none of which escalate uses, and on SQLite it woke a thread
+            # 20 times a second in every process for nothing.
+            "notification_listener_polling_interval_sec": 1.0,
             "serializer": serializer(),  # JSON: a database is data, never code
             "max_executor_threads": EXECUTOR_THREADS,
         }

@@ -30,7 +30,7 @@ from engine.durable import parking
 from engine.durable.database import NEWS_IDS, Database
 from engine.durable.decisions import DecisionStore, pending_from_json
 from engine.durable.host import DurableHost, owner_alive
-from engine.durable.settings import seconds
+from engine.durable.settings import count, seconds
 from engine.escalation.broker import (CANCELLED, RAISED, RESOLVED, BrokerEvent, EscalationBroker, NoTimeoutDefault,
                                      timeout_decision)
 from engine.kernel.errors import RequestChanged
@@ -49,8 +49,13 @@ READ_AT_MOST = 500  # ids heard at once past this: every parked run is looked at
 # With every place taken and runs queued for one, it parks at once. $ESCALATE_PARK_AFTER.
 PARK_AFTER = seconds("ESCALATE_PARK_AFTER", 2.0, least=0.0)
 # A run held live (a console, `run --wait`, `resume`) waits this long as a live coroutine, where
-# an answer reaches its agent in-process at once; then it parks in its process (LiveParking).
-PARK_LIVE_AFTER = seconds("ESCALATE_PARK_LIVE_AFTER", 2.0, least=0.0)
+# an answer reaches its agent in-process at once (14 ms answer -> next turn, against 136 ms once
+# parked); then it parks in its process (LiveParking). Long: a live run costs its process ~160 KB
+# and nothing else, while a parked one costs its wake a trip through DBOS's queue.
+PARK_LIVE_AFTER = seconds("ESCALATE_PARK_LIVE_AFTER", 600.0, least=0.0)
+# A process holds at most this many waiting runs live; a run that comes to wait beyond them
+# parks after PARK_AFTER, as a worker's does (a console with hundreds waiting keeps rows only).
+LIVE_WAITING = count("ESCALATE_LIVE_WAITING", 8, least=0)
 RETRY_SECONDS = 1.0  # a park or a wake that a busy database refused is tried again this often
 
 
@@ -280,7 +285,9 @@ class LiveParking:
     here, decisions of other processes read by the feed), its handle kept (`Engine.park`: a
     console's list and log, `run --wait`'s wait). On its decision this process claims it back
     (`claim_parked`, first claimer wins) and continues it itself from its recorded steps, through
-    its own queue (kept registered meanwhile: one poll away), with the same handle. A worker
+    its own queue (registered again then: DBOS finds it within its one-second look for new
+    queues), with the same handle. Runs wait live PARK_LIVE_AFTER (long), at most LIVE_WAITING
+    of them; beyond that bound a run parks after PARK_AFTER. A worker
     takes such a run only once this process is gone; a clean stop lets go of them (`let_go`)."""
 
     def __init__(self, engines: "list[Engine]", host: DurableHost, db: Database, broker: EscalationBroker,
@@ -328,9 +335,12 @@ class LiveParking:
             self._held.clear()
 
     def _executing(self) -> bool:
-        """Whether any run executes in this process (in its grace or being parked too)."""
-        return bool(self._due or self._parking) or any(
-            not h.detached and not h.status.finished for e in self.engines for h in e.runs)
+        """Whether any run executes in this process (being parked too). A run waiting live does
+        not count: it may wait there for PARK_LIVE_AFTER, and a burst's give-back would wait with
+        it; one still to park after PARK_AFTER asks for another give-back when it parks."""
+        return bool(self._parking) or any(
+            not h.detached and not h.status.finished and h.status is not RunStatus.WAITING
+            for e in self.engines for h in e.runs)
 
     def _engine_of(self, run_id: str) -> "Engine | None":
         return next((e for e in self.engines if e.run(run_id) is not None), None)
@@ -343,9 +353,14 @@ class LiveParking:
             engine = self._engine_of(run_id)
             handle = engine.run(run_id) if engine is not None else None
             if handle is not None and handle.parkable and not handle.detached:
-                self._due[run_id] = asyncio.get_running_loop().call_later(PARK_LIVE_AFTER, self._grace_over, run_id)
-        elif event.kind in (RESOLVED, CANCELLED) and run_id in self._held:
-            self._spawn(self.wake(run_id))
+                grace = PARK_LIVE_AFTER if len(self._due) < LIVE_WAITING else min(PARK_AFTER, PARK_LIVE_AFTER)
+                self._due[run_id] = asyncio.get_running_loop().call_later(grace, self._grace_over, run_id)
+        elif event.kind in (RESOLVED, CANCELLED):
+            if run_id in self._held:
+                self._spawn(self.wake(run_id))
+            elif run_id in self._due and not any(p.escalation.run_id == run_id for p in self.broker.pending()):
+                # Answered in its grace: it goes on live, and no longer counts among the runs waiting here.
+                self._due.pop(run_id).cancel()
 
     def _grace_over(self, run_id: str) -> None:
         self._due.pop(run_id, None)
@@ -367,12 +382,12 @@ class LiveParking:
 
     async def _leave(self, run_id: str) -> bool:
         """The rows of a run whose execution here has ended: its workflow off every queue (DBOS:
-        cancelled), the own queue kept for its return, its row parked; then woken at once if a
-        decision came first."""
+        cancelled), its row parked; then woken at once if a decision came first. The own queue is
+        not kept for its return: its poll (10 a second, ~25 ms of CPU a second) would be all this
+        process does while it waits; `continue_here` registers it again on the decision."""
         self._parking.add(run_id)
         try:
             await self.host.end_execution(run_id)
-            await self.host.hold_queue(run_id)
             parked = await asyncio.to_thread(lambda: parking.park(self.db, run_id, self.host.owner, hold=True))
         except Exception as exc:  # a busy database: tried again; meanwhile the row is this process's, waiting
             self.say(f"{run_id}: could not be parked yet: {_line(exc)}")
@@ -382,7 +397,6 @@ class LiveParking:
             self._parking.discard(run_id)
         self._retry.discard(run_id)
         if not parked:  # its row is no longer this process's (cancelled meanwhile)
-            self.host.release_queue(run_id)
             return False
         self._held.add(run_id)
         self.memory.parked()
@@ -418,7 +432,6 @@ class LiveParking:
                 claimed = await asyncio.to_thread(lambda: parking.claim_parked(self.db, run_id, owner, holder=owner))
                 self._held.discard(run_id)
                 if not claimed:  # not held here any more (cancelled)
-                    self.host.release_queue(run_id)
                     return
                 self._claimed.add(run_id)
             if run_id in self._claimed:

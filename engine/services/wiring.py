@@ -118,8 +118,10 @@ async def open_services(db: Database | str | None, *, identity: str, broker: Esc
     from engine.escalation.broker import EscalationBroker
     from engine.kernel.clock import RealClock
     from engine.kernel.collector import started
+    from engine.kernel.memory import few_arenas
     from engine.services.database import open_database
 
+    few_arenas()  # before DBOS's pool threads start, each of which would keep an arena
     opened = db is None or isinstance(db, str)
     database = open_database(db) if opened else db
     clock = clock or (broker.clock if broker is not None else RealClock())

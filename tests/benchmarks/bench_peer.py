@@ -22,8 +22,8 @@ Figures (fresh processes for everything a user starts from a shell):
   turn in the `run --wait` process holding the run, against a fresh LangGraph process resuming
   the thread (a LangGraph run waits in no process); and from the decision written to that next
   turn, against a LangGraph process that holds the thread, reads the answer and resumes it.
-  escalate twice: answered within the grace (0 s after the question: the run still a live
-  coroutine) and once the run has parked in its `run --wait` process (claimed back, replayed);
+  escalate twice: answered at once (the run a live coroutine) and once the run has parked in
+  its `run --wait` process (ESCALATE_PARK_LIVE_AFTER=1: claimed back, replayed);
 - process memory, idle: those two processes holding one run at its approval (RSS), and the CPU
   they spend a second meanwhile (their polls);
 - N runs brought to their approval in one process: the time (and the process's CPU time over
@@ -88,14 +88,15 @@ class Sides:
         self.peer_db = str(work / "langgraph.db")
         self.source, self.script = write_workload(work)
 
-    def escalate(self, *args: str, events: Path | None = None, wait: bool = True) -> Any:
+    def escalate(self, *args: str, events: Path | None = None, wait: bool = True, env: dict[str, str] | None = None) -> Any:
         command = [sys.executable, "-m", "engine", *args, "--db", self.db_url]
         if events is not None:
             command += ["--events", str(events)]
+        env = {**self.escalate_env, **(env or {})}
         if not wait:
-            return subprocess.Popen(command, cwd=self.work, env=self.escalate_env,
+            return subprocess.Popen(command, cwd=self.work, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        return subprocess.run(command, cwd=self.work, env=self.escalate_env, capture_output=True, text=True)
+        return subprocess.run(command, cwd=self.work, env=env, capture_output=True, text=True)
 
     def parked(self, run_id: str, timeout: float = 60.0) -> bool:
         """Wait until the run's row says parked (its process ended its execution); False after
@@ -144,7 +145,7 @@ def events_after(path: Path, type_: str, since: float, timeout: float = 300) -> 
     raise SystemExit(f"{path}: no {type_} event within {timeout:g} s")
 
 
-IDLE_CPU_SECONDS = 3.0  # how long a process holding a waiting run is watched, idle
+IDLE_CPU_SECONDS = 5.0  # how long a process holding a waiting run is watched, idle
 
 
 def idle_cpu(pid: int) -> float:
@@ -213,33 +214,38 @@ def peer_cold_and_shell(sides: Sides, figures: Figures, round_: int) -> None:
     figures.add("shell", "langgraph", resumed["next_turn"] - answered)
 
 
+PARK_SOON = {"ESCALATE_PARK_LIVE_AFTER": "1"}  # the parked rows: the run parks in its process 1 s after it asks
+
+
 def escalate_live(sides: Sides, figures: Figures, round_: int) -> None:
-    """A run waiting in `run --wait`; `escalate answer` from another process; its next turn. Twice:
-    answered within the grace (the run still a live coroutine: the answer reaches its agent
-    in-process), and once it has parked in that process (rows only: claimed back and replayed
-    there). The second process is also watched idle, before it parks."""
-    for parked in (False, True):
-        events = sides.work / f"live-{round_}-{'parked' if parked else 'grace'}.jsonl"
+    """A run waiting in `run --wait`; `escalate answer` from another process; its next turn. Three
+    times: answered at once (the run a live coroutine: the answer reaches its agent in-process);
+    watched idle for a while (the tree's defaults: what a `run --wait` costs while a person takes
+    their time), then answered (not counted); and parked in that process first
+    (ESCALATE_PARK_LIVE_AFTER=1: rows only, claimed back and replayed there)."""
+    for mode in ("live", "idle", "parked"):
+        events = sides.work / f"live-{round_}-{mode}.jsonl"
         launched = time.time()
         proc = sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go", "--wait",
-                              events=events, wait=False)
+                              events=events, wait=False, env=PARK_SOON if mode == "parked" else None)
         try:
             asked = events_after(events, "human_escalation", launched)
-            if parked:
+            if mode == "idle":
                 time.sleep(0.5)  # settled: what it holds while it waits
                 figures.add("idle", "escalate", rss_kb(proc.pid) / 1024)
                 figures.add("idle_cpu", "escalate", idle_cpu(proc.pid))
-                if not sides.parked(asked["id"].rsplit(".", 1)[0]):
-                    print("  escalate: the run did not park in its `run --wait` process (a tree without live parking)")
-                    parked = False
+            if mode == "parked" and not sides.parked(asked["id"].rsplit(".", 1)[0]):
+                print("  escalate: the run did not park in its `run --wait` process (a tree without live parking)")
+                mode = "live"
             answered = time.time()
             decided = sides.escalate("answer", asked["id"], "--option", "go")
             if decided.returncode != 0:
                 raise SystemExit(f"escalate answer exited {decided.returncode}: {decided.stderr.strip()[-300:]}")
             next_turn = event_time(events_after(events, "agent_result", answered))
-            key = "live-parked" if parked else "live"
-            figures.add(key, "escalate", next_turn - answered)
-            figures.next_turns[asked["id"]] = (key + "-decided", next_turn)
+            if mode != "idle":
+                key = "live-parked" if mode == "parked" else "live"
+                figures.add(key, "escalate", next_turn - answered)
+                figures.next_turns[asked["id"]] = (key + "-decided", next_turn)
             if proc.wait(timeout=300) != 0:
                 raise SystemExit(f"escalate run --wait exited {proc.returncode}: {proc.stderr.read()[-300:] if proc.stderr else ''}")
         finally:

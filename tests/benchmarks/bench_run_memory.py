@@ -7,8 +7,8 @@ takes it apart, in one process, for the two ways a run waits for a person:
   brought to their approval, measured before the parking bound (ESCALATE_PARK_LIVE_AFTER set to a
   day): each stays a live coroutine holding its ADK runner and session;
 - `live-parked`: the same, measured once settled: each run parked in this process past the bound
-  (its execution ended; its handle and its listed escalation kept, engine/services/parking.py
-  LiveParking);
+  (ESCALATE_PARK_LIVE_AFTER=1; its execution ended; its handle and its listed escalation kept,
+  engine/services/parking.py LiveParking);
 - `worker`: N runs queued for an in-process `escalate worker --concurrency 8`, each parked at
   its approval (its execution ended: only rows should stay).
 
@@ -97,8 +97,9 @@ def traced(after: tracemalloc.Snapshot, before: tracemalloc.Snapshot, runs: int,
 
 
 async def live(runs: int, trace: int, parked: bool) -> None:
-    if not parked:  # read once, when engine/services/parking.py is imported
-        os.environ["ESCALATE_PARK_LIVE_AFTER"] = "86400"
+    # Read once, when engine/services/parking.py is imported: each run parks 1 s after it asks
+    # (past the bound), or none does (a day).
+    os.environ["ESCALATE_PARK_LIVE_AFTER"] = "1" if parked else "86400"
     from engine.durable.database import PARKED
     from engine.runtime.adk_setup import prepare_adk
     from engine.runtime.script import load_script

@@ -104,8 +104,9 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
     execution ended, rows only; a tree that does not park live runs is measured after a minute)."""
     import os
 
-    if state == "approval":  # read once, at the import of engine/services/parking.py
-        os.environ["ESCALATE_PARK_LIVE_AFTER"] = "86400"
+    # Read once, at the import of engine/services/parking.py: every run parks 1 s after it asks
+    # (the default holds a few live for minutes), or none does (a day).
+    os.environ["ESCALATE_PARK_LIVE_AFTER"] = "86400" if state == "approval" else "1"
     from engine.runtime.adk_setup import prepare_adk
     from engine.runtime.script import load_script
     from engine.services.wiring import open_services

@@ -85,6 +85,32 @@ async def test_runs_held_live_give_back_once_after_all_of_them_parked(tmp_path: 
         services.close()
 
 
+async def test_runs_waiting_live_do_not_hold_back_the_give_back_of_those_that_parked(tmp_path: Path, monkeypatch) -> None:
+    """A console with more runs waiting than it holds live (LIVE_WAITING): those beyond park, and
+    the memory is given back once they have, while the others still wait live (for up to
+    PARK_LIVE_AFTER: the give-back waited for them too)."""
+    from engine.runtime.script import load_script
+    from rules import load_rules
+
+    monkeypatch.setattr("engine.services.parking.PARK_LIVE_AFTER", 3600.0, raising=False)
+    monkeypatch.setattr("engine.services.parking.LIVE_WAITING", 2, raising=False)
+    monkeypatch.setattr("engine.services.parking.PARK_AFTER", 0.1, raising=False)
+    services = await open_services(f"sqlite:///{tmp_path / 'runs.db'}", identity="console")
+    try:
+        assert services.parking is not None
+        work = Counted()
+        services.parking.memory.work = work
+        engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
+        workflow = engine.load(ASK)
+        handles = [engine.start_run(workflow, input="go") for _ in range(6)]
+        await until(lambda: sum(h.parked for h in handles) == 4 and work.calls > 0, "4 runs parked, memory given back")
+        assert sum(not h.parked and not h.status.finished for h in handles) == 2  # still waiting live
+    finally:
+        for handle in engine.runs:
+            handle.cancel()
+        services.close()
+
+
 async def test_a_worker_gives_back_once_its_runs_have_parked(tmp_path: Path, monkeypatch) -> None:
     """8 runs queued for a worker with 8 places: each parks at its approval, and the memory is
     given back after the burst: once, or twice when the queue handed the runs over in two polls

@@ -77,3 +77,37 @@ async def test_a_parked_run_cancelled_here_ends_cancelled_and_withdraws_its_ques
         assert [row["status"] for row in services.db.escalations_of(handle.id)] == ["withdrawn"]
     finally:
         services.close()
+
+
+async def test_a_process_holds_at_most_live_waiting_runs_live_the_rest_park(tmp_path: Path, monkeypatch) -> None:
+    """Runs wait live (the in-process answer) up to LIVE_WAITING; one that comes to wait beyond
+    them parks after PARK_AFTER. One answered in its grace stops counting: the next to wait is
+    held live again."""
+    from engine.runtime.script import load_script
+    from rules import load_rules
+
+    monkeypatch.setattr("engine.services.parking.PARK_LIVE_AFTER", 3600.0, raising=False)
+    monkeypatch.setattr("engine.services.parking.LIVE_WAITING", 2, raising=False)
+    monkeypatch.setattr("engine.services.parking.PARK_AFTER", 0.1, raising=False)
+    services = await open_services(f"sqlite:///{tmp_path / 'runs.db'}", identity="console")
+    try:
+        engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
+        workflow = engine.load(ASK)
+        handles = []
+        for _ in range(4):  # one at a time: which ones stay live is then known
+            handles.append(engine.start_run(workflow, input="go"))
+            await until(lambda: len(services.broker.pending()) == len(handles), "the run waiting")
+        await until(lambda: sum(parked(services, h.id) for h in handles) == 2, "two runs parked")
+        assert [h.parked for h in handles] == [False, False, True, True]  # the first two still live
+        live = next(p for p in services.broker.pending() if p.escalation.run_id == handles[0].id)
+        services.broker.answer(live.escalation.id, answer_for({"payload": services.db.get_escalation(
+            live.escalation.id)["payload"]}), ResolvedBy.HUMAN)
+        await until(lambda: any(p.escalation.run_id == handles[0].id for p in services.broker.pending()),
+                    "the answered run at its second question")
+        assert not handles[0].parked  # answered live, it waits live again: one of the two places
+        late = engine.start_run(workflow, input="go")
+        await until(lambda: any(p.escalation.run_id == late.id for p in services.broker.pending()), "a fifth run waiting")
+        await until(lambda: parked(services, late.id), "the fifth run parked: both live places taken")
+        assert not handles[0].parked and not handles[1].parked
+    finally:
+        services.close()

@@ -62,3 +62,21 @@ def test_a_workers_grace_before_parking_is_read_from_the_environment(value: str 
     done = subprocess.run([sys.executable, "-c", "from engine.services.parking import PARK_AFTER; print(PARK_AFTER)"],
                           env=env, capture_output=True, text=True, timeout=120)
     assert (done.stdout.strip(), done.stderr.splitlines()) == (read, said)
+
+
+@pytest.mark.parametrize(("variable", "value", "read", "said"), [
+    ("ESCALATE_PARK_LIVE_AFTER", None, "600.0", []), ("ESCALATE_PARK_LIVE_AFTER", "0.3", "0.3", []),
+    ("ESCALATE_LIVE_WAITING", None, "8", []), ("ESCALATE_LIVE_WAITING", "0", "0", []),
+    ("ESCALATE_LIVE_WAITING", "2.5", "8", ["ESCALATE_LIVE_WAITING='2.5': not a whole number of at least 0; 8 used"]),
+    ("ESCALATE_LIVE_WAITING", "-1", "8", ["ESCALATE_LIVE_WAITING='-1': not a whole number of at least 0; 8 used"])])
+def test_how_long_and_how_many_runs_a_process_holds_live_are_read_from_the_environment(
+        variable: str, value: str | None, read: str, said: list[str]) -> None:
+    """A run held live (a console, `run --wait`) parks after 10 minutes, or after PARK_AFTER once
+    LIVE_WAITING others wait live in its process."""
+    env = {k: v for k, v in os.environ.items() if k != variable}
+    if value is not None:
+        env[variable] = value
+    name = "PARK_LIVE_AFTER" if variable == "ESCALATE_PARK_LIVE_AFTER" else "LIVE_WAITING"
+    done = subprocess.run([sys.executable, "-c", f"from engine.services.parking import {name}; print({name})"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert (done.stdout.strip(), done.stderr.splitlines()) == (read, said)

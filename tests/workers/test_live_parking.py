@@ -87,6 +87,49 @@ def test_run_wait_parks_and_continues_in_the_same_process_on_answers_from_anothe
         db.close()
 
 
+def test_a_run_parked_in_run_wait_keeps_no_queue_polled_and_still_goes_on_there(tmp_path: Path) -> None:
+    """While its run is parked, `run --wait` has no queue of its own in DBOS's `queues` table: no
+    DBOS thread polls one for it (a registered queue is polled ten times a second: the process's
+    whole idle CPU). An answer from another process still brings the run back to that process."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    env = live_env(tmp_path)
+    db = Database(url)
+    proc = run_wait(url, tmp_path, env)
+    try:
+        row = parked_row(db, proc.pid, proc)
+        owner = db.get_run(row["run_id"])["owner"]
+        with sqlite3.connect(tmp_path / "escalate.db") as conn:
+            queues = [name for (name,) in conn.execute("SELECT name FROM queues")]
+        assert f"escalate-{owner}" not in queues, queues
+        for _ in range(2):
+            answered = escalate(*answer_args(row), "--db", url, cwd=tmp_path, env=env)
+            assert answered.returncode == 0, answered.stderr
+            if _ == 0:
+                row = parked_row_other_than(db, proc, row["id"])
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert out.strip() == expected_result(row["run_id"])  # continued and ended in the process that held it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        db.close()
+
+
+def parked_row_other_than(db: Database, proc: subprocess.Popen[str], esc_id: str) -> dict:
+    found: list[dict] = []
+
+    def parked_again() -> bool:
+        assert proc.poll() is None, proc.communicate()[1]
+        row = held_by(db, proc.pid)
+        found[:] = [row] if row is not None and row["id"] != esc_id else []
+        return bool(found)
+
+    wait_until(parked_again, timeout=120, what="the run parked again at its next question")
+    return found[0]
+
+
 def test_a_deadline_passing_while_parked_in_a_live_process_applies_its_default_once(tmp_path: Path) -> None:
     """The held run's deadline is timed by its process's broker, and a worker's poll applies the
     defaults of parked runs too: whoever is first, once. The worker leaves the run to its holder."""
