@@ -88,7 +88,7 @@ def test_exit_4_leaves_the_run_waiting_then_answer_and_resume_finish_it(tmp_path
     assert (decision["selectedOption"], decision["resolvedBy"], decision["additionalInstructions"]) == ("jwt", "human", "keep the cookie")
     waiting = escalate_here("runs", "--format", "json", cwd=tmp_path)
     every = escalate_here("runs", "--all", "--format", "json", cwd=tmp_path)
-    again = escalate(tmp_path, "resume", run_id)
+    again = escalate_here("resume", run_id, cwd=tmp_path)
     assert waiting.stdout.strip() == "[]"
     assert json.loads(every.stdout)[0]["status"] == "done"
     assert again.stdout.startswith("Plan: move auth to JWT")  # a finished run resumed again reports how it ended
