@@ -139,7 +139,7 @@ def test_a_database_that_does_not_exist_is_refused_not_created(tmp_path, argv) -
 
 def test_a_command_that_starts_runs_creates_its_database(tmp_path) -> None:
     fresh = tmp_path / "new" / "runs.db"
-    started = escalate(tmp_path, "run", str(DEMO / "resolver.sr"), "--input", "hello", "--db", f"sqlite:///{fresh}")
+    started = escalate_here("run", str(DEMO / "resolver.sr"), "--input", "hello", "--db", f"sqlite:///{fresh}", cwd=tmp_path)
     assert started.returncode == 0, started.stderr
     assert fresh.is_file()
     listed = escalate_here("runs", "--all", "--db", f"sqlite:///{fresh}", "--format", "json", cwd=tmp_path)
