@@ -6,7 +6,11 @@ own here), its exit code as a process would end.
 
 For tests of what a short command (`answer`, `runs`, `check`) says and returns on a database or
 file: each saves the ~0.4 s of CPU (1.3 s under load) a new process spends importing escalate.
-Not for what only a process shows (signals, its exit path, its environment, `script()`'s
+And for a `run` or `resume` that only sets up or completes what a test is about (a run left
+waiting, the run a refused command left as it was): ~0.1 s of CPU once this process has
+imported ADK, where a process takes ~1.5-2 s; only from a test whose thread runs no event loop
+(`run` starts its own, and sets its signal handlers: the main thread). Not for what only a
+process shows (signals, kills, processes racing, its exit path, its environment, `script()`'s
 `os._exit`): those start `python -m engine`."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """`escalate run --agent "CMD ARGS"` as a user runs it: real processes, a real SQLite database,
-the permission answered from another shell with `escalate answer`."""
+the permission answered from another process with `escalate answer` (this one: what `runs` and
+`answer` say and return is read here, tests/cli_here.py; the run is what is tested)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.acp.conftest import agent_command
+from tests.cli_here import escalate_here
 
 ENGINE = [sys.executable, "-m", "engine"]
 OPTIONS = [["allow-1", "Allow once", "allow_once"], ["allow-all", "Always", "allow_always"],
@@ -79,7 +81,7 @@ def test_a_permission_answered_from_the_shell(tmp_path: Path, flag: list[str], o
     try:
         pending = _pending(tmp_path, db)
         assert pending["question"] == "Allow main to run: npm publish?"
-        answered = _cli("answer", pending["id"], *flag, "--db", db, cwd=tmp_path)
+        answered = escalate_here("answer", pending["id"], *flag, "--db", db, cwd=tmp_path)
         assert answered.returncode == 0, answered.stderr
         out, err = run.communicate(timeout=120)
     finally:
@@ -98,8 +100,8 @@ def _rules(tmp: Path) -> Path:
 
 
 def _any_pending(db: str) -> bool:
-    """A pending escalation in a SQLite database, read without starting a process (each start of
-    `escalate runs` costs seconds on a loaded host)."""
+    """A pending escalation in a SQLite database, read directly (cheaper than `escalate runs`,
+    polled)."""
     file = Path(db.removeprefix("sqlite:///"))
     if not db.startswith("sqlite:///") or not file.exists():
         return not db.startswith("sqlite:///")  # another database: asked through the command
@@ -117,7 +119,7 @@ def _pending(tmp: Path, db: str) -> dict:
         if not _any_pending(db):
             time.sleep(0.05)
             continue
-        listed = _cli("runs", "--db", db, "--format", "json", cwd=tmp)
+        listed = escalate_here("runs", "--db", db, "--format", "json", cwd=tmp)
         if listed.returncode == 0:
             for run in json.loads(listed.stdout or "[]"):
                 if run["pending"]:

@@ -4,14 +4,13 @@ agent cannot be given), generated safely."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine.runtime.acp.workflow import agent_source
 from tests.lang.helpers import compile_text, load
+from tests.cli_here import escalate_here
 from tests.lang.test_fastparse import both
 
 AGENT = 'prompt p using model "coder": """Fix it"""\nagent main:\n    instruction p\n'
@@ -55,11 +54,10 @@ def test_hostile_command_text_is_only_ever_a_literal() -> None:
 def test_escalate_check_reports_it_in_text_and_json(tmp_path: Path) -> None:
     bad = tmp_path / "bad.sr"
     bad.write_text(f'model coder = acp "gemini \'oops"\n{AGENT}')
-    text = subprocess.run([sys.executable, "-m", "engine", "check", str(bad)], capture_output=True, text=True)
+    text = escalate_here("check", str(bad), cwd=Path.cwd())
     assert text.returncode == 1
     assert f"{bad}:1:19: error[E0023]: model 'coder': the ACP command cannot be split" in text.stdout + text.stderr
-    as_json = subprocess.run([sys.executable, "-m", "engine", "check", str(bad), "--format", "json"],
-                             capture_output=True, text=True)
+    as_json = escalate_here("check", str(bad), "--format", "json", cwd=Path.cwd())
     assert [(d["code"], d["line"], d["column"]) for d in json.loads(as_json.stdout)] == [("E0023", 1, 19)]
 
 
@@ -104,6 +102,6 @@ def test_an_acp_agent_may_be_a_target_expect_a_schema_escalate_and_take_history(
 def test_escalate_check_reports_e0024_with_file_line_and_column(tmp_path: Path) -> None:
     bad = tmp_path / "bad.sr"
     bad.write_text(ACP_AGENT + "    use helper\n")
-    text = subprocess.run([sys.executable, "-m", "engine", "check", str(bad)], capture_output=True, text=True)
+    text = escalate_here("check", str(bad), cwd=Path.cwd())
     assert text.returncode == 1
     assert f"{bad}:10:5: error[E0024]: agent 'fix' runs on the ACP agent 'coder': it cannot 'use' other agents" in text.stdout

@@ -10,6 +10,7 @@ import pytest
 
 from tests.acp.conftest import agent_command
 from tests.acp.test_acp_cli import _cli, _pending
+from tests.cli_here import escalate_here
 
 ASK = ('{"escalation": true, "reason": "architecture_decision", "question": "JWT or sessions?", '
        '"options": [{"id": "jwt", "label": "Use JWT"}, {"id": "keep", "label": "Keep sessions"}]}')
@@ -25,7 +26,7 @@ def test_a_resumed_run_loads_the_session_or_summarises_it(tmp_path: Path, can_lo
     first = _cli("run", "--agent", agent_command(script), "--input", "fix the login", "--db", db, cwd=tmp_path)
     assert first.returncode == 4, first.stderr  # headless, nobody to answer: left waiting in the database
     pending = _pending(tmp_path, db)
-    assert _cli("answer", pending["id"], "--option", "keep", "--db", db, cwd=tmp_path).returncode == 0
+    assert escalate_here("answer", pending["id"], "--option", "keep", "--db", db, cwd=tmp_path).returncode == 0  # read here
     run_id = pending["id"].rsplit(".", 1)[0]
     resumed = _cli("resume", run_id, "--db", db, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr

@@ -20,8 +20,9 @@ import pytest
 
 from engine.durable.database import Database
 from tests.acp.conftest import agent_command
-from tests.acp.test_acp_cli import ENGINE, _cli, _env, _pending
+from tests.acp.test_acp_cli import ENGINE, _env, _pending
 from tests.acp.test_acp_resume import ASK
+from tests.cli_here import escalate_here
 
 WAIT = 120.0  # seconds any one step may take on a loaded machine (never an assertion on time)
 
@@ -56,8 +57,8 @@ def test_a_worker_takes_over_a_killed_acp_run(tmp_path: Path, can_load: bool) ->
                                   "turns": [[{"say": f"I looked at auth.py. {ASK}"}],
                                             [{"say": "working on it\n"}, {"wait": 60}],  # killed in here
                                             [{"say": "kept the sessions"}]]}))
-    queued = _cli("run", "--agent", agent_command(script), "--input", "fix the login", "--detach", "--db", db,
-                  cwd=workspace)
+    queued = escalate_here("run", "--agent", agent_command(script), "--input", "fix the login", "--detach", "--db", db,
+                           cwd=workspace)  # queues it (here: what a worker takes over is the point)
     assert queued.returncode == 0, queued.stderr
     run_id = queued.stdout.strip()
     worker = _worker(db, elsewhere)
@@ -67,7 +68,7 @@ def test_a_worker_takes_over_a_killed_acp_run(tmp_path: Path, can_load: bool) ->
         # Waiting for a person, the run leaves the worker (parked); the answer brings it back, and
         # the agent is started again a first time (the same way as after the kill).
         _until(lambda: (r := database.get_run(run_id)) is not None and r["status"] == "parked", "the run parked")
-        assert _cli("answer", pending["id"], "--option", "keep", "--db", db, cwd=tmp_path).returncode == 0
+        assert escalate_here("answer", pending["id"], "--option", "keep", "--db", db, cwd=tmp_path).returncode == 0
         _until(lambda: sum(t["event"] == "prompt" for t in _trace(trace)) == 2, "the second turn under way")
     finally:
         worker.kill()  # SIGKILL, mid-turn

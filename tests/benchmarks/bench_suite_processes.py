@@ -8,6 +8,9 @@ Runs pytest with suite_probe/ on PYTHONPATH: every Python process started during
 its command and, when it ends normally, its CPU seconds (tests/benchmarks/suite_probe). Then
 prints the processes per kind (`engine run`, `engine answer`, a script...) and per test file,
 with their CPU seconds (killed ones count, without CPU), and pytest's own CPU time.
+Not seen: a process a test starts with a PYTHONPATH of its own (tests/acp/test_acp_cli.py,
+tests/runtime/test_events_file.py...), nor programs other than Python (node, Chromium, PostgreSQL):
+the first line's CPU (pytest and every process it waited for) counts those it waited for.
 """
 
 from __future__ import annotations

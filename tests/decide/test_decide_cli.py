@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_here import escalate_here
 from tests.durable.test_cli import default_database, escalate, start, wait_for_pending  # noqa: F401
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -33,17 +34,18 @@ def test_an_edited_approval_is_used_when_the_run_continues_after_a_kill(tmp_path
         run.send_signal(signal.SIGKILL)
         run.wait(30)
     assert row["payload"]["extra"]["args"]["path"] == "RELEASED.txt"
-    bad = escalate(tmp_path, "answer", row["id"], "--approve", "--args", "[1, 2]")
+    # Answered from this process (tests/cli_here.py), the run's process gone.
+    bad = escalate_here("answer", row["id"], "--approve", "--args", "[1, 2]", cwd=tmp_path)
     assert bad.returncode == 2 and "must be a JSON object" in bad.stderr
     edited = {"path": "STAGED.txt", "content": "staging only\n"}
-    ok = escalate(tmp_path, "answer", row["id"], "--approve", "--args", json.dumps(edited))
+    ok = escalate_here("answer", row["id"], "--approve", "--args", json.dumps(edited), cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     resumed = escalate(tmp_path, "resume", row["run_id"])
     assert resumed.returncode == 0, resumed.stderr
     assert (tmp_path / "STAGED.txt").read_text() == "staging only\n"
     assert not (tmp_path / "RELEASED.txt").exists()
 
-    listed = json.loads(escalate(tmp_path, "runs", "--all", "--format", "json").stdout)
+    listed = json.loads(escalate_here("runs", "--all", "--format", "json", cwd=tmp_path).stdout)
     [decision] = listed[0]["decisions"]
     assert decision["id"] == row["id"] and decision["resolvedBy"] == "human" and decision["via"] == "escalate answer"
     assert decision["editedArgs"] == edited and decision["selectedOption"] == "approve"

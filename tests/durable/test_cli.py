@@ -1,4 +1,6 @@
-"""`escalate runs`, `answer`, `resume` and `run --wait` on one database, as real processes."""
+"""`escalate runs`, `answer`, `resume` and `run --wait` on one database: `run` and `resume` as real
+processes, and the answers that race; what `runs` and `answer` say and return is read in this
+process (tests/cli_here.py), the database the same file."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from engine.durable.database import Database
+from tests.cli_here import escalate_here
 
 DATA = Path(__file__).parent / "data"
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
@@ -27,16 +30,6 @@ def escalate(cwd: Path, *argv: str, timeout: float = 120) -> subprocess.Complete
     return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-def together(cwd: Path, *argvs: list[str], timeout: float = 120) -> list[subprocess.CompletedProcess[str]]:
-    """Commands that do not depend on each other, run at the same time."""
-    procs = [start(cwd, *argv) for argv in argvs]
-    done = []
-    for argv, proc in zip(argvs, procs):
-        out, err = proc.communicate(timeout=timeout)
-        done.append(subprocess.CompletedProcess(argv, proc.returncode, out, err))
-    return done
-
-
 def start(cwd: Path, *argv: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "engine", *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -47,7 +40,7 @@ def auth_run(cwd: Path, *extra: str) -> list[str]:
 
 
 def pending(cwd: Path) -> list[dict]:
-    listed = json.loads(escalate(cwd, "runs", "--format", "json").stdout)
+    listed = json.loads(escalate_here("runs", "--format", "json", cwd=cwd).stdout)
     return [p for run in listed for p in run["pending"]]
 
 
@@ -68,20 +61,21 @@ def test_exit_4_leaves_the_run_waiting_then_answer_and_resume_finish_it(tmp_path
     first = escalate(tmp_path, *auth_run(tmp_path))
     assert first.returncode == 4, first.stderr
     run_id = first.stderr.splitlines()[0].removeprefix("run ")
-    listed = json.loads(escalate(tmp_path, "runs", "--format", "json").stdout)
+    listed = json.loads(escalate_here("runs", "--format", "json", cwd=tmp_path).stdout)
     assert [(r["run_id"], r["status"], r["task"]) for r in listed] == [(run_id, "waiting", "auth-refactor")]  # its process is gone; it waits for a person
     (esc,) = listed[0]["pending"]
     assert esc["reason"] == "architecture_decision" and esc["deadline"] is None
 
-    # Refused answers change nothing: their processes run at once (each start costs seconds).
-    unknown, wrong, approve = together(tmp_path, ["answer", "nope.1", "--skip"], ["answer", esc["id"], "--option", "nope"],
-                                       ["answer", esc["id"], "--approve"])
+    # Refused answers change nothing.
+    unknown = escalate_here("answer", "nope.1", "--skip", cwd=tmp_path)
+    wrong = escalate_here("answer", esc["id"], "--option", "nope", cwd=tmp_path)
+    approve = escalate_here("answer", esc["id"], "--approve", cwd=tmp_path)
     assert unknown.returncode == 1
     assert wrong.returncode == 2 and "not offered" in wrong.stderr
     assert approve.returncode == 2  # not a tool approval
-    ok = escalate(tmp_path, "answer", esc["id"], "--option", "jwt", "--instructions", "keep the cookie")
+    ok = escalate_here("answer", esc["id"], "--option", "jwt", "--instructions", "keep the cookie", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
-    again = escalate(tmp_path, "answer", esc["id"], "--skip")
+    again = escalate_here("answer", esc["id"], "--skip", cwd=tmp_path)
     assert again.returncode == 1 and "already decided by human" in again.stderr
 
     events = tmp_path / "events.jsonl"
@@ -92,8 +86,9 @@ def test_exit_4_leaves_the_run_waiting_then_answer_and_resume_finish_it(tmp_path
     assert [e["type"] for e in lines].count("human_escalation") == 1  # raised once, before the crash
     (decision,) = [e for e in lines if e["type"] == "decision"]
     assert (decision["selectedOption"], decision["resolvedBy"], decision["additionalInstructions"]) == ("jwt", "human", "keep the cookie")
-    waiting, every, again = together(tmp_path, ["runs", "--format", "json"], ["runs", "--all", "--format", "json"],
-                                     ["resume", run_id])
+    waiting = escalate_here("runs", "--format", "json", cwd=tmp_path)
+    every = escalate_here("runs", "--all", "--format", "json", cwd=tmp_path)
+    again = escalate_here("resume", run_id, cwd=tmp_path)
     assert waiting.stdout.strip() == "[]"
     assert json.loads(every.stdout)[0]["status"] == "done"
     assert again.stdout.startswith("Plan: move auth to JWT")  # a finished run resumed again reports how it ended
@@ -124,7 +119,7 @@ def test_run_wait_is_answered_from_another_terminal(tmp_path) -> None:
     waiting = start(tmp_path, *auth_run(tmp_path, "--wait"))
     try:
         esc = wait_for_pending(tmp_path)
-        answered = escalate(tmp_path, "answer", esc["id"], "--option", "sessions")
+        answered = escalate_here("answer", esc["id"], "--option", "sessions", cwd=tmp_path)
         assert answered.returncode == 0, answered.stderr
         out, err = waiting.communicate(timeout=60)
     finally:
@@ -167,7 +162,7 @@ def test_a_use_child_waiting_on_a_person_survives_the_process(tmp_path) -> None:
     assert first.returncode == 4, first.stderr
     run_id = first.stderr.splitlines()[0].removeprefix("run ")
     (esc,) = pending(tmp_path)
-    assert escalate(tmp_path, "answer", esc["id"], "--option", "pg").returncode == 0
+    assert escalate_here("answer", esc["id"], "--option", "pg", cwd=tmp_path).returncode == 0
     resumed = escalate(tmp_path, "resume", run_id)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "lead done: helper said postgres"

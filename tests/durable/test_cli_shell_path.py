@@ -1,6 +1,8 @@
 """The shell path as a newcomer walks it (issue 27, items 7 and 8): the commands printed by
 `run` (exit 4), `runs` and `run --wait` are pasted as they are and work; a run left waiting for
-a person says `waiting`; a mistyped `--db` is refused by the commands that only read or decide."""
+a person says `waiting`; a mistyped `--db` is refused by the commands that only read or decide.
+`run` and the pasted lines are real processes (a real shell); what `runs` says, and a refusal, is
+read in this process (tests/cli_here.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_here import escalate_here
 
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -48,11 +52,11 @@ def test_exit_4_and_runs_print_commands_that_work_when_pasted(tmp_path) -> None:
     assert sessions.startswith(f"escalate answer {esc_id} --option sessions --db {db} ") and sessions.endswith("# No, keep sessions")
     assert resume.startswith(f"escalate resume {run_id} --db {db} ") and resume.endswith("# then continue the run")
 
-    text = escalate(tmp_path, "runs", "--db", db)
+    text = escalate_here("runs", "--db", db, cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[0].split()[:2] == [run_id, "waiting"]
     assert commands_in(text.stdout) == [jwt, sessions, resume]
-    (run,) = json.loads(escalate(tmp_path, "runs", "--db", db, "--format", "json").stdout)
+    (run,) = json.loads(escalate_here("runs", "--db", db, "--format", "json", cwd=tmp_path).stdout)
     assert run["status"] == "waiting"
     (esc,) = run["pending"]
     assert (esc["options"], esc["labels"], esc["recommended"]) == (["jwt", "sessions"], ["Yes, use JWT", "No, keep sessions"], "jwt")
@@ -63,7 +67,7 @@ def test_exit_4_and_runs_print_commands_that_work_when_pasted(tmp_path) -> None:
     assert answered.returncode == 0 and answered.stdout == f"{esc_id}: decided (option sessions)\n", answered.stderr
     resumed = paste(tmp_path, resume)
     assert resumed.returncode == 0 and resumed.stdout.startswith("Plan: keep server sessions"), resumed.stderr
-    assert json.loads(escalate(tmp_path, "runs", "--db", db, "--all", "--format", "json").stdout)[0]["status"] == "done"
+    assert json.loads(escalate_here("runs", "--db", db, "--all", "--format", "json", cwd=tmp_path).stdout)[0]["status"] == "done"
 
 
 HOSTILE = """agents:
@@ -98,7 +102,7 @@ def test_option_ids_and_labels_cannot_make_a_pasted_line_do_anything_else(tmp_pa
     for line in answers:  # the first decides, the others find it decided
         paste(tmp_path, line)
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("pwned")]
-    (run,) = json.loads(escalate(tmp_path, "runs", "--db", db, "--format", "json").stdout)
+    (run,) = json.loads(escalate_here("runs", "--db", db, "--format", "json", cwd=tmp_path).stdout)
     assert run["decisions"][0]["selectedOption"] == "--skip"
 
 
@@ -126,7 +130,7 @@ def test_run_wait_prints_the_answer_commands_one_per_option(tmp_path) -> None:
 @pytest.mark.parametrize("argv", [["runs"], ["runs", "--format", "json"], ["answer", "r1.2", "--skip"], ["resume", "r1"]])
 def test_a_database_that_does_not_exist_is_refused_not_created(tmp_path, argv) -> None:
     missing = tmp_path / "typo" / "escalte.db"
-    done = escalate(tmp_path, *argv, "--db", f"sqlite:///{missing}")
+    done = escalate_here(*argv, "--db", f"sqlite:///{missing}", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and str(missing) in done.stderr and "no such database" in done.stderr
@@ -135,8 +139,8 @@ def test_a_database_that_does_not_exist_is_refused_not_created(tmp_path, argv) -
 
 def test_a_command_that_starts_runs_creates_its_database(tmp_path) -> None:
     fresh = tmp_path / "new" / "runs.db"
-    started = escalate(tmp_path, "run", str(DEMO / "resolver.sr"), "--input", "hello", "--db", f"sqlite:///{fresh}")
+    started = escalate_here("run", str(DEMO / "resolver.sr"), "--input", "hello", "--db", f"sqlite:///{fresh}", cwd=tmp_path)
     assert started.returncode == 0, started.stderr
     assert fresh.is_file()
-    listed = escalate(tmp_path, "runs", "--all", "--db", f"sqlite:///{fresh}", "--format", "json")
+    listed = escalate_here("runs", "--all", "--db", f"sqlite:///{fresh}", "--format", "json", cwd=tmp_path)
     assert listed.returncode == 0 and json.loads(listed.stdout)[0]["status"] == "done"

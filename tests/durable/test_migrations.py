@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from engine.durable.database import Database, DatabaseError, metadata
 from engine.durable.migrations import CURRENT, VERSION_TABLE
+from tests.cli_here import escalate_here
 
 MADE_BY_OLD = Path(__file__).parent / "data" / "made-by-4fad3c6.db"  # see data/README.md
 OLD_RUN = "rf083a5c3"
@@ -122,8 +123,7 @@ def test_a_database_of_a_newer_escalate_is_refused_and_left_as_it_was(db_url) ->
     line = str(refused.value)
     assert "\n" not in line and f"schema version {CURRENT + 1}" in line and "newer escalate" in line
     for command in (["runs"], ["answer", "r1.1", "--approve"]):
-        done = subprocess.run([sys.executable, "-m", "engine", *command, "--db", db_url],
-                              capture_output=True, text=True, timeout=60)
+        done = escalate_here(*command, "--db", db_url, cwd=Path.cwd())  # what it says and returns: read here
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "newer escalate" in done.stderr, done.stderr
     assert version_of(db_url) == CURRENT + 1 and columns(db_url) == before

@@ -17,12 +17,14 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import sqlalchemy as sa
 
 from engine.durable import database
 from engine.durable.database import Database
+from tests.cli_here import escalate_here
 from tests.tui.helpers import SIZE, make_app, wait_until
 
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
@@ -53,10 +55,16 @@ def escalate(cwd: Path, *argv: str, timeout: float = 120) -> subprocess.Complete
                           timeout=timeout)
 
 
-def interrupted_run(cwd: Path, db_url: str) -> str:
-    """A run that stopped waiting on a human (exit 4): its recorded steps stay in the database."""
-    proc = escalate(cwd, "run", str(DEMO / "auth-refactor.sr"), "--script", str(DEMO / "auth-refactor.yaml"),
-                    "--input", "Fix login", "--db", db_url)
+def here(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return escalate_here(*argv, cwd=cwd)
+
+
+def interrupted_run(cwd: Path, db_url: str, command: Callable[..., subprocess.CompletedProcess[str]] = here) -> str:
+    """A run that stopped waiting on a human (exit 4): its recorded steps stay in the database.
+    Made in this process (the run's process is not what these tests are about: ~0.1 s of CPU
+    where a process takes ~2 s), by `escalate` where an event loop runs here already."""
+    proc = command(cwd, "run", str(DEMO / "auth-refactor.sr"), "--script", str(DEMO / "auth-refactor.yaml"),
+                   "--input", "Fix login", "--db", db_url)
     assert proc.returncode == 4, proc.stderr
     return proc.stderr.splitlines()[0].removeprefix("run ")
 
@@ -133,7 +141,7 @@ async def test_the_console_lists_a_pickle_run_and_never_continues_it(tmp_path, d
     from engine.kernel.clock import RealClock
     from tests.tui.helpers import make_session
 
-    run_id = interrupted_run(tmp_path, db_url)
+    run_id = interrupted_run(tmp_path, db_url, escalate)  # `run`'s own loop cannot start in this test's
     target = tmp_path / "PWNED"
     plant_pickle(db_url, run_id, target)
     session = make_session([DEMO / "auth-refactor.sr"], clock=RealClock(), db_url=db_url, workspace=tmp_path)
@@ -190,7 +198,7 @@ def test_a_database_written_by_the_escalate_before_json_is_converted_and_continu
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Plan: move auth to JWT")
     assert formats(db_url) <= {"portable_json", None}
-    listed = escalate(tmp_path, "runs", "--all", "--db", db_url, "--format", "json")
+    listed = here(tmp_path, "runs", "--all", "--db", db_url, "--format", "json")
     assert listed.returncode == 0, listed.stderr
     (run,) = [r for r in json.loads(listed.stdout) if r["run_id"] == OLD_RUN]
     assert run["status"] == "done", run
@@ -217,7 +225,7 @@ def test_a_database_made_for_someone_else_waits_for_escalate_trust(tmp_path, mon
     answers.write_text("- responseType: option\n  selectedOption: jwt\n")
     refused = escalate(tmp_path, "resume", run_id, "--db", db_url, "--answers", str(answers))
     assert refused.returncode == 2 and "not yours" in refused.stderr and "Traceback" not in refused.stderr
-    trusted = escalate(tmp_path, "trust", "--db", db_url)
+    trusted = here(tmp_path, "trust", "--db", db_url)
     assert trusted.returncode == 0, trusted.stderr
     proc = escalate(tmp_path, "resume", run_id, "--db", db_url, "--answers", str(answers))
     assert proc.returncode == 0, proc.stderr

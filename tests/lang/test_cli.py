@@ -1,16 +1,21 @@
-"""`escalate check` / `escalate compile`: exit codes, formats, and no ADK/Textual imports."""
+"""`escalate check` / `escalate compile`: exit codes, formats, and no ADK/Textual imports. What a
+command says and returns is read in this process (tests/cli_here.py); a real process where only
+one shows it: the modules a fresh process imports, a terminal's encoding (and `check`'s exit
+code through os._exit)."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli_here import escalate_here
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "engine" / "examples"
 GOOD = 'prompt p: """x"""\nagent a:\n    instruction p\nflow main:\n    return run agent a\n'
 
 
 def escalate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return escalate_here(*args, cwd=cwd or Path.cwd())
 
 
 def test_check_exit_codes_and_formats(tmp_path: Path):

@@ -12,6 +12,7 @@ import pytest
 
 from engine.cli.main import main
 from engine.lang.compiler import allow_imports_outside, compile_file
+from tests.cli_here import escalate_here
 
 SECRET = "SECRETTOKEN_4711"  # the first token of a file outside the project: it must never show
 USES_LIB = "flow main:\n    return 1\n"
@@ -92,14 +93,14 @@ def test_the_flag_lets_imports_out(layout: Path):
 @pytest.mark.timeout(120)
 def test_every_command_takes_the_flag(layout: Path):
     """check, compile, run and console refuse the import without the flag, and read the outside
-    file with it (its syntax error is then the one reported)."""
+    file with it (its syntax error is then the one reported). What each says and returns, not its
+    process: run here (tests/cli_here.py), 8 processes fewer."""
     main_sr = layout / "proj" / "m.sr"
     main_sr.write_text(f"import ../outside/secret.sr\n{USES_LIB}")
     expected_exit = {"check": 1, "compile": 1, "run": 2, "console": 2}
     for command, code in expected_exit.items():
         for flag in ([], ["--allow-imports-outside"]):
-            r = subprocess.run([sys.executable, "-m", "engine", command, str(main_sr), *flag], capture_output=True,
-                               text=True, timeout=60, stdin=subprocess.DEVNULL)
+            r = escalate_here(command, str(main_sr), *flag, cwd=Path.cwd())
             both = r.stdout + r.stderr
             assert r.returncode == code and "Traceback" not in both, (command, flag, both)
             if flag:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.durable.database import Database
+from tests.cli_here import escalate_here
 from tests.models.test_budgets import THREE_CALLS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -40,14 +41,14 @@ def test_tokens_and_the_warning_survive_resume(tmp_path: Path, monkeypatch) -> N
     first = escalate(tmp_path, "run", "wf.sr", "--script", "s.yaml", "--rules", "r.yaml", "--answers", "a.yaml")
     assert first.returncode == 4, first.stderr  # waits for a person on the architecture decision
     run_id = first.stderr.splitlines()[0].removeprefix("run ")
-    (listed,) = json.loads(escalate(tmp_path, "runs", "--format", "json").stdout)
+    (listed,) = json.loads(escalate_here("runs", "--format", "json", cwd=tmp_path).stdout)  # read here: the run is what is tested
     assert listed["tokens"] == 900
     (waiting,) = listed["pending"]
-    assert escalate(tmp_path, "answer", waiting["id"], "--option", "opt1").returncode == 0
+    assert escalate_here("answer", waiting["id"], "--option", "opt1", cwd=tmp_path).returncode == 0
     resumed = escalate(tmp_path, "resume", run_id)
     assert resumed.returncode == 0, resumed.stderr  # a doubled count (1,800) would have stopped it
     assert resumed.stdout == "done\n"
-    (listed,) = json.loads(escalate(tmp_path, "runs", "--all", "--format", "json").stdout)
+    (listed,) = json.loads(escalate_here("runs", "--all", "--format", "json", cwd=tmp_path).stdout)
     assert listed["tokens"] == 950
     db = Database(f"sqlite:///{tmp_path / '.escalate' / 'escalate.db'}")
     try:

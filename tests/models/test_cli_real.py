@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_here import escalate_here
 from tests.models.llm_server import ModelServer, Turn
 
 pytestmark = pytest.mark.slow
@@ -62,7 +63,7 @@ def test_run_against_a_local_server(tmp_path: Path, stream: bool) -> None:
         events = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
         assert [e["selectedOption"] for e in events if e["type"] == "decision"] == ["opt1"]
         assert all(bool(r["body"].get("stream")) is stream for r in server.requests)
-    listed = escalate(tmp_path, "runs", "--all", "--format", "json")
+    listed = escalate_here("runs", "--all", "--format", "json", cwd=tmp_path)  # what it says, not its process
     assert json.loads(listed.stdout)[0]["tokens"] == 633
 
 

@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from anthropic_server import ScriptedModel  # noqa: E402
+from tests.cli_here import escalate_here
 from tests.npm_packages import installed
 
 CLAUDE = HERE / "node_modules" / ".bin" / "claude"
@@ -56,7 +57,10 @@ class Project:
         return done.stdout.decode()
 
     def answer(self, esc_id: str, *flags: str) -> subprocess.CompletedProcess[bytes]:
-        return escalate("answer", esc_id, *flags, "--db", self.db_url, cwd=self.root)
+        """`escalate answer` as the shell gives it, run in this process (tests/cli_here.py): the
+        agent and its hook are what is tested, each a process of its own."""
+        done = escalate_here("answer", esc_id, *flags, "--db", self.db_url, cwd=self.root)
+        return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.encode(), done.stderr.encode())
 
     def rows(self) -> list[dict[str, Any]]:
         """Every escalation in the project's database, as `escalate` stores them."""

@@ -1,6 +1,7 @@
 """The `mcp` package's own client against the real `escalate mcp`: a subprocess over stdio, or
 the `--http` server on 127.0.0.1 with its printed URL; and the shell that answers (`escalate
-answer`), all on one SQLite file of the test's."""
+answer`, `escalate runs`: run in this process, tests/cli_here.py, another than the servers'),
+all on one SQLite file of the test's."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from engine.durable.database import Database
+from tests.cli_here import escalate_here
 
 WAIT = 60.0  # the longest a test waits for something another process does
 
@@ -57,8 +59,9 @@ class Desk:
         self.progress.append((progress, message))
 
     def escalate(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=self.project, env=self.env(),
-                              capture_output=True, text=True, timeout=120)
+        """`escalate runs|answer ARGS` on the desk's database (neither starts an event loop: called
+        from the test's own)."""
+        return escalate_here(*argv, "--db", self.db_url, cwd=self.project)
 
     def rows(self) -> list[dict[str, Any]]:
         """Every escalation in the database, oldest first."""
@@ -73,7 +76,7 @@ class Desk:
         """The pending escalations, once `escalate runs` lists `count` of them."""
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
-            out = await asyncio.to_thread(self.escalate, "runs", "--format", "json")
+            out = self.escalate("runs", "--format", "json")
             if out.returncode == 0:
                 found = [p for run in json.loads(out.stdout) for p in run["pending"]]
                 if len(found) >= count:

@@ -3,7 +3,6 @@ the folder: its `notify` command runs only once the person trusted the file's ex
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from engine.trusted import trust_rules
 from rules.loader import load_layered
+from tests.cli_here import escalate_here
 
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
 
@@ -45,13 +45,12 @@ def test_an_explicit_rules_file_is_the_persons_choice(tmp_path) -> None:
 def test_a_run_in_a_cloned_folder_names_the_command_then_the_person_trusts_it(tmp_path) -> None:
     marker = tmp_path / "NOTIFIED"
     workspace_file(tmp_path, marker)
-    run = subprocess.run([sys.executable, "-m", "engine", "run", str(DEMO / "auth-refactor.sr"), "--script",
-                          str(DEMO / "auth-refactor.yaml"), "--input", "Fix login"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    # What the run and `rules trust` say and do, not their processes: run here (tests/cli_here.py).
+    run = escalate_here("run", str(DEMO / "auth-refactor.sr"), "--script", str(DEMO / "auth-refactor.yaml"),
+                        "--input", "Fix login", cwd=tmp_path)
     assert run.returncode == 4, run.stderr
     assert "notify command" in run.stderr and "escalate rules trust" in run.stderr
     assert not marker.exists()
-    trust = subprocess.run([sys.executable, "-m", "engine", "rules", "trust", ".escalate/rules.yaml"],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    trust = escalate_here("rules", "trust", ".escalate/rules.yaml", cwd=tmp_path)
     assert trust.returncode == 0 and "may run" in trust.stdout, trust.stderr
     assert load_layered(None, workspace=tmp_path).notify is not None

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -27,6 +26,7 @@ from rules.schema import (
     validate_document,
 )
 from rules.yamlnodes import Reader
+from tests.cli_here import escalate_here
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,7 +115,7 @@ def test_script_usage_is_checked() -> None:
 
 
 def _escalate(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=60)
+    return escalate_here(*args, cwd=Path.cwd())  # what the command says and returns, in this process
 
 
 def test_rules_schema_command_prints_each_format() -> None:

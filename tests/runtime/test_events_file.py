@@ -141,10 +141,11 @@ def test_resume_checks_the_events_file_before_the_run_continues(tmp_path: Path, 
                                                                 recorded: bool) -> None:
     db_file = tmp_path / "runs.db"
     db = f"sqlite:///{db_file}"
-    first = escalate(tmp_path, "run", str(DEMO), "--input", "Fix login", "--db", db)
+    # The run, reading and answering it, and the resume that continues it, in this process
+    # (tests/cli_here.py): the test is of the `resume` that refuses the file.
+    first = escalate_here("run", str(DEMO), "--input", "Fix login", "--db", db, cwd=tmp_path)
     assert first.returncode == 4, first.stderr
     run_id = first.stderr.splitlines()[0].removeprefix("run ")
-    # Reading and answering it in this process (tests/cli_here.py): the test is of `resume`.
     (waiting,) = json.loads(escalate_here("runs", "--db", db, "--format", "json", cwd=tmp_path).stdout)[0]["pending"]
     assert escalate_here("answer", waiting["id"], "--option", "jwt", "--db", db, cwd=tmp_path).returncode == 0
     if not recorded:
@@ -162,5 +163,5 @@ def test_resume_checks_the_events_file_before_the_run_continues(tmp_path: Path, 
     (run,) = json.loads(escalate_here("runs", "--all", "--db", db, "--format", "json", cwd=tmp_path).stdout)
     assert run["status"] == "interrupted"  # answered, not continued: the plan was never written
 
-    continued = escalate(tmp_path, "resume", run_id, "--events", str(tmp_path / "e.jsonl"), "--db", db)
+    continued = escalate_here("resume", run_id, "--events", str(tmp_path / "e.jsonl"), "--db", db, cwd=tmp_path)
     assert continued.returncode == 0 and continued.stdout.startswith("Plan: move auth to JWT"), continued.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_here import escalate_here
 from tests.durable.test_cli import default_database, escalate, start, wait_for_pending  # noqa: F401
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -91,16 +92,18 @@ def test_edited_arguments_from_answer_are_checked_then_ruled(tmp_path: Path, def
         row = wait_for_pending(tmp_path)
         assert row["payload"]["extra"] == {"tool": "run_command", "args": {"command": "echo hello"},
                                            "askedBy": "taskOverrides.w: requireConfirmation (r.yaml:6)"}
-        bad = escalate(tmp_path, "answer", row["id"], "--approve", "--args", json.dumps({"command": [HOSTILE]}))
+        # Answered from this process (tests/cli_here.py), another than the run's.
+        bad = escalate_here("answer", row["id"], "--approve", "--args", json.dumps({"command": [HOSTILE]}), cwd=tmp_path)
         assert bad.returncode == 2 and "Traceback" not in bad.stderr
         assert bad.stderr == f"{row['id']}: --args: run_command: argument 'command' must be a string, not a list\n"
-        unknown = escalate(tmp_path, "answer", row["id"], "--approve", "--args", json.dumps({"command": "ls", "shell": "bash"}))
+        unknown = escalate_here("answer", row["id"], "--approve", "--args", json.dumps({"command": "ls", "shell": "bash"}),
+                                cwd=tmp_path)
         assert unknown.returncode == 2 and "'shell' is not one of its arguments (command)" in unknown.stderr
-        missing = escalate(tmp_path, "answer", row["id"], "--approve", "--args", "{}")
+        missing = escalate_here("answer", row["id"], "--approve", "--args", "{}", cwd=tmp_path)
         assert missing.returncode == 2 and "argument 'command' is missing" in missing.stderr
-        assert escalate(tmp_path, "runs", "--format", "json").stdout.count('"pending"') >= 1  # still undecided
+        assert escalate_here("runs", "--format", "json", cwd=tmp_path).stdout.count('"pending"') >= 1  # still undecided
         # A valid edit goes through the same rules as the model's call: `rm -r -f` is denied.
-        ok = escalate(tmp_path, "answer", row["id"], "--approve", "--args", json.dumps({"command": "rm -r -f victimdir"}))
+        ok = escalate_here("answer", row["id"], "--approve", "--args", json.dumps({"command": "rm -r -f victimdir"}), cwd=tmp_path)
         assert ok.returncode == 0, ok.stderr
         out, err = run.communicate(timeout=120)
     finally:
