@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 import sqlalchemy as sa
 
@@ -23,6 +23,9 @@ from engine.durable.migrations import CREATE_LOCK_KEY, VERSION_TABLE, prepare
 from engine.durable.settings import seconds
 from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
 from engine.private import create_private_file, make_folders
+
+if TYPE_CHECKING:
+    from engine.durable.loop_write import LoopWriter
 
 __all__ = ["CREATE_LOCK_KEY", "Database", "DatabaseError", "resolve_url", "sqlite_path"]
 
@@ -168,6 +171,8 @@ class Database:
         self._events_failing = False  # the last batch could not be written (said once)
         self._dbos_engine: sa.Engine | None = None
         path = sqlite_path(url)
+        self._sqlite = path
+        self._loop_writer: LoopWriter | None = None  # made at the first step recorded (record_step_now)
         try:
             if path is not None:
                 _create_file(path)
@@ -191,6 +196,8 @@ class Database:
 
     def close(self) -> None:
         self.flush_events()
+        if self._loop_writer is not None:
+            self._loop_writer.close()
         self.signals.close()
         self.engine.dispose()
         if self._dbos_engine is not None:
@@ -228,21 +235,53 @@ class Database:
         written yet, after the writer's batch in flight (which may hold the run's earlier ones).
         If the transaction fails they are queued again, ahead of the run's newer ones."""
         with self._events_write:
-            with self._events_lock:
-                mine = [row for row in self._events_queue if row["run_id"] == run_id]
-                if mine:
-                    self._events_queue = [row for row in self._events_queue if row["run_id"] != run_id]
-                tokens = {run_id: self._tokens_queue.pop(run_id)} if run_id in self._tokens_queue else {}
+            mine, tokens = self._take_queued(run_id)
             try:
                 with self.engine.begin() as c:
                     _write_batch(c, mine, tokens)
                     return work(c)
             except BaseException:
-                with self._events_lock:
-                    self._events_queue[:0] = mine
-                    for key, count in tokens.items():  # a newer count queued since wins
-                        self._tokens_queue.setdefault(key, count)
+                self._queue_again(mine, tokens)
                 raise
+
+    def record_step_now(self, row: dict[str, Any]) -> bool | None:
+        """SQLite: the step's row (`escalate_steps`' columns) in one transaction with its run's
+        events not written yet, on the caller's thread, only if nothing has to be waited for
+        (engine/durable/loop_write.py): whether the row was new; None: nothing was done (the
+        lock or the events writer busy, or PostgreSQL): `with_events` on a thread then."""
+        if self._sqlite is None or not self._events_write.acquire(blocking=False):
+            return None
+        try:
+            if self._loop_writer is None:
+                self._loop_writer = _loop_writer(self._sqlite)
+            mine, tokens = self._take_queued(row["run_id"])
+            new = None
+            try:
+                new = self._loop_writer.write([tuple(e[k] for k in _EVENT_COLUMNS) for e in mine],
+                                              list(tokens.items()), tuple(row[k] for k in _STEP_COLUMNS))
+            finally:
+                if new is None:  # not written (or an error): queued again, as with_events does
+                    self._queue_again(mine, tokens)
+            return new
+        finally:
+            self._events_write.release()
+
+    def _take_queued(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The run's events and token count not written yet, out of the queue (with
+        _events_write held: the writer's batch in flight went first)."""
+        with self._events_lock:
+            mine = [row for row in self._events_queue if row["run_id"] == run_id]
+            if mine:
+                self._events_queue = [row for row in self._events_queue if row["run_id"] != run_id]
+            tokens = {run_id: self._tokens_queue.pop(run_id)} if run_id in self._tokens_queue else {}
+        return mine, tokens
+
+    def _queue_again(self, mine: list[dict[str, Any]], tokens: dict[str, int]) -> None:
+        """What `_take_queued` took and was not written: back ahead of the run's newer ones."""
+        with self._events_lock:
+            self._events_queue[:0] = mine
+            for key, count in tokens.items():  # a newer count queued since wins
+                self._tokens_queue.setdefault(key, count)
 
     def set_tokens(self, run_id: str, tokens: int) -> None:
         """The run's token count so far (one writer per run: the process running it), written
@@ -768,6 +807,25 @@ def step_statements(dialect: str) -> StepStatements:
             dbos_recorded=sa.select(dbos.c.function_id, dbos.c.function_name, dbos.c.output, dbos.c.error,
                                     dbos.c.serialization).where(dbos.c.workflow_uuid == sa.bindparam("run_id")))
     return built
+
+
+_EVENT_COLUMNS = tuple(c.key for c in events.c)
+_STEP_COLUMNS = tuple(c.key for c in step_results.c)
+
+
+def _loop_writer(path: Path) -> LoopWriter:
+    """The events batch's INSERT and upsert and the step's INSERT, compiled once for SQLite's
+    driver (qmark parameters, in the tables' column order: what `record_step_now` passes)."""
+    from sqlalchemy.dialects import sqlite
+
+    from engine.durable.loop_write import LoopWriter
+
+    dialect = sqlite.dialect()
+    compiled = [statement.compile(dialect=dialect)
+                for statement in (*_batch_statements("sqlite"), step_statements("sqlite").record)]
+    for statement, columns in zip(compiled, (_EVENT_COLUMNS, ("run_id", "tokens"), _STEP_COLUMNS)):
+        assert tuple(statement.positiontup or ()) == columns, statement.string  # the order the rows are passed in
+    return LoopWriter(path, [statement.string for statement in compiled], lambda conn: _sqlite_pragmas(conn, None))
 
 
 def _create_file(path: Path) -> None:

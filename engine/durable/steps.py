@@ -143,10 +143,14 @@ async def _live(db: "Database", execution: _Recorded, number: int, name: str, fn
 async def _record(db: "Database", execution: _Recorded, number: int, name: str, result: str | None,
                   error: str | None) -> None:
     """One transaction: the step's row and the run's events queued before it. The step is
-    recorded when this returns (the audit's `recorded` line follows the commit)."""
+    recorded when this returns (the audit's `recorded` line follows the commit). Written here,
+    on the run's loop, when SQLite's lock is free (no hop), else on a thread, where a wait for
+    the lock (or PostgreSQL's round trip) never holds up the loop."""
     run_id = execution.run_id
     row = {"run_id": run_id, "step": number, "name": name, "result": result, "error": error}
-    first = await asyncio.to_thread(db.with_events, run_id, lambda c: _insert(c, row))
+    first = db.record_step_now(row)
+    if first is None:
+        first = await asyncio.to_thread(db.with_events, run_id, lambda c: _insert(c, row))
     if not first:
         from dbos import error as dbos_error
 

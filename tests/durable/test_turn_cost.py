@@ -7,13 +7,14 @@ Counted, not timed: statements per thread on a real SQLite file, a real durable 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from engine.durable import database
+from engine.durable import database, loop_write
 from engine.durable.database import Database
 from engine.services import open_services
 
@@ -31,21 +32,44 @@ flow main:
 """
 
 
+LOOP_WRITER = "the loop writer"  # the pool named for statements of loop_write.py's connection
+
+
 class Statements:
-    """Every statement run on any engine of this process: (thread name, engine's pool, SQL)."""
+    """Every statement run on any engine of this process: (thread name, engine's pool, SQL);
+    and those of the steps' loop writer (engine/durable/loop_write.py), its pool LOOP_WRITER."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, object, str]] = []
+        self._connect = loop_write.sqlite3.connect
 
     def __enter__(self) -> "Statements":
         sa.event.listen(sa.engine.Engine, "before_cursor_execute", self._one)
+        loop_write.sqlite3 = _Traced(self)  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
         sa.event.remove(sa.engine.Engine, "before_cursor_execute", self._one)
+        loop_write.sqlite3 = sqlite3
 
     def _one(self, conn, cursor, statement, params, context, executemany) -> None:  # noqa: ANN001
         self.seen.append((threading.current_thread().name, conn.engine.pool, " ".join(statement.split())))
+
+    def loop_writer_connect(self, *args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = self._connect(*args, **kwargs)
+        conn.set_trace_callback(
+            lambda sql: self.seen.append((threading.current_thread().name, LOOP_WRITER, " ".join(sql.split()))))
+        return conn
+
+
+class _Traced:
+    """sqlite3 as loop_write.py sees it, its connections traced."""
+
+    def __init__(self, statements: Statements) -> None:
+        self.connect = statements.loop_writer_connect
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(sqlite3, name)
 
 
 async def _durable_run(tmp_path: Path) -> tuple[object, object]:
@@ -78,7 +102,7 @@ async def test_a_step_is_one_transaction_of_ours_with_the_run_s_events(tmp_path,
         assert len(loads) == 1
         by_thread: dict[str, list[str]] = {}
         for thread, pool, sql in statements.seen:
-            if pool is ours.pool:
+            if pool is ours.pool or pool == LOOP_WRITER:
                 by_thread.setdefault(thread, []).append(sql.split(" (")[0])
         recorded = [(thread, i) for thread, seen in by_thread.items() for i, sql in enumerate(seen)
                     if sql.startswith("INSERT INTO escalate_steps")]

@@ -1,0 +1,94 @@
+"""A step's row written on the run's loop when SQLite's write lock is free (issue 26): no hop to
+a thread and back; never a wait on the loop (a held lock sends the write to a thread); the WAL
+checkpointed off the loop. Real SQLite files, a real durable run, counted, not timed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+
+from engine.durable import database, loop_write
+from engine.durable.database import Database
+from tests.durable.test_turn_cost import LOOP_WRITER, TURNS, Statements, _durable_run
+
+
+async def test_a_durable_turn_records_its_step_on_the_loop_with_its_events(tmp_path, monkeypatch) -> None:
+    # Before: every step's INSERT on a pool thread (one hop from the loop and back a turn).
+    monkeypatch.setattr(database, "EVENTS_LINGER", 600.0)  # the run's events all go with its steps
+    loop_thread = threading.current_thread().name
+    with Statements() as statements:
+        handle, services = await _durable_run(tmp_path)
+    services.close()
+    steps = [(thread, pool) for thread, pool, sql in statements.seen if sql.startswith("INSERT INTO escalate_steps")]
+    assert steps == [(loop_thread, LOOP_WRITER)] * TURNS
+    mine = [sql for thread, pool, sql in statements.seen if pool == LOOP_WRITER and not sql.startswith("PRAGMA")]
+    # each: one transaction that takes the lock at once, the run's queued events, the step
+    assert mine.count("BEGIN IMMEDIATE") == mine.count("COMMIT") == TURNS
+    assert all(mine[i - 1].startswith("INSERT INTO escalate_events")
+               for i, sql in enumerate(mine) if sql.startswith("INSERT INTO escalate_steps"))
+
+
+def _step(run_id: str, number: int) -> dict[str, object]:
+    return {"run_id": run_id, "step": number, "name": "model turn", "result": json.dumps([number]), "error": None}
+
+
+def _stored(db: Database, run_id: str) -> tuple[list[int], list[int]]:
+    with db.engine.connect() as c:
+        steps = c.exec_driver_sql("SELECT step FROM escalate_steps WHERE run_id = ? ORDER BY step", (run_id,)).scalars().all()
+        events = c.exec_driver_sql("SELECT seq FROM escalate_events WHERE run_id = ? ORDER BY seq", (run_id,)).scalars().all()
+    return list(steps), list(events)
+
+
+def test_a_held_lock_is_not_waited_for_the_events_stay_queued(tmp_path) -> None:
+    path = tmp_path / "held.db"
+    db = Database(f"sqlite:///{path}")
+    other = sqlite3.connect(path, isolation_level=None)  # another process's writer, say
+    try:
+        db.add_event("r1", 1, "log", "t", {"message": "before the step"})
+        other.execute("BEGIN IMMEDIATE")
+        assert db.record_step_now(_step("r1", 1)) is None  # not waited for (the busy timeout would be 10 s)
+        other.execute("COMMIT")
+        assert _stored(db, "r1") == ([], [])  # nothing half-written
+        assert db.record_step_now(_step("r1", 1)) is True  # free: written, the event with it
+        assert _stored(db, "r1") == ([1], [1])
+        assert db.record_step_now(_step("r1", 1)) is False  # recorded already: the first kept
+    finally:
+        other.close()
+        db.close()
+
+
+def test_the_events_writer_s_batch_in_flight_is_not_waited_for(tmp_path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'batch.db'}")
+    try:
+        with db._events_write:  # what the events writer holds while it writes a batch
+            assert db.record_step_now(_step("r1", 1)) is None
+        assert db.record_step_now(_step("r1", 1)) is True
+    finally:
+        db.close()
+
+
+def test_the_wal_is_checkpointed_off_the_loop(tmp_path, monkeypatch) -> None:
+    # The loop writer never checkpoints (a checkpoint syncs the file); every THREAD_EVERY-th
+    # write goes to a thread's connection, which does, so the WAL keeps its usual size.
+    monkeypatch.setattr(loop_write, "THREAD_EVERY", 16)
+    monkeypatch.setattr(database, "EVENTS_LINGER", 600.0)  # the events writer's commits checkpoint too
+    path = tmp_path / "wal.db"
+    db = Database(f"sqlite:///{path}")
+    on_thread = 0
+    try:
+        for number in range(1, 1601):
+            db.add_event("r1", number, "log", "t", {"message": "x" * 2000})  # about a page a write
+            row = _step("r1", number)
+            if db.record_step_now(row) is None:
+                on_thread += 1
+                db.with_events("r1", lambda c: c.exec_driver_sql(
+                    "INSERT INTO escalate_steps (run_id, step, name, result, error) VALUES (?, ?, ?, ?, ?)",
+                    tuple(row.values())))
+        wal_pages = (path.parent / (path.name + "-wal")).stat().st_size // 4096
+        # 1,600 writes of 2-3 pages each without a checkpoint; SQLite's 1,000 pages with one
+        assert wal_pages < 1600
+        assert on_thread == 1600 // 16
+        assert _stored(db, "r1") == (list(range(1, 1601)), list(range(1, 1601)))
+    finally:
+        db.close()
