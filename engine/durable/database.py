@@ -141,6 +141,16 @@ events = sa.Table(
 )
 
 
+# The statements a run's start and its status changes execute, built once (SQLAlchemy caches
+# their compiled form; building a statement with its values inlined cost more than executing
+# it): the values are the execution's parameters, an UPDATE's SET its parameters' columns.
+_INSERT_RUN = runs.insert()
+_UPDATE_RUN = runs.update().where(runs.c.run_id == sa.bindparam("match_run"))
+_INSERT_ESCALATION = escalations.insert()
+_ESCALATION_CREATED = sa.select(escalations.c.created).where(escalations.c.id == sa.bindparam("match_id"))
+_ESCALATION = escalations.select().where(escalations.c.id == sa.bindparam("match_id"))
+
+
 # News to the other processes names escalations, nothing else: `raised ID`, `decided ID [ID ...]`,
 # `withdrawn ID` (engine/durable/signals.py). Anyone who can send news can send any text, so a
 # process that hears it reads the rows: a message is a hint to look, never a request or a decision.
@@ -220,7 +230,7 @@ class Database:
     def create_run(self, *, then: Callable[[sa.Connection], None] | None = None, **row: Any) -> None:
         """`then(connection)`: more work in the same transaction (a run queued for the workers)."""
         with self.engine.begin() as c:
-            c.execute(runs.insert().values(**_run_in(row)))
+            c.execute(_INSERT_RUN, _run_in(row))
             if then is not None:
                 then(c)
 
@@ -228,7 +238,8 @@ class Database:
         """Change the run's row, in one transaction with its events not written yet: what the
         row says (waiting, done) never runs ahead of the log. A run that ended is never replayed,
         so an event lost after its end would stay lost (issue 22, finding 12)."""
-        self.with_events(run_id, lambda c: c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields))))
+        values = {**_run_in(fields), "match_run": run_id}
+        self.with_events(run_id, lambda c: c.execute(_UPDATE_RUN, values))
 
     def with_events(self, run_id: str, work: Callable[[sa.Connection], T]) -> T:
         """`work(connection)` in one transaction with the run's events (and token count) not
@@ -376,9 +387,9 @@ class Database:
         """Record a raised escalation (`digest`: escalation_digest of `payload`); raising the same
         id again (a replayed step) is a no-op. Returns the raise time recorded for it."""
         with self.engine.begin() as c:
-            exists = c.execute(sa.select(escalations.c.created).where(escalations.c.id == esc_id)).first()
+            exists = c.execute(_ESCALATION_CREATED, {"match_id": esc_id}).first()
             if exists is None:
-                c.execute(escalations.insert().values(
+                c.execute(_INSERT_ESCALATION, dict(
                     id=esc_id, run_id=run_id, created=created, deadline=deadline,
                     payload=json.dumps(payload), status="pending", digest=digest))
                 news = f"raised {esc_id}"
@@ -390,7 +401,7 @@ class Database:
 
     def get_escalation(self, esc_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
-            row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
+            row = c.execute(_ESCALATION, {"match_id": esc_id}).mappings().first()
         return _escalation_row(row) if row else None
 
     def pending_escalations(self, run_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:

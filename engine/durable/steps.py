@@ -81,6 +81,16 @@ def begin(run_id: str) -> None:
     _execution.set(_Recorded(run_id))
 
 
+def nothing_recorded() -> None:
+    """The run executing here was created by this process for this execution (its row just
+    written under a new id, and rows are never deleted): it has no recorded steps, so its first
+    step reads none (a hop and three statements less a run's start)."""
+    execution = _execution.get()
+    if execution is not None and execution.loading is None:
+        execution.loading = asyncio.get_running_loop().create_future()
+        execution.loading.set_result(None)
+
+
 async def step(name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """`fn(*args)` as a recorded step inside a durable run (on replay: the recorded result, or
     the recorded error raised again as `PortableWorkflowError`; `fn` not called); anywhere else,

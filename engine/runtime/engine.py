@@ -309,7 +309,10 @@ class Engine:
             handle.events = [RunEvent(run_id, e.pop("type"), e.pop("time"), e) for e in self.db.events_of(run_id)]
             self.runs.append(handle)
         else:
+            from engine.durable import steps
+
             handle, workflow, script = prepared
+            steps.nothing_recorded()  # started by start_run just now
         handle._task = asyncio.current_task()
         arrived = self._arrivals.get(run_id)
         if arrived is not None and not arrived.done():
