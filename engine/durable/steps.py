@@ -3,10 +3,11 @@ written down once and replayed from the record when the run continues after a cr
 
 A run is a DBOS workflow (engine/durable/host.py); its steps are recorded in escalate's own
 table (`escalate_steps`), not through `DBOS.run_step_async`: a run's recorded steps are read
-once, at its first step, and replayed from memory; a new step's result is one INSERT, with the
-run's events not written yet, in one short transaction on a worker thread (DBOS's step: a read
-transaction and a write transaction of ~7 statements, each on a thread, 1.4-1.8 ms a step;
-docs/durable.md, "What a turn costs"). Steps are numbered by DBOS's own counter
+once, at its first step (a run started by this process has none: not read), and replayed from
+memory; a new step's result is one INSERT, with the run's events not written yet, in one short
+transaction, on the run's loop when SQLite's lock is free (engine/durable/loop_write.py), else on
+a worker thread (DBOS's step: a read transaction and a write transaction of ~7 statements, each
+on a thread, 1.4-1.8 ms a step; docs/durable.md, "What a turn costs"). Steps are numbered by DBOS's own counter
 (`DBOS.reserve_step`), so a step's number, hence `step_key()`, is the one DBOS gave it before:
 deterministic in call order, parallel branches included, and a run recorded in DBOS's
 `operation_outputs` by an earlier escalate replays from there. Two executions recording the same
