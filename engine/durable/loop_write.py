@@ -56,10 +56,10 @@ class LoopWriter:
             self._writes += 1
             if self._writes % THREAD_EVERY == 0:
                 return None
-            conn = self._connection()
             try:
+                conn = self._connection()
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError:  # locked or busy: another writer holds it
+            except sqlite3.Error:  # locked or busy (another writer holds it), or not to be opened here
                 return None
             try:
                 if events:

@@ -8,6 +8,9 @@ import json
 import sqlite3
 import threading
 
+import pytest
+import sqlalchemy as sa
+
 from engine.durable import database, loop_write
 from engine.durable.database import Database
 from tests.durable.test_turn_cost import LOOP_WRITER, TURNS, Statements, _durable_run
@@ -90,5 +93,28 @@ def test_the_wal_is_checkpointed_off_the_loop(tmp_path, monkeypatch) -> None:
         assert wal_pages < 1600
         assert on_thread == 1600 // 16
         assert _stored(db, "r1") == (list(range(1, 1601)), list(range(1, 1601)))
+    finally:
+        db.close()
+
+
+def test_a_write_that_fails_halfway_leaves_nothing_and_is_left_to_the_thread_path(tmp_path) -> None:
+    # Hostile or broken: a trigger (another user's) refuses the step's row after the run's events
+    # went in. The loop's transaction is rolled back, nothing is half-written, the events stay
+    # queued, nothing is raised on the loop's side; the thread path then reports it.
+    path = tmp_path / "refused.db"
+    db = Database(f"sqlite:///{path}")
+    try:
+        with db.engine.begin() as c:
+            c.exec_driver_sql("CREATE TRIGGER refuse BEFORE INSERT ON escalate_steps BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        db.add_event("r1", 1, "log", "t", {"message": "kept"})
+        assert db.record_step_now(_step("r1", 1)) is None
+        assert _stored(db, "r1") == ([], [])
+        with pytest.raises(sa.exc.IntegrityError, match="refused"):
+            db.with_events("r1", lambda c: c.exec_driver_sql(
+                "INSERT INTO escalate_steps (run_id, step, name) VALUES ('r1', 1, 'model turn')"))
+        with db.engine.begin() as c:
+            c.exec_driver_sql("DROP TRIGGER refuse")
+        assert db.record_step_now(_step("r1", 1)) is True
+        assert _stored(db, "r1") == ([1], [1])
     finally:
         db.close()
