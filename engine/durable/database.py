@@ -234,6 +234,16 @@ class Database:
             if then is not None:
                 then(c)
 
+    def create_run_now(self, **row: Any) -> bool:
+        """SQLite: a new run's row written on the caller's thread (a loop) only if the write lock
+        is free (engine/durable/loop_write.py), as `record_step_now`: False when nothing was done
+        (the lock taken, or PostgreSQL): `create_run` on a thread then. A burst of starts from a
+        console competes with the runs' steps and DBOS's rows for the lock: the loop never waits."""
+        if self._sqlite is None:
+            return False
+        full = {**_RUN_DEFAULTS, **_run_in(row)}
+        return self._writer().create_run(tuple(full[k] for k in _RUN_COLUMNS))
+
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Change the run's row, in one transaction with its events not written yet: what the
         row says (waiting, done) never runs ahead of the log. A run that ended is never replayed,
@@ -263,12 +273,11 @@ class Database:
         if self._sqlite is None or not self._events_write.acquire(blocking=False):
             return None
         try:
-            if self._loop_writer is None:
-                self._loop_writer = _loop_writer(self._sqlite)
+            writer = self._writer()
             mine, tokens = self._take_queued(row["run_id"])
             new = None
             try:
-                new = self._loop_writer.write([tuple(e[k] for k in _EVENT_COLUMNS) for e in mine],
+                new = writer.write([tuple(e[k] for k in _EVENT_COLUMNS) for e in mine],
                                               list(tokens.items()), tuple(row[k] for k in _STEP_COLUMNS))
             finally:
                 if new is None:  # not written (or an error): queued again, as with_events does
@@ -276,6 +285,12 @@ class Database:
             return new
         finally:
             self._events_write.release()
+
+    def _writer(self) -> LoopWriter:
+        assert self._sqlite is not None
+        if self._loop_writer is None:
+            self._loop_writer = _loop_writer(self._sqlite)
+        return self._loop_writer
 
     def _take_queued(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
         """The run's events and token count not written yet, out of the queue (with
@@ -822,19 +837,23 @@ def step_statements(dialect: str) -> StepStatements:
 
 _EVENT_COLUMNS = tuple(c.key for c in events.c)
 _STEP_COLUMNS = tuple(c.key for c in step_results.c)
+_RUN_COLUMNS = tuple(c.key for c in runs.c)
+# what SQLAlchemy's INSERT would fill in for a column not given (its Python default, else NULL)
+_RUN_DEFAULTS = {c.key: c.default.arg if c.default is not None else None for c in runs.c}
 
 
 def _loop_writer(path: Path) -> LoopWriter:
-    """The events batch's INSERT and upsert and the step's INSERT, compiled once for SQLite's
-    driver (qmark parameters, in the tables' column order: what `record_step_now` passes)."""
+    """The events batch's INSERT and upsert, the step's INSERT and the run's, compiled once for
+    SQLite's driver (qmark parameters, in the tables' column order: what `record_step_now` and
+    `create_run_now` pass)."""
     from sqlalchemy.dialects import sqlite
 
     from engine.durable.loop_write import LoopWriter
 
     dialect = sqlite.dialect()
     compiled = [statement.compile(dialect=dialect)
-                for statement in (*_batch_statements("sqlite"), step_statements("sqlite").record)]
-    for statement, columns in zip(compiled, (_EVENT_COLUMNS, ("run_id", "tokens"), _STEP_COLUMNS)):
+                for statement in (*_batch_statements("sqlite"), step_statements("sqlite").record, _INSERT_RUN)]
+    for statement, columns in zip(compiled, (_EVENT_COLUMNS, ("run_id", "tokens"), _STEP_COLUMNS, _RUN_COLUMNS)):
         assert tuple(statement.positiontup or ()) == columns, statement.string  # the order the rows are passed in
     return LoopWriter(path, [statement.string for statement in compiled], lambda conn: _sqlite_pragmas(conn, None))
 

@@ -1,4 +1,5 @@
-"""A step's row written on the run's own thread (its event loop) when SQLite's write lock is free.
+"""A step's row (and a new run's row) written on the run's own thread (its event loop) when
+SQLite's write lock is free.
 
 A step recorded on a pool thread costs a hop from the loop and back (the work handed over, the
 loop woken through its self-pipe), ~0.1 ms of CPU a step, more wall time on a busy host where
@@ -26,7 +27,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
+
+T = TypeVar("T")
 
 THREAD_EVERY = 256  # loop writes between two writes on the thread path (its connections checkpoint)
 
@@ -35,11 +38,11 @@ class LoopWriter:
     """One SQLite connection for writes that must never wait (see the module's text)."""
 
     def __init__(self, path: Path, statements: "Sequence[str]", prepare: Any) -> None:
-        """`statements`: the events INSERT, the token count's upsert and the step's INSERT, as
-        SQLite's driver takes them (qmark parameters); `prepare(connection)`: the settings every
-        connection of the database gets (WAL, `synchronous=NORMAL`)."""
+        """`statements`: the events INSERT, the token count's upsert, the step's INSERT and the
+        run's INSERT, as SQLite's driver takes them (qmark parameters); `prepare(connection)`: the
+        settings every connection of the database gets (WAL, `synchronous=NORMAL`)."""
         self._path = path
-        self._events_sql, self._tokens_sql, self._step_sql = statements
+        self._events_sql, self._tokens_sql, self._step_sql, self._run_sql = statements
         self._prepare = prepare
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
@@ -50,6 +53,28 @@ class LoopWriter:
         """The events, the token counts and the step's row in one transaction, now: whether the
         step's row was new (False: it was recorded already); None: nothing done (the lock was
         taken, the connection in use, or a write due on the thread path)."""
+        def work(conn: sqlite3.Connection) -> bool:
+            if events:
+                conn.executemany(self._events_sql, events)
+            if tokens:
+                conn.executemany(self._tokens_sql, tokens)
+            return conn.execute(self._step_sql, step).rowcount == 1
+
+        return self._attempt(work)
+
+    def create_run(self, run: tuple[Any, ...]) -> bool:
+        """A new run's row, now: False when nothing was done (as `write`'s None; an error, a run
+        id taken say, is then the thread path's to report)."""
+        def work(conn: sqlite3.Connection) -> bool:
+            conn.execute(self._run_sql, run)
+            return True
+
+        return self._attempt(work) is True
+
+    def _attempt(self, work: Callable[[sqlite3.Connection], T]) -> T | None:
+        """`work(connection)` in one transaction that took the write lock at once; None when it
+        could not (the lock or the connection taken, a write due on the thread path, an error:
+        rolled back)."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
@@ -62,17 +87,13 @@ class LoopWriter:
             except sqlite3.Error:  # locked or busy (another writer holds it), or not to be opened here
                 return None
             try:
-                if events:
-                    conn.executemany(self._events_sql, events)
-                if tokens:
-                    conn.executemany(self._tokens_sql, tokens)
-                new = conn.execute(self._step_sql, step).rowcount == 1
+                done = work(conn)
                 conn.execute("COMMIT")
             except sqlite3.Error:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 return None
-            return new
+            return done
         finally:
             self._lock.release()
 

@@ -4,6 +4,7 @@ checkpointed off the loop. Real SQLite files, a real durable run, counted, not t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
@@ -13,7 +14,8 @@ import sqlalchemy as sa
 
 from engine.durable import database, loop_write
 from engine.durable.database import Database
-from tests.durable.test_turn_cost import LOOP_WRITER, TURNS, Statements, _durable_run
+from engine.services import open_services
+from tests.durable.test_turn_cost import FLOW, LOOP_WRITER, TURNS, Statements, _durable_run
 
 
 async def test_a_durable_turn_records_its_step_on_the_loop_with_its_events(tmp_path, monkeypatch) -> None:
@@ -26,8 +28,10 @@ async def test_a_durable_turn_records_its_step_on_the_loop_with_its_events(tmp_p
     steps = [(thread, pool) for thread, pool, sql in statements.seen if sql.startswith("INSERT INTO escalate_steps")]
     assert steps == [(loop_thread, LOOP_WRITER)] * TURNS
     mine = [sql for thread, pool, sql in statements.seen if pool == LOOP_WRITER and not sql.startswith("PRAGMA")]
-    # each: one transaction that takes the lock at once, the run's queued events, the step
-    assert mine.count("BEGIN IMMEDIATE") == mine.count("COMMIT") == TURNS
+    # each: one transaction that takes the lock at once, the run's queued events, the step; and
+    # the first, the run's row (start_run on the loop, the lock free)
+    assert mine.count("BEGIN IMMEDIATE") == mine.count("COMMIT") == TURNS + 1
+    assert mine[1].startswith("INSERT INTO escalate_runs")
     assert all(mine[i - 1].startswith("INSERT INTO escalate_events")
                for i, sql in enumerate(mine) if sql.startswith("INSERT INTO escalate_steps"))
 
@@ -117,4 +121,73 @@ def test_a_write_that_fails_halfway_leaves_nothing_and_is_left_to_the_thread_pat
         assert db.record_step_now(_step("r1", 1)) is True
         assert _stored(db, "r1") == ([1], [1])
     finally:
+        db.close()
+
+
+HOLD = 1.0  # seconds another connection holds SQLite's write lock
+
+
+async def test_a_start_while_another_connection_holds_the_lock_does_not_stall_the_loop(tmp_path) -> None:
+    # Before: start_run wrote the run's row on the loop, waiting for the lock in 1 ms steps
+    # (sqlite_wait.py): the loop stood still as long as the lock was held (a console frozen
+    # during a burst of starts). Now the row is written on the loop only if the lock is free, else
+    # on a thread; the run starts once it is released.
+    from engine.runtime.engine import RunStatus
+    from engine.runtime.script import parse_script
+    from rules.loader import default_rules
+
+    (tmp_path / "turns.sr").write_text(FLOW.format(n=2))
+    script = parse_script("agents:\n  echo:\n    - 'one'\n    - 'two'\n")
+    path = tmp_path / "held.db"
+    services = await open_services(f"sqlite:///{path}", identity="test")
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)  # another process's writer, say
+    try:
+        engine = services.engine(default_rules(), workspace=tmp_path, script=script)
+        workflow = engine.load(tmp_path / "turns.sr")
+        loop = asyncio.get_running_loop()
+        late: list[float] = []
+        released = threading.Event()
+
+        def tick(due: float) -> None:  # how late each 10 ms callback runs: the loop's stalls
+            late.append(loop.time() - due)
+            if not released.is_set():
+                loop.call_at(due + 0.01, tick, due + 0.01)
+
+        other.execute("BEGIN IMMEDIATE")
+
+        def release() -> None:
+            released.set()
+            other.execute("COMMIT")
+
+        timer = threading.Timer(HOLD, release)
+        timer.start()
+        loop.call_soon(tick, loop.time())
+        handle = engine.start_run(workflow, input="go")
+        await asyncio.to_thread(released.wait)
+        timer.join()
+        assert max(late) < HOLD / 2, f"the loop stood still {max(late):.3f} s while the lock was held"
+        assert await handle.wait() is RunStatus.DONE, handle.error
+        assert services.db.get_run(handle.id)["status"] == "done"
+    finally:
+        other.close()
+        services.close()
+
+
+def test_a_run_s_row_is_written_now_only_when_the_lock_is_free(tmp_path) -> None:
+    path = tmp_path / "runs.db"
+    db = Database(f"sqlite:///{path}")
+    other = sqlite3.connect(path, isolation_level=None)
+    row = dict(run_id="r1", task="t", workflow="w", path="/w.sr", workspace="/ws", status="running",
+               started=1.0, owner="me", heartbeat=1.0)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        assert db.create_run_now(**row) is False  # not waited for
+        other.execute("COMMIT")
+        assert db.get_run("r1") is None  # nothing written
+        assert db.create_run_now(**row) is True
+        got = db.get_run("r1")
+        assert got is not None and (got["path"], got["input"], got["flow"]) == ("/w.sr", "", None)  # as create_run stores it
+        assert db.create_run_now(**row) is False  # its id taken: left to create_run, which says so
+    finally:
+        other.close()
         db.close()
