@@ -193,3 +193,12 @@ async def test_a_host_left_open_on_a_database_now_gone_does_not_stop_the_next_on
     handle, services = await _durable_run(tmp_path)
     services.close()
     assert handle.result is not None
+
+
+async def test_a_run_started_here_is_not_read_back_before_it_executes(tmp_path) -> None:
+    # Its row was just written here as running: the workflow's check that a recovered run is not
+    # over (host.py `over`) is not made for it (before: a hop to a thread and the row read, a start).
+    with Statements() as statements:
+        handle, services = await _durable_run(tmp_path)
+    services.close()
+    assert [sql for _, _, sql in statements.seen if "FROM escalate_runs" in sql] == []
