@@ -237,10 +237,13 @@ class Database:
     def create_run_now(self, **row: Any) -> bool:
         """SQLite: a new run's row written on the caller's thread (a loop) only if the write lock
         is free (engine/durable/loop_write.py), as `record_step_now`: False when nothing was done
-        (the lock taken, or PostgreSQL): `create_run` on a thread then. A burst of starts from a
-        console competes with the runs' steps and DBOS's rows for the lock: the loop never waits."""
+        (the lock taken): `create_run` on a thread then. A burst of starts from a console competes
+        with the runs' steps and DBOS's rows for the lock: the loop never waits. PostgreSQL: the
+        row is written now, as `create_run` (a round trip; no lock to wait for), so a start that
+        cannot be recorded raises here, as it always did."""
         if self._sqlite is None:
-            return False
+            self.create_run(**row)
+            return True
         full = {**_RUN_DEFAULTS, **_run_in(row)}
         return self._writer().create_run(tuple(full[k] for k in _RUN_COLUMNS))
 
