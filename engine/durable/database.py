@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 import sqlalchemy as sa
 
@@ -23,6 +23,9 @@ from engine.durable.migrations import CREATE_LOCK_KEY, VERSION_TABLE, prepare
 from engine.durable.settings import seconds
 from engine.durable.urls import DatabaseError, engine_url, resolve_url, shown, sqlite_path
 from engine.private import create_private_file, make_folders
+
+if TYPE_CHECKING:
+    from engine.durable.loop_write import LoopWriter
 
 __all__ = ["CREATE_LOCK_KEY", "Database", "DatabaseError", "resolve_url", "sqlite_path"]
 
@@ -138,6 +141,16 @@ events = sa.Table(
 )
 
 
+# The statements a run's start and its status changes execute, built once (SQLAlchemy caches
+# their compiled form; building a statement with its values inlined cost more than executing
+# it): the values are the execution's parameters, an UPDATE's SET its parameters' columns.
+_INSERT_RUN = runs.insert()
+_UPDATE_RUN = runs.update().where(runs.c.run_id == sa.bindparam("match_run"))
+_INSERT_ESCALATION = escalations.insert()
+_ESCALATION_CREATED = sa.select(escalations.c.created).where(escalations.c.id == sa.bindparam("match_id"))
+_ESCALATION = escalations.select().where(escalations.c.id == sa.bindparam("match_id"))
+
+
 # News to the other processes names escalations, nothing else: `raised ID`, `decided ID [ID ...]`,
 # `withdrawn ID` (engine/durable/signals.py). Anyone who can send news can send any text, so a
 # process that hears it reads the rows: a message is a hint to look, never a request or a decision.
@@ -168,6 +181,8 @@ class Database:
         self._events_failing = False  # the last batch could not be written (said once)
         self._dbos_engine: sa.Engine | None = None
         path = sqlite_path(url)
+        self._sqlite = path
+        self._loop_writer: LoopWriter | None = None  # made at the first step recorded (record_step_now)
         try:
             if path is not None:
                 _create_file(path)
@@ -191,6 +206,8 @@ class Database:
 
     def close(self) -> None:
         self.flush_events()
+        if self._loop_writer is not None:
+            self._loop_writer.close()
         self.signals.close()
         self.engine.dispose()
         if self._dbos_engine is not None:
@@ -213,36 +230,87 @@ class Database:
     def create_run(self, *, then: Callable[[sa.Connection], None] | None = None, **row: Any) -> None:
         """`then(connection)`: more work in the same transaction (a run queued for the workers)."""
         with self.engine.begin() as c:
-            c.execute(runs.insert().values(**_run_in(row)))
+            c.execute(_INSERT_RUN, _run_in(row))
             if then is not None:
                 then(c)
+
+    def create_run_now(self, **row: Any) -> bool:
+        """SQLite: a new run's row written on the caller's thread (a loop) only if the write lock
+        is free (engine/durable/loop_write.py), as `record_step_now`: False when nothing was done
+        (the lock taken): `create_run` on a thread then. A burst of starts from a console competes
+        with the runs' steps and DBOS's rows for the lock: the loop never waits. PostgreSQL: the
+        row is written now, as `create_run` (a round trip; no lock to wait for), so a start that
+        cannot be recorded raises here, as it always did."""
+        if self._sqlite is None:
+            self.create_run(**row)
+            return True
+        full = {**_RUN_DEFAULTS, **_run_in(row)}
+        return self._writer().create_run(tuple(full[k] for k in _RUN_COLUMNS))
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Change the run's row, in one transaction with its events not written yet: what the
         row says (waiting, done) never runs ahead of the log. A run that ended is never replayed,
         so an event lost after its end would stay lost (issue 22, finding 12)."""
-        self.with_events(run_id, lambda c: c.execute(runs.update().where(runs.c.run_id == run_id).values(**_run_in(fields))))
+        values = {**_run_in(fields), "match_run": run_id}
+        self.with_events(run_id, lambda c: c.execute(_UPDATE_RUN, values))
 
     def with_events(self, run_id: str, work: Callable[[sa.Connection], T]) -> T:
         """`work(connection)` in one transaction with the run's events (and token count) not
         written yet, after the writer's batch in flight (which may hold the run's earlier ones).
         If the transaction fails they are queued again, ahead of the run's newer ones."""
         with self._events_write:
-            with self._events_lock:
-                mine = [row for row in self._events_queue if row["run_id"] == run_id]
-                if mine:
-                    self._events_queue = [row for row in self._events_queue if row["run_id"] != run_id]
-                tokens = {run_id: self._tokens_queue.pop(run_id)} if run_id in self._tokens_queue else {}
+            mine, tokens = self._take_queued(run_id)
             try:
                 with self.engine.begin() as c:
                     _write_batch(c, mine, tokens)
                     return work(c)
             except BaseException:
-                with self._events_lock:
-                    self._events_queue[:0] = mine
-                    for key, count in tokens.items():  # a newer count queued since wins
-                        self._tokens_queue.setdefault(key, count)
+                self._queue_again(mine, tokens)
                 raise
+
+    def record_step_now(self, row: dict[str, Any]) -> bool | None:
+        """SQLite: the step's row (`escalate_steps`' columns) in one transaction with its run's
+        events not written yet, on the caller's thread, only if nothing has to be waited for
+        (engine/durable/loop_write.py): whether the row was new; None: nothing was done (the
+        lock or the events writer busy, or PostgreSQL): `with_events` on a thread then."""
+        if self._sqlite is None or not self._events_write.acquire(blocking=False):
+            return None
+        try:
+            writer = self._writer()
+            mine, tokens = self._take_queued(row["run_id"])
+            new = None
+            try:
+                new = writer.write([tuple(e[k] for k in _EVENT_COLUMNS) for e in mine],
+                                              list(tokens.items()), tuple(row[k] for k in _STEP_COLUMNS))
+            finally:
+                if new is None:  # not written (or an error): queued again, as with_events does
+                    self._queue_again(mine, tokens)
+            return new
+        finally:
+            self._events_write.release()
+
+    def _writer(self) -> LoopWriter:
+        assert self._sqlite is not None
+        if self._loop_writer is None:
+            self._loop_writer = _loop_writer(self._sqlite)
+        return self._loop_writer
+
+    def _take_queued(self, run_id: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The run's events and token count not written yet, out of the queue (with
+        _events_write held: the writer's batch in flight went first)."""
+        with self._events_lock:
+            mine = [row for row in self._events_queue if row["run_id"] == run_id]
+            if mine:
+                self._events_queue = [row for row in self._events_queue if row["run_id"] != run_id]
+            tokens = {run_id: self._tokens_queue.pop(run_id)} if run_id in self._tokens_queue else {}
+        return mine, tokens
+
+    def _queue_again(self, mine: list[dict[str, Any]], tokens: dict[str, int]) -> None:
+        """What `_take_queued` took and was not written: back ahead of the run's newer ones."""
+        with self._events_lock:
+            self._events_queue[:0] = mine
+            for key, count in tokens.items():  # a newer count queued since wins
+                self._tokens_queue.setdefault(key, count)
 
     def set_tokens(self, run_id: str, tokens: int) -> None:
         """The run's token count so far (one writer per run: the process running it), written
@@ -337,9 +405,9 @@ class Database:
         """Record a raised escalation (`digest`: escalation_digest of `payload`); raising the same
         id again (a replayed step) is a no-op. Returns the raise time recorded for it."""
         with self.engine.begin() as c:
-            exists = c.execute(sa.select(escalations.c.created).where(escalations.c.id == esc_id)).first()
+            exists = c.execute(_ESCALATION_CREATED, {"match_id": esc_id}).first()
             if exists is None:
-                c.execute(escalations.insert().values(
+                c.execute(_INSERT_ESCALATION, dict(
                     id=esc_id, run_id=run_id, created=created, deadline=deadline,
                     payload=json.dumps(payload), status="pending", digest=digest))
                 news = f"raised {esc_id}"
@@ -351,7 +419,7 @@ class Database:
 
     def get_escalation(self, esc_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
-            row = c.execute(escalations.select().where(escalations.c.id == esc_id)).mappings().first()
+            row = c.execute(_ESCALATION, {"match_id": esc_id}).mappings().first()
         return _escalation_row(row) if row else None
 
     def pending_escalations(self, run_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
@@ -768,6 +836,29 @@ def step_statements(dialect: str) -> StepStatements:
             dbos_recorded=sa.select(dbos.c.function_id, dbos.c.function_name, dbos.c.output, dbos.c.error,
                                     dbos.c.serialization).where(dbos.c.workflow_uuid == sa.bindparam("run_id")))
     return built
+
+
+_EVENT_COLUMNS = tuple(c.key for c in events.c)
+_STEP_COLUMNS = tuple(c.key for c in step_results.c)
+_RUN_COLUMNS = tuple(c.key for c in runs.c)
+# what SQLAlchemy's INSERT would fill in for a column not given (its Python default, else NULL)
+_RUN_DEFAULTS = {c.key: c.default.arg if c.default is not None else None for c in runs.c}
+
+
+def _loop_writer(path: Path) -> LoopWriter:
+    """The events batch's INSERT and upsert, the step's INSERT and the run's, compiled once for
+    SQLite's driver (qmark parameters, in the tables' column order: what `record_step_now` and
+    `create_run_now` pass)."""
+    from sqlalchemy.dialects import sqlite
+
+    from engine.durable.loop_write import LoopWriter
+
+    dialect = sqlite.dialect()
+    compiled = [statement.compile(dialect=dialect)
+                for statement in (*_batch_statements("sqlite"), step_statements("sqlite").record, _INSERT_RUN)]
+    for statement, columns in zip(compiled, (_EVENT_COLUMNS, ("run_id", "tokens"), _STEP_COLUMNS, _RUN_COLUMNS)):
+        assert tuple(statement.positiontup or ()) == columns, statement.string  # the order the rows are passed in
+    return LoopWriter(path, [statement.string for statement in compiled], lambda conn: _sqlite_pragmas(conn, None))
 
 
 def _create_file(path: Path) -> None:

@@ -74,7 +74,7 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     async def escalate_run(run_id: str) -> None:
         steps.begin(run_id)  # its recorded steps: read at its first step, once
         host = _HOST
-        if host is not None and await asyncio.to_thread(host.over, run_id):
+        if host is not None and not host.new(run_id) and await asyncio.to_thread(host.over, run_id):
             # Recovered or resumed after the run ended (its process killed between the run's
             # last row and DBOS's SUCCESS): never executed again; DBOS records it finished.
             log.info("%s: already over; its workflow is finished, not executed again", run_id)
@@ -159,6 +159,7 @@ class DurableHost:
         self.trusted = True  # the database is this user's (engine/durable/trust.py)
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
+        self._new: set[str] = set()  # runs `start` was given, their row just written here, not read back
         self.converted = 0  # pickle rows of this user's converted to JSON at open
 
     @property
@@ -218,6 +219,14 @@ class DurableHost:
             return None
         self.refused[run_id] = found[0].line(self.db.url)
         return self.refused[run_id]
+
+    def new(self, run_id: str) -> bool:
+        """Whether `run_id` is a run `start` was given, once: its row was just written here as
+        running, so it is not over (200 starts: 200 reads and hops saved)."""
+        if run_id in self._new:
+            self._new.discard(run_id)
+            return True
+        return False
 
     def over(self, run_id: str) -> bool:
         """Whether `run_id`'s row says it ended (done, failed, aborted, stopped): nothing of it
@@ -473,8 +482,13 @@ class DurableHost:
 
         self.keep_beating()
         assert self._workflow is not None
-        with SetWorkflowID(run_id):
-            await DBOS.start_workflow_async(self._workflow, run_id)
+        self._new.add(run_id)
+        try:
+            with SetWorkflowID(run_id):
+                await DBOS.start_workflow_async(self._workflow, run_id)
+        except BaseException:
+            self._new.discard(run_id)
+            raise
 
     async def resume(self, run_id: str) -> bool:
         """Continue an interrupted run here, from its last recorded step; False when another

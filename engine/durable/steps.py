@@ -3,10 +3,11 @@ written down once and replayed from the record when the run continues after a cr
 
 A run is a DBOS workflow (engine/durable/host.py); its steps are recorded in escalate's own
 table (`escalate_steps`), not through `DBOS.run_step_async`: a run's recorded steps are read
-once, at its first step, and replayed from memory; a new step's result is one INSERT, with the
-run's events not written yet, in one short transaction on a worker thread (DBOS's step: a read
-transaction and a write transaction of ~7 statements, each on a thread, 1.4-1.8 ms a step;
-docs/durable.md, "What a turn costs"). Steps are numbered by DBOS's own counter
+once, at its first step (a run started by this process has none: not read), and replayed from
+memory; a new step's result is one INSERT, with the run's events not written yet, in one short
+transaction, on the run's loop when SQLite's lock is free (engine/durable/loop_write.py), else on
+a worker thread (DBOS's step: a read transaction and a write transaction of ~7 statements, each
+on a thread, 1.4-1.8 ms a step; docs/durable.md, "What a turn costs"). Steps are numbered by DBOS's own counter
 (`DBOS.reserve_step`), so a step's number, hence `step_key()`, is the one DBOS gave it before:
 deterministic in call order, parallel branches included, and a run recorded in DBOS's
 `operation_outputs` by an earlier escalate replays from there. Two executions recording the same
@@ -81,6 +82,16 @@ def begin(run_id: str) -> None:
     _execution.set(_Recorded(run_id))
 
 
+def nothing_recorded() -> None:
+    """The run executing here was created by this process for this execution (its row just
+    written under a new id, and rows are never deleted): it has no recorded steps, so its first
+    step reads none (a hop and three statements less a run's start)."""
+    execution = _execution.get()
+    if execution is not None and execution.loading is None:
+        execution.loading = asyncio.get_running_loop().create_future()
+        execution.loading.set_result(None)
+
+
 async def step(name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """`fn(*args)` as a recorded step inside a durable run (on replay: the recorded result, or
     the recorded error raised again as `PortableWorkflowError`; `fn` not called); anywhere else,
@@ -143,10 +154,14 @@ async def _live(db: "Database", execution: _Recorded, number: int, name: str, fn
 async def _record(db: "Database", execution: _Recorded, number: int, name: str, result: str | None,
                   error: str | None) -> None:
     """One transaction: the step's row and the run's events queued before it. The step is
-    recorded when this returns (the audit's `recorded` line follows the commit)."""
+    recorded when this returns (the audit's `recorded` line follows the commit). Written here,
+    on the run's loop, when SQLite's lock is free (no hop), else on a thread, where a wait for
+    the lock (or PostgreSQL's round trip) never holds up the loop."""
     run_id = execution.run_id
     row = {"run_id": run_id, "step": number, "name": name, "result": result, "error": error}
-    first = await asyncio.to_thread(db.with_events, run_id, lambda c: _insert(c, row))
+    first = db.record_step_now(row)
+    if first is None:
+        first = await asyncio.to_thread(db.with_events, run_id, lambda c: _insert(c, row))
     if not first:
         from dbos import error as dbos_error
 

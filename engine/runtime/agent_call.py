@@ -297,9 +297,29 @@ def _built_run_config(stream: bool) -> Any:
     reads seven environment variables) several times a model turn; this one reads them once,
     with the same meaning (`RunConfig` is not changed by a run)."""
     from google.adk.agents.run_config import RunConfig, StreamingMode
-    from google.adk.telemetry import TelemetryConfig
 
-    return RunConfig(streaming_mode=StreamingMode.SSE if stream else StreamingMode.NONE, telemetry=TelemetryConfig())
+    return RunConfig(streaming_mode=StreamingMode.SSE if stream else StreamingMode.NONE, telemetry=_telemetry())
+
+
+def _telemetry() -> Any:
+    """ADK's telemetry settings. With no OpenTelemetry set up in this process (no tracer
+    provider set, no `OTEL_*` variable), ADK's spans record nothing, yet by default (its
+    experimental GenAI conventions) it builds every request's and reply's attributes for them,
+    messages and tool declarations included: ~11% of a model turn's Python calls. Then the
+    cheapest settings that mean the same (nothing recorded): the stable conventions, no message
+    content, no experimental telemetry. Set up (before the first agent call: this is read once a
+    process), ADK's defaults and the environment decide, as before."""
+    import os
+
+    from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
+    from opentelemetry import trace
+
+    configured = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) or any(
+        name.startswith("OTEL_") or name.startswith("ADK_EXPERIMENTAL_TELEMETRY") for name in os.environ)
+    if configured:
+        return TelemetryConfig()
+    return TelemetryConfig(genai_semconv_stability_opt_in="stable", capture_message_content=ContentCapturingMode.NO_CONTENT,
+                           adk_experimental_telemetry_opt_in=False)
 
 
 async def _answer_pauses(run: "RunState", paused: list[tuple[str, Any]]) -> Any:

@@ -224,11 +224,31 @@ class Engine:
         if self.db is None or self.host is None:
             handle._task = loop.create_task(self._execute(handle, workflow, chosen), name=f"run {run_id}", context=context)
             return handle
-        self.db.create_run(**self._run_row(run_id, handle, workflow, chosen), status=RunStatus.RUNNING.value,
-                           owner=self.host.owner, heartbeat=handle.started_at)
+        row = dict(self._run_row(run_id, handle, workflow, chosen), status=RunStatus.RUNNING.value,
+                   owner=self.host.owner, heartbeat=handle.started_at)
+        # The row now if SQLite's lock is free, else on a thread: this loop (a console's) never
+        # waits for the lock while a burst of starts and the runs' steps compete for it.
+        written = self.db.create_run_now(**row)
         self._prepared[run_id] = (handle, workflow, chosen)
-        handle._task = loop.create_task(self.host.start(run_id), name=f"start {run_id}", context=context)
+        handle._task = loop.create_task(self._start(run_id, None if written else row), name=f"start {run_id}",
+                                        context=context)
         return handle
+
+    async def _start(self, run_id: str, row: dict[str, Any] | None) -> None:
+        """The run's workflow started, after its row (`row`: still to be written, on a thread)."""
+        assert self.db is not None and self.host is not None
+        if row is not None:
+            try:
+                await asyncio.to_thread(self.db.create_run, **row)
+            except Exception as exc:  # not recorded: the run failed to start, as its waiters are told
+                prepared = self._prepared.pop(run_id, None)
+                if prepared is not None:
+                    handle = prepared[0]
+                    handle.status, handle.error, handle.exception = RunStatus.FAILED, str(exc), exc
+                    handle.finished_at = self.clock.now()
+                    handle._ended.set()
+                return
+        await self.host.start(run_id)
 
     def queue_run(self, workflow: CompiledWorkflow, *, flow: str | None = None, input: str = "",
                   task: str | None = None, script: Script | None = None) -> str:
@@ -308,7 +328,10 @@ class Engine:
             handle.events = [RunEvent(run_id, e.pop("type"), e.pop("time"), e) for e in self.db.events_of(run_id)]
             self.runs.append(handle)
         else:
+            from engine.durable import steps
+
             handle, workflow, script = prepared
+            steps.nothing_recorded()  # started by start_run just now
         handle._task = asyncio.current_task()
         arrived = self._arrivals.get(run_id)
         if arrived is not None and not arrived.done():

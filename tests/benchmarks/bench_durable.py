@@ -159,6 +159,24 @@ def statements_per_turn(turns: int) -> None:
         counts[f"{thread()}: hop to a pool thread"] += 1
         return submit(pool, fn, *args, **kwargs)
 
+    import sqlite3
+
+    class LoopWriterSqlite:  # sqlite3 as engine/durable/loop_write.py sees it: its statements counted
+        def __getattr__(self, name: str) -> Any:
+            return getattr(sqlite3, name)
+
+        @staticmethod
+        def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            conn = sqlite3.connect(*args, **kwargs)
+            conn.set_trace_callback(lambda sql: counts.update([f"{thread()}, loop writer: {sql.split()[0]}"]))
+            return conn
+
+    try:
+        from engine.durable import loop_write
+    except ImportError:  # a checkout from before it
+        loop_write = None
+    if loop_write is not None:
+        loop_write.sqlite3 = LoopWriterSqlite()
     concurrent.futures.ThreadPoolExecutor.submit = hop  # type: ignore[method-assign]
     sa.event.listen(sa.engine.Engine, "before_cursor_execute", statement)
     sa.event.listen(sa.engine.Engine, "commit", commit)
@@ -166,6 +184,8 @@ def statements_per_turn(turns: int) -> None:
     try:
         asyncio.run(one_run(turns, Path(tempfile.mkdtemp()), True))
     finally:
+        if loop_write is not None:
+            loop_write.sqlite3 = sqlite3
         concurrent.futures.ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
         sa.event.remove(sa.engine.Engine, "before_cursor_execute", statement)
         sa.event.remove(sa.engine.Engine, "commit", commit)
@@ -175,7 +195,8 @@ def statements_per_turn(turns: int) -> None:
 
 
 # One round in a checkout of escalate (its own bench_durable.one_run): [[wall, CPU of the process] s a
-# turn, in memory and durable]. CPU counts every thread; the shared host moves it less than wall time.
+# turn, in memory and durable]. CPU counts every thread, a long run's minus a 10-turn run's (the
+# open and DBOS's launch cancel out); the shared host moves it less than wall time.
 _ROUND = """
 import asyncio, json, sys, tempfile, time
 from pathlib import Path
@@ -184,36 +205,44 @@ import bench_durable as b
 from engine.runtime.adk_setup import prepare_adk
 prepare_adk()
 asyncio.run(b.one_run(5, Path(tempfile.mkdtemp()), False))
+asyncio.run(b.one_run(5, Path(tempfile.mkdtemp()), True))  # DBOS's imports and first launch, outside the figures
 turns = int(sys.argv[1])
 
 def timed(durable):
-    cpu = time.process_time()
-    wall = asyncio.run(b.one_run(turns, Path(tempfile.mkdtemp()), durable))
-    return [wall, (time.process_time() - cpu) / turns]
+    def cpu_of(count):
+        cpu = time.process_time()
+        wall = asyncio.run(b.one_run(count, Path(tempfile.mkdtemp()), durable))
+        return wall, time.process_time() - cpu
+
+    wall, cpu = cpu_of(turns)
+    return [wall, (cpu - cpu_of(10)[1]) / (turns - 10)]  # what a run pays once (DBOS's launch) cancels out
 
 print(json.dumps([timed(False), timed(True)]))
 """
 
 
-# Python function calls a turn (C functions included, every thread), in memory and durable: the
-# difference between a run of 10 turns and one of 10 + N, over N. Counted, so the host's load does
-# not move it (the pollers' calls grow with the run's wall time, a few dozen a turn).
+# Python function calls a turn (C functions included), in memory and durable: the difference
+# between a run of 10 turns and one of 10 + N, over N. Counted, so the host's load does not move
+# it; twice: on the threads that do a turn's work (the loop's, and the pool's that record steps
+# and hop), and on every thread (the pollers' calls, a few hundred a turn, grow with the run's
+# wall time, which the host's load moves).
 _CALLS = """
-import asyncio, json, sys, tempfile, threading
+import asyncio, collections, json, sys, tempfile, threading
 from pathlib import Path
 sys.path.insert(0, "tests/benchmarks")
 import bench_durable as b
 from engine.runtime.adk_setup import prepare_adk
 prepare_adk()
 turns = int(sys.argv[1])
-count = [0]
+count = collections.Counter()
+names = {}
 
 def counted(frame, event, arg):
     if event in ("call", "c_call"):
-        count[0] += 1
+        count[threading.get_ident()] += 1
 
 def calls(n, durable):
-    count[0] = 0
+    count.clear()
     sys.setprofile(counted)
     threading.setprofile(counted)
     try:
@@ -221,12 +250,16 @@ def calls(n, durable):
     finally:
         sys.setprofile(None)
         threading.setprofile(None)
-    return count[0]
+    names.update((t.ident, t.name) for t in threading.enumerate())
+    turn = sum(n for ident, n in count.items()
+               if names.get(ident, "").startswith(("MainThread", "dbos-executor", "asyncio")))
+    return turn, sum(count.values())
 
 out = []
 for durable in (False, True):
     calls(5, durable)
-    out.append((calls(10 + turns, durable) - calls(10, durable)) / turns)
+    (big, big_all), (small, small_all) = calls(10 + turns, durable), calls(10, durable)
+    out.append([(big - small) / turns, (big_all - small_all) / turns])
 print(json.dumps(out))
 """
 
@@ -237,9 +270,10 @@ def calls_per_turn(turns: int, trees: list[Path]) -> None:
         env = {**os.environ, "PYTHONPATH": str(tree)}
         out = subprocess.run([sys.executable, "-c", _CALLS, str(turns)], cwd=tree, env=env, check=True,
                              capture_output=True, text=True).stdout
-        memory, durable = json.loads(out.strip().splitlines()[-1])
+        (memory, memory_all), (durable, durable_all) = json.loads(out.strip().splitlines()[-1])
         name = "this checkout" if tree == ROOT else str(tree)
-        print(f"Python calls a turn ({turns} turns), {name}: in memory {memory:.0f}, durable {durable:.0f}")
+        print(f"Python calls a turn ({turns} turns), {name}, the loop's and the pool's threads: in memory "
+              f"{memory:.0f}, durable {durable:.0f}; every thread: {memory_all:.0f}, {durable_all:.0f}")
 
 
 def _round_in(tree: Path, turns: int) -> list[list[float]]:

@@ -7,13 +7,14 @@ Counted, not timed: statements per thread on a real SQLite file, a real durable 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from engine.durable import database
+from engine.durable import database, loop_write
 from engine.durable.database import Database
 from engine.services import open_services
 
@@ -31,21 +32,44 @@ flow main:
 """
 
 
+LOOP_WRITER = "the loop writer"  # the pool named for statements of loop_write.py's connection
+
+
 class Statements:
-    """Every statement run on any engine of this process: (thread name, engine's pool, SQL)."""
+    """Every statement run on any engine of this process: (thread name, engine's pool, SQL);
+    and those of the steps' loop writer (engine/durable/loop_write.py), its pool LOOP_WRITER."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, object, str]] = []
+        self._connect = loop_write.sqlite3.connect
 
     def __enter__(self) -> "Statements":
         sa.event.listen(sa.engine.Engine, "before_cursor_execute", self._one)
+        loop_write.sqlite3 = _Traced(self)  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
         sa.event.remove(sa.engine.Engine, "before_cursor_execute", self._one)
+        loop_write.sqlite3 = sqlite3
 
     def _one(self, conn, cursor, statement, params, context, executemany) -> None:  # noqa: ANN001
         self.seen.append((threading.current_thread().name, conn.engine.pool, " ".join(statement.split())))
+
+    def loop_writer_connect(self, *args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = self._connect(*args, **kwargs)
+        conn.set_trace_callback(
+            lambda sql: self.seen.append((threading.current_thread().name, LOOP_WRITER, " ".join(sql.split()))))
+        return conn
+
+
+class _Traced:
+    """sqlite3 as loop_write.py sees it, its connections traced."""
+
+    def __init__(self, statements: Statements) -> None:
+        self.connect = statements.loop_writer_connect
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(sqlite3, name)
 
 
 async def _durable_run(tmp_path: Path) -> tuple[object, object]:
@@ -65,7 +89,7 @@ async def _durable_run(tmp_path: Path) -> tuple[object, object]:
 
 async def test_a_step_is_one_transaction_of_ours_with_the_run_s_events(tmp_path, monkeypatch) -> None:
     # Each model turn: one INSERT into escalate_steps, after the run's events queued before it, in
-    # one transaction; the run's recorded steps read once, not once a step; nothing through
+    # one transaction; a new run's recorded steps not read (none); nothing through
     # DBOS's step recording (before: 2 SELECTs, then an UPDATE and an INSERT into DBOS's
     # operation_outputs, two transactions a step).
     monkeypatch.setattr(database, "EVENTS_LINGER", 600.0, raising=False)
@@ -75,10 +99,12 @@ async def test_a_step_is_one_transaction_of_ours_with_the_run_s_events(tmp_path,
         ours = services.db.engine
         assert not [sql for _, _, sql in statements.seen if sql.startswith("INSERT INTO main.operation_outputs")]
         loads = [sql for _, _, sql in statements.seen if sql.startswith("SELECT") and " FROM escalate_steps " in sql]
-        assert len(loads) == 1
+        # a run started here has nothing recorded: no read at all (before: one at its first step;
+        # a continued run reads once: test_steps_table.py)
+        assert loads == []
         by_thread: dict[str, list[str]] = {}
         for thread, pool, sql in statements.seen:
-            if pool is ours.pool:
+            if pool is ours.pool or pool == LOOP_WRITER:
                 by_thread.setdefault(thread, []).append(sql.split(" (")[0])
         recorded = [(thread, i) for thread, seen in by_thread.items() for i, sql in enumerate(seen)
                     if sql.startswith("INSERT INTO escalate_steps")]
@@ -167,3 +193,12 @@ async def test_a_host_left_open_on_a_database_now_gone_does_not_stop_the_next_on
     handle, services = await _durable_run(tmp_path)
     services.close()
     assert handle.result is not None
+
+
+async def test_a_run_started_here_is_not_read_back_before_it_executes(tmp_path) -> None:
+    # Its row was just written here as running: the workflow's check that a recovered run is not
+    # over (host.py `over`) is not made for it (before: a hop to a thread and the row read, a start).
+    with Statements() as statements:
+        handle, services = await _durable_run(tmp_path)
+    services.close()
+    assert [sql for _, _, sql in statements.seen if "FROM escalate_runs" in sql] == []
