@@ -6,11 +6,13 @@ command they let run (as direnv does: any change to the file needs trusting agai
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 CONFIG_NAME = "trust.json"
 
@@ -42,11 +44,29 @@ def load() -> dict[str, Any]:
             "rules": rules if isinstance(rules, dict) else {}}
 
 
-def save(data: dict[str, Any]) -> None:
+def update(change: Callable[[dict[str, Any]], None]) -> None:
+    """Read, change and write the configuration under an exclusive lock (a lock file beside it):
+    two processes trusting at once (two new databases marked together) both keep what they
+    wrote, where a plain read-change-write lost one of them."""
     path = config_path()
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temp = path.with_name(f".{CONFIG_NAME}.{os.getpid()}")
+        fd = os.open(path.with_name(f".{CONFIG_NAME}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise TrustError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file is closed, or the process ends
+        data = load()
+        change(data)
+        _save(data)
+    finally:
+        os.close(fd)
+
+
+def _save(data: dict[str, Any]) -> None:
+    path = config_path()
+    try:
+        temp = path.with_name(f".{CONFIG_NAME}.{os.getpid()}.{threading.get_ident()}")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(data, out, indent=1, sort_keys=True)
@@ -75,7 +95,5 @@ def trust_rules(path: Path) -> str:
         content = path.read_bytes()
     except OSError as exc:
         raise TrustError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    data = load()
-    data["rules"][str(path.resolve())] = digest(content)
-    save(data)
+    update(lambda data: data["rules"].__setitem__(str(path.resolve()), digest(content)))
     return digest(content)
