@@ -17,37 +17,34 @@ from __future__ import annotations
 import logging
 import math
 import os
+from typing import Callable, TypeVar
+
+T = TypeVar("T", int, float)
 
 
 def seconds(variable: str, default: float, *, least: float) -> float:
     """`$variable` when it is a number of seconds of at least `least`, else `default` (a value
     that is not is said in one log line)."""
-    given = os.environ.get(variable)
-    if given is None:
-        return default
-    try:
-        value = float(given)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= least):
-        logging.getLogger("escalate.durable").warning(
-            "%s=%r: not a number of seconds of at least %g; %g used", variable, given[:40], least, default)
-        return default
-    return value
+    return _setting(variable, default, least, float, "a number of seconds")
 
 
 def count(variable: str, default: int, *, least: int) -> int:
     """`$variable` when it is a whole number of at least `least`, else `default` (a value that
     is not is said in one log line)."""
+    return _setting(variable, default, least, int, "a whole number")
+
+
+def _setting(variable: str, default: T, least: T, read: Callable[[str], T], what: str) -> T:
     given = os.environ.get(variable)
     if given is None:
         return default
     try:
-        value = int(given)
-    except ValueError:
-        value = least - 1
-    if value < least:
+        value = read(given)
+        fits = math.isfinite(value) and value >= least
+    except (ValueError, OverflowError):  # not a number; a whole number past a float's range
+        fits = False
+    if not fits:
         logging.getLogger("escalate.durable").warning(
-            "%s=%r: not a whole number of at least %d; %d used", variable, given[:40], least, default)
+            "%s=%r: not %s of at least %g; %g used", variable, given[:40], what, least, default)
         return default
     return value
