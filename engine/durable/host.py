@@ -75,7 +75,9 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     async def escalate_run(run_id: str) -> None:
         steps.begin(run_id)  # its recorded steps: read at its first step, once
         host = _HOST
-        if host is not None and not host.new(run_id) and await asyncio.to_thread(host.over, run_id):
+        if host is not None and host.new(run_id):
+            steps.nothing_recorded()  # started here just now: nothing of it was recorded, nor is it over
+        elif host is not None and await asyncio.to_thread(host.over, run_id):
             # Recovered or resumed after the run ended (its process killed between the run's
             # last row and DBOS's SUCCESS): never executed again; DBOS records it finished.
             log.info("%s: already over; its workflow is finished, not executed again", run_id)
@@ -223,7 +225,8 @@ class DurableHost:
 
     def new(self, run_id: str) -> bool:
         """Whether `run_id` is a run `start` was given, once: its row was just written here as
-        running, so it is not over (200 starts: 200 reads and hops saved)."""
+        running and its workflow never ran before, so it is not over and recorded no step (200
+        starts: 200 reads of its row and 200 of its steps saved, with their hops)."""
         if run_id in self._new:
             self._new.discard(run_id)
             return True

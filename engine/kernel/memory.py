@@ -20,19 +20,20 @@ from typing import Any, Callable
 SETTLE_SECONDS = 1.0
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, or None (not Linux, or a libc without it: musl)."""
+def _glibc(name: str, argtypes: list[Any]) -> Any:
+    """A function of the process's own libc returning an int, or None (not Linux, or a libc
+    without it: musl)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        trim: Any = ctypes.CDLL(None).malloc_trim  # the process's own libc
+        function: Any = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
         return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+    function.argtypes, function.restype = argtypes, ctypes.c_int
+    return function
 
 
-_TRIM = _malloc_trim()
+_TRIM: Callable[[int], int] | None = _glibc("malloc_trim", [ctypes.c_size_t])
 M_ARENA_MAX = -8  # glibc's malloc.h
 # glibc gives each thread that allocates an arena of its own, up to 8 per core: DBOS's pool
 # threads (EXECUTOR_THREADS) each kept one, with free chunks a trim does not give back. With 4,
@@ -44,14 +45,8 @@ ARENAS = 4
 def few_arenas() -> bool:
     """Cap glibc's malloc arenas at ARENAS from now on (mallopt, public libc API; call before
     the pool's threads start); whether glibc took it (not Linux/glibc: nothing done)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt: Any = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(M_ARENA_MAX, ARENAS))
+    mallopt = _glibc("mallopt", [ctypes.c_int, ctypes.c_int])
+    return mallopt is not None and bool(mallopt(M_ARENA_MAX, ARENAS))
 
 
 def give_back() -> bool:

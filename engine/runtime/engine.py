@@ -96,6 +96,12 @@ class RunHandle:
         elif self.parked:  # rows only: its escalations withdrawn and its row ended where it is
             self._cancel()
 
+    def _end_unexecuted(self, status: RunStatus, error: str, at: float, exception: BaseException | None = None) -> None:
+        """The run ends with no execution of it under way (a start that could not be recorded,
+        a parked run cancelled): its outcome set and its waiters released."""
+        self.status, self.error, self.exception, self.finished_at = status, error, exception, at
+        self._ended.set()
+
     async def wait(self) -> RunStatus:
         """Wait for the end of the run (whoever waits is not cancelled by the run's cancel)."""
         await self._ended.wait()
@@ -243,10 +249,7 @@ class Engine:
             except Exception as exc:  # not recorded: the run failed to start, as its waiters are told
                 prepared = self._prepared.pop(run_id, None)
                 if prepared is not None:
-                    handle = prepared[0]
-                    handle.status, handle.error, handle.exception = RunStatus.FAILED, str(exc), exc
-                    handle.finished_at = self.clock.now()
-                    handle._ended.set()
+                    prepared[0]._end_unexecuted(RunStatus.FAILED, str(exc), self.clock.now(), exc)
                 return
         await self.host.start(run_id)
 
@@ -328,10 +331,7 @@ class Engine:
             handle.events = [RunEvent(run_id, e.pop("type"), e.pop("time"), e) for e in self.db.events_of(run_id)]
             self.runs.append(handle)
         else:
-            from engine.durable import steps
-
             handle, workflow, script = prepared
-            steps.nothing_recorded()  # started by start_run just now
         handle._task = asyncio.current_task()
         arrived = self._arrivals.get(run_id)
         if arrived is not None and not arrived.done():
@@ -366,10 +366,10 @@ class Engine:
             return
         handle.parked = False
         self.broker.cancel_run(handle.id)
-        handle.status, handle.error, handle.finished_at = RunStatus.CANCELLED, "cancelled", self.clock.now()
+        now = self.clock.now()
         if self.db is not None:
-            self.db.update_run(handle.id, status=handle.status.value, error=handle.error, finished=handle.finished_at)
-        handle._ended.set()
+            self.db.update_run(handle.id, status=RunStatus.CANCELLED.value, error="cancelled", finished=now)
+        handle._end_unexecuted(RunStatus.CANCELLED, "cancelled", now)
 
     def _from_row(self, run_id: str, row: dict[str, Any] | None = None) -> tuple[CompiledWorkflow, Script | None]:
         """The workflow and script a recorded run was started with, as any process reads them."""
