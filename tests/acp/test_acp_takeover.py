@@ -70,6 +70,10 @@ def test_a_worker_takes_over_a_killed_acp_run(tmp_path: Path, can_load: bool) ->
         _until(lambda: (r := database.get_run(run_id)) is not None and r["status"] == "parked", "the run parked")
         assert escalate_here("answer", pending["id"], "--option", "keep", "--db", db, cwd=tmp_path).returncode == 0
         _until(lambda: sum(t["event"] == "prompt" for t in _trace(trace)) == 2, "the second turn under way")
+        # Its "started again" line stored before the kill: the newest events of a killed process
+        # may be lost by design (database.add_event), and the agent waits 60 s in this turn anyway.
+        _until(lambda: any("started again" in str(e.get("message")) for e in database.events_of(run_id)),
+               "the first 'started again' stored")
     finally:
         worker.kill()  # SIGKILL, mid-turn
         worker.wait()
