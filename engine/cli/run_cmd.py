@@ -198,8 +198,8 @@ async def drive(engine: Any, start: Any, *, answers: list[Any], wait: bool, labe
         ended.cancel()
         left.cancel()
         status = handle.status
-        if status.finished and engine.host is not None:
-            await engine.host.settled(handle.id)
+        if engine.host is not None:
+            await engine.host.settle_ended()
     finally:
         responder.close()
         for signum in (signal.SIGTERM, signal.SIGHUP):

@@ -41,7 +41,7 @@ EXECUTOR_WAIT = 60.0  # a run DBOS hands over before this process has its engine
 WORKERS_QUEUE = "escalate-runs"  # `run --detach` queues here; every `escalate worker` takes from it
 WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queue poll)
 WORKFLOW_NAME = "escalate_run"
-SETTLE_SECONDS = 5.0  # at most this long, at exit, for DBOS to record the end of a run that is over
+SETTLE_SECONDS = 5.0  # at most this long, at exit, for DBOS to record the ends of runs that are over
 OWN_QUEUE_POLL = 0.1  # seconds between looks at this process's own queue: a resumed run starts within it
 # An own queue with nothing queued on it this long is deleted (its poller ends with its row) and
 # registered again at the next run this process takes back (DBOS finds it within ~1 s then).
@@ -495,19 +495,26 @@ class DurableHost:
             self._new.discard(run_id)
             raise
 
-    async def settled(self, run_id: str, timeout: float = SETTLE_SECONDS) -> None:
-        """Wait until DBOS has recorded the end of the workflow of a run that is over here (its
-        output, `SUCCESS`): a process that exits as soon as the run's own rows say it ended (`run`,
-        `resume`) closed DBOS while it was still writing that, and left the workflow `PENDING`
-        (seen under load; a worker later finishes such a workflow, `finish_ended`). Bounded: a
-        database too busy to answer leaves it to that."""
+    async def settle_ended(self, timeout: float = SETTLE_SECONDS) -> None:
+        """Before this process closes DBOS: the workflows it executed whose runs are over, while
+        DBOS still records their end (`SUCCESS`), are waited for, at most `timeout`. A process
+        that closed DBOS as soon as a run's rows said it ended (`run`, `resume`, a worker's clean
+        stop) left such a workflow `PENDING` (seen under load; a worker later finishes it,
+        `finish_ended`). Runs left waiting or in flight are not over: not waited for."""
         from dbos import DBOS
 
-        try:
+        async def settled(run_id: str) -> None:
             handle = await DBOS.retrieve_workflow_async(run_id)
-            await asyncio.wait_for(handle.get_result(polling_interval_sec=0.02), timeout)
-        except Exception:  # failed, cancelled (parked), or not recorded in time: as it is
-            log.debug("workflow %s not settled", run_id, exc_info=True)
+            await handle.get_result(polling_interval_sec=0.02)
+
+        try:
+            flows = await DBOS.list_workflows_async(status="PENDING", executor_id=self.owner, name=WORKFLOW_NAME,
+                                                    load_input=False, load_output=False)
+            ended = [f.workflow_id for f in flows if await asyncio.to_thread(self.over, f.workflow_id)]
+            if ended:
+                await asyncio.wait_for(asyncio.gather(*map(settled, ended)), timeout)
+        except Exception:  # failed, cancelled, or not recorded in time: as it is, for finish_ended
+            log.debug("workflows not settled", exc_info=True)
 
     async def resume(self, run_id: str) -> bool:
         """Continue an interrupted run here, from its last recorded step; False when another

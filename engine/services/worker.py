@@ -152,6 +152,7 @@ class Worker:
             await self._stop.wait()
             scan.cancel()
             await self._drain()
+            await host.settle_ended()
         finally:
             scan.cancel()
             self.parking.stop()
