@@ -21,17 +21,34 @@ from tests.durable.test_turn_cost import FLOW, LOOP_WRITER, TURNS, Statements, _
 async def test_a_durable_turn_records_its_step_on_the_loop_with_its_events(tmp_path, monkeypatch) -> None:
     # Before: every step's INSERT on a pool thread (one hop from the loop and back a turn).
     monkeypatch.setattr(database, "EVENTS_LINGER", 600.0)  # the run's events all go with its steps
+    tried: list[object] = []  # what each step's try on the loop gave (None: the lock was held)
+    record_step_now = Database.record_step_now
+
+    def traced(db: Database, row: dict[str, object]) -> bool | None:
+        tried.append(record_step_now(db, row))
+        return tried[-1]
+
+    monkeypatch.setattr(Database, "record_step_now", traced)
+    create_run_now = Database.create_run_now
+    run_now: list[bool] = []
+    monkeypatch.setattr(Database, "create_run_now", lambda db, **row: run_now.append(create_run_now(db, **row)) or run_now[-1])
     loop_thread = threading.current_thread().name
     with Statements() as statements:
         handle, services = await _durable_run(tmp_path)
     services.close()
+    # A step that found the lock held (DBOS writing the workflow's row on its thread, once in a
+    # while under CI's load at the first step) went to the thread path, as designed; each other
+    # step was written on the loop.
+    held = tried.count(None)
+    assert len(tried) == TURNS and held <= 2, tried
     steps = [(thread, pool) for thread, pool, sql in statements.seen if sql.startswith("INSERT INTO escalate_steps")]
-    assert steps == [(loop_thread, LOOP_WRITER)] * TURNS
+    assert [step for step, got in zip(steps, tried) if got is not None] == [(loop_thread, LOOP_WRITER)] * (TURNS - held)
+    assert all(pool != LOOP_WRITER for (thread, pool), got in zip(steps, tried) if got is None)
     mine = [sql for thread, pool, sql in statements.seen if pool == LOOP_WRITER and not sql.startswith("PRAGMA")]
     # each: one transaction that takes the lock at once, the run's queued events, the step; and
-    # the first, the run's row (start_run on the loop, the lock free)
-    assert mine.count("BEGIN IMMEDIATE") == mine.count("COMMIT") == TURNS + 1
-    assert mine[1].startswith("INSERT INTO escalate_runs")
+    # the first, the run's row (start_run on the loop when the lock was free)
+    assert len(run_now) == 1 and mine.count("COMMIT") == TURNS - held + run_now[0]
+    assert mine[1].startswith("INSERT INTO escalate_runs") == run_now[0]
     assert all(mine[i - 1].startswith("INSERT INTO escalate_events")
                for i, sql in enumerate(mine) if sql.startswith("INSERT INTO escalate_steps"))
 
