@@ -40,7 +40,7 @@ async def test_a_durable_turn_records_its_step_on_the_loop_with_its_events(tmp_p
     # while under CI's load at the first step) went to the thread path, as designed; each other
     # step was written on the loop.
     held = tried.count(None)
-    assert len(tried) == TURNS and held <= 2, tried
+    assert len(tried) == TURNS and held <= TURNS // 3, tried
     steps = [(thread, pool) for thread, pool, sql in statements.seen if sql.startswith("INSERT INTO escalate_steps")]
     assert [step for step, got in zip(steps, tried) if got is not None] == [(loop_thread, LOOP_WRITER)] * (TURNS - held)
     assert all(pool != LOOP_WRITER for (thread, pool), got in zip(steps, tried) if got is None)
