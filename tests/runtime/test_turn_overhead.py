@@ -133,3 +133,58 @@ def test_a_tracer_provider_set_keeps_adk_s_telemetry(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(trace, "get_tracer_provider", lambda: TracerProvider())  # as if set at start-up
     told = _telemetry_settings(monkeypatch)
     assert told.genai_semconv_stability_opt_in is None and told.capture_message_content is None
+
+
+async def _per_turn(harness, tmp_path: Path, count) -> int:  # noqa: ANN001
+    """What `count()` grows by over 6 more turns of the echo loop (a real Runner each turn),
+    past the first-use costs."""
+
+    async def counted(turns: int) -> int:
+        script = "agents:\n  echo:\n" + "".join(f"    - 'reply {i}'\n" for i in range(turns))
+        engine = harness.engine(script)
+        cls = workflow_class(compile_source(FLOW.format(n=turns), Path("t.sr")))
+        before = count()
+        handle = engine.start_run(CompiledWorkflow(tmp_path / "t.sr", "t", cls), input="go")
+        assert await handle.wait() is RunStatus.DONE, handle.error
+        assert handle.result == f"reply {turns - 1}"
+        return count() - before
+
+    await counted(1)
+    return await counted(8) - await counted(2)
+
+
+async def test_a_turn_deep_copies_no_tool_declaration(harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: ADK's FunctionTool deep-copied its declaration for every tool at every turn
+    # (~540 Python calls a turn for ask_human alone); now built once a tool, shallow-copied.
+    copies: list[int] = []
+    model_copy = types.FunctionDeclaration.model_copy
+
+    def counted(self, *, update=None, deep=False):  # noqa: ANN001, ANN202
+        if deep:
+            copies.append(1)
+        return model_copy(self, update=update, deep=deep)
+
+    monkeypatch.setattr(types.FunctionDeclaration, "model_copy", counted)
+    grown = await _per_turn(harness, tmp_path, lambda: len(copies))
+    assert grown == 0, f"{grown} declarations deep-copied over 6 turns ({len(copies)} in all)"
+
+
+def test_a_tool_built_once_declares_what_adk_declares_and_each_turn_gets_its_own() -> None:
+    from google.adk.tools import FunctionTool, LongRunningFunctionTool
+
+    from engine.runtime import callbacks
+    from engine.runtime.tools.declared import DeclaredFunctionTool, DeclaredLongRunningTool
+    from engine.runtime.tools.fs import fs_functions
+    from engine.runtime.tools.workspace import Workspace
+
+    read_file = fs_functions(Workspace(Path("/")), readonly=True)[0]  # a built-in tool's function
+
+    for ours, adk in ((DeclaredLongRunningTool(callbacks.ask_human), LongRunningFunctionTool(callbacks.ask_human)),
+                      (DeclaredFunctionTool(read_file), FunctionTool(read_file))):
+        first = ours._get_declaration()
+        assert first == adk._get_declaration()
+        first.description += " (changed by one request)"  # as ADK changes a request's own copy
+        first.name = "renamed"
+        again = ours._get_declaration()
+        assert again == adk._get_declaration() and again is not first
+        assert ours.is_long_running == adk.is_long_running
