@@ -105,10 +105,12 @@ def _telemetry_settings(monkeypatch: pytest.MonkeyPatch, **environment: str) -> 
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     agent_call._built_run_config.cache_clear()  # read once a process: read again here
+    agent_call._traced.cache_clear()
     try:
         return agent_call._run_config().telemetry
     finally:
         agent_call._built_run_config.cache_clear()
+        agent_call._traced.cache_clear()
 
 
 def test_with_no_telemetry_set_up_a_turn_builds_no_span_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
