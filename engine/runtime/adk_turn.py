@@ -37,6 +37,7 @@ async def run_async(runner: Any, *, user_id: str, session_id: str, new_message: 
             async for event in events:
                 yield event
         return
+    from google.adk.agents import RunConfig
     from google.adk.agents.invocation_context import InvocationContext, new_invocation_context_id
     from google.adk.events import Event
 
@@ -46,7 +47,7 @@ async def run_async(runner: Any, *, user_id: str, session_id: str, new_message: 
         raise ValueError(f"Session not found: {session_id}")
     context = InvocationContext(
         session_service=sessions, invocation_id=new_invocation_context_id(), agent=runner.agent, session=session,
-        user_content=new_message, run_config=run_config, plugin_manager=runner.plugin_manager,
+        user_content=new_message, run_config=run_config or RunConfig(), plugin_manager=runner.plugin_manager,
     )
     await sessions.append_event(session, Event(invocation_id=context.invocation_id, author="user", content=new_message))
     async with aclosing(runner.agent.run_async(context)) as events:

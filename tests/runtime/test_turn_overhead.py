@@ -190,3 +190,19 @@ def test_a_tool_built_once_declares_what_adk_declares_and_each_turn_gets_its_own
         again = ours._get_declaration()
         assert again == adk._get_declaration() and again is not first
         assert ours.is_long_running == adk.is_long_running
+
+
+async def test_an_agent_with_no_delegates_runs_without_adk_s_node_runtime(harness, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: Runner.run_async ran the root agent as a node of ADK's workflow runtime: a clone of
+    # the agent (`build_node`), a scheduler and its tasks a turn; ~5,260 Python calls a scripted
+    # turn -> ~3,710 (engine/runtime/adk_turn.py).
+    from google.adk.agents.base_agent import BaseAgent
+    from google.adk.runners import Runner
+
+    counts: list[str] = []
+    clone, run_async = BaseAgent.clone, Runner.run_async
+    monkeypatch.setattr(BaseAgent, "clone", lambda self, update=None: (counts.append("clone"), clone(self, update))[1])
+    monkeypatch.setattr(Runner, "run_async", lambda self, **kw: (counts.append("runner"), run_async(self, **kw))[1])
+    grown = await _per_turn(harness, tmp_path, lambda: len(counts))
+    assert grown == 0, f"over 6 more turns: {grown} agent clones and Runner.run_async calls"
