@@ -1,7 +1,9 @@
-"""What an agent turn costs on the ADK side (issue 26), counted, not timed: a real Runner runs
-every turn, its sessions in the run's own service (engine/runtime/sessions.py: light copies, no
-deep copy of the session at each `run_async`), with one RunConfig whose TelemetryConfig is built
-once (ADK built several a turn without one, each reading the environment)."""
+"""What an agent turn costs on the ADK side (issue 26), counted, not timed: each turn's sessions
+in the run's own service (engine/runtime/sessions.py: light copies, no deep copy of the session at
+each invocation), one RunConfig whose TelemetryConfig is built once (ADK built several a turn
+without one, each reading the environment), tools that declare themselves once
+(engine/runtime/tools/declared.py), and an agent with no delegates run without ADK's node runtime
+(engine/runtime/adk_turn.py: no agent clone, no `Runner.run_async`)."""
 
 from __future__ import annotations
 
