@@ -208,3 +208,23 @@ async def test_an_agent_with_no_delegates_runs_without_adk_s_node_runtime(harnes
     monkeypatch.setattr(Runner, "run_async", lambda self, **kw: (counts.append("runner"), run_async(self, **kw))[1])
     grown = await _per_turn(harness, tmp_path, lambda: len(counts))
     assert grown == 0, f"over 6 more turns: {grown} agent clones and Runner.run_async calls"
+
+
+async def test_a_scripted_turn_in_memory_makes_fewer_python_calls(harness, tmp_path: Path) -> None:
+    # Every Python and C function call on the run's thread, counted (sys.setprofile): main made
+    # ~5,800 a scripted turn (bench_durable.py), ~3,600 now; the bound leaves room for ADK's
+    # patch releases, not for the node runtime or the declarations' deep copies coming back.
+    import sys
+
+    calls = [0]
+
+    def hook(frame, event, arg):  # noqa: ANN001, ANN202
+        if event == "call" or event == "c_call":
+            calls[0] += 1
+
+    sys.setprofile(hook)
+    try:
+        grown = await _per_turn(harness, tmp_path, lambda: calls[0])
+    finally:
+        sys.setprofile(None)
+    assert grown / 6 < 4600, f"{grown / 6:.0f} Python calls a turn"
