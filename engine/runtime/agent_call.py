@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.escalation import protocol
+from engine.runtime import adk_turn
 from engine.runtime.acp.call import AcpAgent, acp_agent, acp_command
 from engine.escalation.broker import EscalationError
 from engine.kernel.model import Origin
@@ -262,8 +263,8 @@ async def _drive(run: "RunState", runner: Any, session_id: str, message: Any, fr
     paused: list[tuple[str, Any]] = []
     answered: set[str] = set()  # long-running calls that gave their result at once (a child that did not ask)
     final_text = ""
-    async for event in runner.run_async(user_id=run.run_id, session_id=session_id, new_message=message,
-                                           run_config=_run_config()):
+    async for event in adk_turn.run_async(runner, user_id=run.run_id, session_id=session_id, new_message=message,
+                                          run_config=_run_config(), traced=_traced()):
         content = event.content
         if content is None or not content.parts or event.author == "user":
             continue
@@ -301,22 +302,28 @@ def _built_run_config(stream: bool) -> Any:
     return RunConfig(streaming_mode=StreamingMode.SSE if stream else StreamingMode.NONE, telemetry=_telemetry())
 
 
-def _telemetry() -> Any:
-    """ADK's telemetry settings. With no OpenTelemetry set up in this process (no tracer
-    provider set, no `OTEL_*` variable), ADK's spans record nothing, yet by default (its
-    experimental GenAI conventions) it builds every request's and reply's attributes for them,
-    messages and tool declarations included: ~11% of a model turn's Python calls. Then the
-    cheapest settings that mean the same (nothing recorded): the stable conventions, no message
-    content, no experimental telemetry. Set up (before the first agent call: this is read once a
-    process), ADK's defaults and the environment decide, as before."""
+@functools.cache
+def _traced() -> bool:
+    """Whether OpenTelemetry is set up in this process (a tracer provider set, or an `OTEL_*` or
+    `ADK_EXPERIMENTAL_TELEMETRY*` variable): read once a process, at the first agent call."""
     import os
 
-    from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
     from opentelemetry import trace
 
-    configured = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) or any(
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) or any(
         name.startswith("OTEL_") or name.startswith("ADK_EXPERIMENTAL_TELEMETRY") for name in os.environ)
-    if configured:
+
+
+def _telemetry() -> Any:
+    """ADK's telemetry settings. With no OpenTelemetry set up in this process (`_traced`), ADK's
+    spans record nothing, yet by default (its experimental GenAI conventions) it builds every
+    request's and reply's attributes for them, messages and tool declarations included: ~11% of
+    a model turn's Python calls. Then the same nothing is recorded more cheaply: stable
+    conventions, no content, no experimental telemetry. Set up, ADK's defaults and the
+    environment decide, as before."""
+    from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
+
+    if _traced():
         return TelemetryConfig()
     return TelemetryConfig(genai_semconv_stability_opt_in="stable", capture_message_content=ContentCapturingMode.NO_CONTENT,
                            adk_experimental_telemetry_opt_in=False)

@@ -53,9 +53,9 @@ def ask_human_tool() -> Any:
     callbacks answer its call from the call's own context) and ADK never changes a tool, while
     building it reads the function's signature and docstring again (a waiting run held ~2 KB
     of it, and each run paid ~0.1 ms: tests/benchmarks/bench_run_memory.py)."""
-    from google.adk.tools import LongRunningFunctionTool
+    from engine.runtime.tools.declared import DeclaredLongRunningTool
 
-    return LongRunningFunctionTool(callbacks.ask_human)
+    return DeclaredLongRunningTool(callbacks.ask_human)
 
 
 class AgentFactory:
@@ -111,7 +111,7 @@ class AgentFactory:
         """The agent's tools. A scripted agent is offline: MCP servers are not connected (their
         tools are not offered; a scripted call to one gets ADK's "tool not found" answer), so
         the many real-world files that declare them run offline too."""
-        from google.adk.tools import LongRunningFunctionTool
+        from engine.runtime.tools.declared import DeclaredLongRunningTool
 
         tools: list[Any] = []
         for tool_name in spec.tools:
@@ -132,7 +132,7 @@ class AgentFactory:
         tools.append(ask_human_tool())
         if self.run.agent_policy is not None and self.run.agent_policy.policy.is_source(spec.name):
             # Long-running: an approved target that waits for a person pauses its source on this call.
-            tools.append(LongRunningFunctionTool(callbacks.escalate_to_agent_tool(self.run, spec.name)))
+            tools.append(DeclaredLongRunningTool(callbacks.escalate_to_agent_tool(self.run, spec.name)))
         for child in spec.use:
             tools.append(callbacks.agent_tool(self.run, child, self._declaration_agent(child)))
         return tools

@@ -7,6 +7,7 @@ runs of one workflow replay the same script independently.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, AsyncGenerator
 
@@ -42,9 +43,11 @@ def latest_input(request: LlmRequest) -> str:
     return ""
 
 
-def _usage(reply: Reply) -> types.GenerateContentResponseUsageMetadata:
-    # The script's `usage:` (budgets tested offline), else zeros: ADK warns once per call without.
-    prompt, output = reply.usage
+@functools.lru_cache(maxsize=256)
+def _usage(prompt: int, output: int) -> types.GenerateContentResponseUsageMetadata:
+    """The script's `usage:` (budgets tested offline), else zeros: ADK warns once per call
+    without. One object for each pair (~80 Python calls a turn to build; nothing in ADK or
+    escalate changes a response's usage, they read it)."""
     return types.GenerateContentResponseUsageMetadata(
         prompt_token_count=prompt, candidates_token_count=output, total_token_count=prompt + output
     )
@@ -77,7 +80,7 @@ class ScriptedModel(BaseLlm):
     ) -> AsyncGenerator[LlmResponse, None]:
         index, reply = self.cursor.next_reply(self.agent_name, latest_input(llm_request))
         content = reply_content(reply, self.cursor.call_id(self.agent_name))
-        yield LlmResponse(content=content, usage_metadata=_usage(reply), turn_complete=True,
+        yield LlmResponse(content=content, usage_metadata=_usage(*reply.usage), turn_complete=True,
                           custom_metadata={"escalate_script": [self.agent_name, index]})
 
 

@@ -301,6 +301,8 @@ def turn_cost(turns: int, repeats: int = 5, trees: list[Path] | None = None) -> 
             add(f"{name} durable", durable)
             add(f"{name} cost", durable - memory)
             add(f"{name} cost, CPU", durable_cpu - memory_cpu)
+            add(f"{name} in memory, CPU", memory_cpu)  # the whole turn's, every thread of the process
+            add(f"{name} durable, CPU", durable_cpu)
         add("bare DBOS step, escalate's engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), True)))
         add("bare DBOS step, DBOS's own engine", asyncio.run(bare_step(turns, Path(tempfile.mkdtemp()), False)))
     statements_per_turn(turns)

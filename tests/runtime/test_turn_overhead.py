@@ -1,7 +1,9 @@
-"""What an agent turn costs on the ADK side (issue 26), counted, not timed: a real Runner runs
-every turn, its sessions in the run's own service (engine/runtime/sessions.py: light copies, no
-deep copy of the session at each `run_async`), with one RunConfig whose TelemetryConfig is built
-once (ADK built several a turn without one, each reading the environment)."""
+"""What an agent turn costs on the ADK side (issue 26), counted, not timed: each turn's sessions
+in the run's own service (engine/runtime/sessions.py: light copies, no deep copy of the session at
+each invocation), one RunConfig whose TelemetryConfig is built once (ADK built several a turn
+without one, each reading the environment), tools that declare themselves once
+(engine/runtime/tools/declared.py), and an agent with no delegates run without ADK's node runtime
+(engine/runtime/adk_turn.py: no agent clone, no `Runner.run_async`)."""
 
 from __future__ import annotations
 
@@ -105,10 +107,12 @@ def _telemetry_settings(monkeypatch: pytest.MonkeyPatch, **environment: str) -> 
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     agent_call._built_run_config.cache_clear()  # read once a process: read again here
+    agent_call._traced.cache_clear()
     try:
         return agent_call._run_config().telemetry
     finally:
         agent_call._built_run_config.cache_clear()
+        agent_call._traced.cache_clear()
 
 
 def test_with_no_telemetry_set_up_a_turn_builds_no_span_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,3 +137,94 @@ def test_a_tracer_provider_set_keeps_adk_s_telemetry(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(trace, "get_tracer_provider", lambda: TracerProvider())  # as if set at start-up
     told = _telemetry_settings(monkeypatch)
     assert told.genai_semconv_stability_opt_in is None and told.capture_message_content is None
+
+
+async def _per_turn(harness, tmp_path: Path, count) -> int:  # noqa: ANN001
+    """What `count()` grows by over 6 more turns of the echo loop (a real Runner each turn),
+    past the first-use costs."""
+
+    async def counted(turns: int) -> int:
+        script = "agents:\n  echo:\n" + "".join(f"    - 'reply {i}'\n" for i in range(turns))
+        engine = harness.engine(script)
+        cls = workflow_class(compile_source(FLOW.format(n=turns), Path("t.sr")))
+        before = count()
+        handle = engine.start_run(CompiledWorkflow(tmp_path / "t.sr", "t", cls), input="go")
+        assert await handle.wait() is RunStatus.DONE, handle.error
+        assert handle.result == f"reply {turns - 1}"
+        return count() - before
+
+    await counted(1)
+    return await counted(8) - await counted(2)
+
+
+async def test_a_turn_deep_copies_no_tool_declaration(harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: ADK's FunctionTool deep-copied its declaration for every tool at every turn
+    # (~540 Python calls a turn for ask_human alone); now built once a tool, shallow-copied.
+    copies: list[int] = []
+    model_copy = types.FunctionDeclaration.model_copy
+
+    def counted(self, *, update=None, deep=False):  # noqa: ANN001, ANN202
+        if deep:
+            copies.append(1)
+        return model_copy(self, update=update, deep=deep)
+
+    monkeypatch.setattr(types.FunctionDeclaration, "model_copy", counted)
+    grown = await _per_turn(harness, tmp_path, lambda: len(copies))
+    assert grown == 0, f"{grown} declarations deep-copied over 6 turns ({len(copies)} in all)"
+
+
+def test_a_tool_built_once_declares_what_adk_declares_and_each_turn_gets_its_own() -> None:
+    from google.adk.tools import FunctionTool, LongRunningFunctionTool
+
+    from engine.runtime import callbacks
+    from engine.runtime.tools.declared import DeclaredFunctionTool, DeclaredLongRunningTool
+    from engine.runtime.tools.fs import fs_functions
+    from engine.runtime.tools.workspace import Workspace
+
+    read_file = fs_functions(Workspace(Path("/")), readonly=True)[0]  # a built-in tool's function
+
+    for ours, adk in ((DeclaredLongRunningTool(callbacks.ask_human), LongRunningFunctionTool(callbacks.ask_human)),
+                      (DeclaredFunctionTool(read_file), FunctionTool(read_file))):
+        first = ours._get_declaration()
+        assert first == adk._get_declaration()
+        first.description += " (changed by one request)"  # as ADK changes a request's own copy
+        first.name = "renamed"
+        again = ours._get_declaration()
+        assert again == adk._get_declaration() and again is not first
+        assert ours.is_long_running == adk.is_long_running
+
+
+async def test_an_agent_with_no_delegates_runs_without_adk_s_node_runtime(harness, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: Runner.run_async ran the root agent as a node of ADK's workflow runtime: a clone of
+    # the agent (`build_node`), a scheduler and its tasks a turn; ~5,260 Python calls a scripted
+    # turn -> ~3,710 (engine/runtime/adk_turn.py).
+    from google.adk.agents.base_agent import BaseAgent
+    from google.adk.runners import Runner
+
+    counts: list[str] = []
+    clone, run_async = BaseAgent.clone, Runner.run_async
+    monkeypatch.setattr(BaseAgent, "clone", lambda self, update=None: (counts.append("clone"), clone(self, update))[1])
+    monkeypatch.setattr(Runner, "run_async", lambda self, **kw: (counts.append("runner"), run_async(self, **kw))[1])
+    grown = await _per_turn(harness, tmp_path, lambda: len(counts))
+    assert grown == 0, f"over 6 more turns: {grown} agent clones and Runner.run_async calls"
+
+
+async def test_a_scripted_turn_in_memory_makes_fewer_python_calls(harness, tmp_path: Path) -> None:
+    # Every Python and C function call on the run's thread, counted (sys.setprofile): main made
+    # ~5,800 a scripted turn (bench_durable.py), ~3,600 now; the bound leaves room for ADK's
+    # patch releases, not for the node runtime or the declarations' deep copies coming back.
+    import sys
+
+    calls = [0]
+
+    def hook(frame, event, arg):  # noqa: ANN001, ANN202
+        if event == "call" or event == "c_call":
+            calls[0] += 1
+
+    sys.setprofile(hook)
+    try:
+        grown = await _per_turn(harness, tmp_path, lambda: calls[0])
+    finally:
+        sys.setprofile(None)
+    assert grown / 6 < 4600, f"{grown / 6:.0f} Python calls a turn"

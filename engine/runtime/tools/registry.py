@@ -53,10 +53,10 @@ def check_builtin_args(tool: str, args: Any) -> dict[str, Any] | None:
 
 def build_tools(spec: ToolSpec, workspace: Workspace) -> list[Any]:
     """ADK tools (FunctionTool or an MCP toolset) for one `tool NAME = ...` declaration."""
-    from google.adk.tools import FunctionTool
-
     if spec.kind == "builtin":
-        return [FunctionTool(fn) for fn in builtin_functions(spec.target, workspace)]
+        from engine.runtime.tools.declared import DeclaredFunctionTool
+
+        return [DeclaredFunctionTool(fn) for fn in builtin_functions(spec.target, workspace)]
     if spec.kind == "mcp":
         try:
             from google.adk.tools.mcp_tool.mcp_session_manager import StreamableHTTPConnectionParams
