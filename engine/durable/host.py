@@ -330,13 +330,22 @@ class DurableHost:
         await self._retire_if_idle()
 
     async def continue_here(self, run_id: str) -> None:
-        """A run this process has claimed, put on its own queue so that DBOS hands it back here
-        (the queue registered again first if it was retired)."""
+        """A run this process has claimed, put on its own queue and taken from it here at once
+        (engine/durable/take.py: no wait for DBOS's queue thread, no queue polled meanwhile).
+        A take that fails (a busy database) leaves it to DBOS's poll of the own queue,
+        registered again for it."""
         from dbos import DBOS
 
+        from engine.durable import take
+
         async with self._queue_lock:
-            await self._register_queue()
             await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
+            try:
+                await asyncio.to_thread(take.take, self.queue_name, self.owner, APP_VERSION)
+                return
+            except Exception:
+                log.debug("%s: not taken from the own queue here; DBOS's poll takes it", run_id, exc_info=True)
+            await self._register_queue()
         self._retire_later()
 
     def _retire_later(self) -> None:

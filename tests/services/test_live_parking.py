@@ -111,3 +111,44 @@ async def test_a_process_holds_at_most_live_waiting_runs_live_the_rest_park(tmp_
         assert not handles[0].parked and not handles[1].parked
     finally:
         services.close()
+
+
+async def test_a_parked_run_is_taken_back_here_with_no_queue_polled_for_it(tmp_path: Path, monkeypatch) -> None:
+    """The decision puts the run on this process's own queue and this process takes it from
+    there itself (engine/durable/take.py): DBOS's queue manager never starts a poller for that
+    queue (before: the queue was registered on the decision, and the run waited up to a second
+    for DBOS to find it, then for its poll, ten times a second until retired). As `run --wait`
+    opens: no own queue at open."""
+    import threading
+
+    import sqlalchemy as sa
+
+    from engine.runtime.script import load_script
+    from rules import load_rules
+
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    services = await open_services(f"sqlite:///{tmp_path / 'runs.db'}", identity="run", resumes=False)
+    try:
+        poller = f"queue-worker-{services.host.queue_name}"
+        engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
+        handle = engine.start_run(engine.load(ASK), input="go")
+        for _ in range(2):
+            await until(lambda: bool(services.broker.pending()) and parked(services, handle.id), "the run parked")
+            (pending,) = services.broker.pending()
+            services.broker.answer(pending.escalation.id, answer_for({"payload": services.db.get_escalation(
+                pending.escalation.id)["payload"]}), ResolvedBy.HUMAN)
+            await until(lambda: not handle.parked, "the run taken back")
+            with services.db.engine.connect() as c:  # nothing for DBOS to find: no row for the own queue
+                assert services.host.queue_name not in set(c.execute(sa.text("SELECT name FROM queues")).scalars())
+        assert await asyncio.wait_for(handle.wait(), 120) is RunStatus.DONE
+        assert handle.result == expected_result(handle.id)
+        assert poller not in started, started  # its queue never polled by DBOS
+    finally:
+        services.close()
