@@ -77,7 +77,10 @@ class RunHandle:
     _task: "asyncio.Task[None] | None" = field(default=None, repr=False)
     _waiting: int = field(default=0, repr=False)  # human waits in progress (parallel branches)
     _cancel: Callable[[], None] = field(default=lambda: None, repr=False)
-    _ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    # Made by the first `wait` (~700 B with its deque: a parked run keeps its handle, and most
+    # handles are never waited on); `_over` says the waiters are released.
+    _ended: asyncio.Event | None = field(default=None, repr=False)
+    _over: bool = field(default=False, repr=False)
     _on_status: Callable[[RunStatus], None] = field(default=_ignored, repr=False)
     tokens: int = 0  # model tokens the run has used (budgets: rules `budgets:`)
     _on_tokens: Callable[[int], None] = field(default=_ignored, repr=False)
@@ -100,11 +103,19 @@ class RunHandle:
         """The run ends with no execution of it under way (a start that could not be recorded,
         a parked run cancelled): its outcome set and its waiters released."""
         self.status, self.error, self.exception, self.finished_at = status, error, exception, at
-        self._ended.set()
+        self._release()
+
+    def _release(self) -> None:
+        self._over = True
+        if self._ended is not None:
+            self._ended.set()
 
     async def wait(self) -> RunStatus:
         """Wait for the end of the run (whoever waits is not cancelled by the run's cancel)."""
-        await self._ended.wait()
+        if not self._over:
+            if self._ended is None:
+                self._ended = asyncio.Event()
+            await self._ended.wait()
         return self.status
 
     def set_tokens(self, tokens: int) -> None:
@@ -423,7 +434,7 @@ class Engine:
                 db.update_run(run_id, status=handle.status.value, result=_json(handle.result), error=handle.error,
                               finished=handle.finished_at)
             if not handle.detached or handle.status.finished:
-                handle._ended.set()
+                handle._release()
 
 
 def _file_or_none(path: str | None) -> str | None:

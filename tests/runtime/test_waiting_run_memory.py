@@ -222,3 +222,36 @@ async def settled_held_objects(before: list[object], handles: int) -> dict[str, 
         last = found
         await asyncio.sleep(0.05)
     return found
+
+
+async def test_a_parked_run_keeps_no_event_for_waiters_nobody_has(tmp_path: Path, monkeypatch) -> None:
+    """The handle a parked run keeps makes its waiters' event at the first `wait` only (an
+    asyncio.Event and its deque: ~850 of a handle's ~1,200 bytes, for every parked run); a
+    wait begun before or after the run's end still returns its status."""
+    from engine.durable.database import PARKED
+    from engine.services import open_services
+    from rules import load_rules
+
+    monkeypatch.setattr("engine.services.parking.PARK_LIVE_AFTER", 0.1, raising=False)
+    (tmp_path / "wf.sr").write_text(SOURCE)
+    services = await open_services(f"sqlite:///{tmp_path / 'runs.db'}", identity="console")
+    try:
+        engine = services.engine(load_rules(), workspace=tmp_path, script=load_script_text(tmp_path))
+        workflow = engine.load(tmp_path / "wf.sr")
+        handles = [engine.start_run(workflow, input="go") for _ in range(3)]
+        for _ in range(3000):  # a hang guard, not a timing
+            if sum(1 for row in services.db.list_runs() if row["status"] == PARKED) == 3:
+                break
+            await asyncio.sleep(0.02)
+        held = [o for h in handles for o in vars(h).values() if isinstance(o, asyncio.Event)]
+        assert all(h.parked for h in handles) and held == []
+        waiter = asyncio.ensure_future(handles[0].wait())
+        await asyncio.sleep(0)
+        handles[0].cancel()
+        assert await asyncio.wait_for(waiter, 60) is RunStatus.CANCELLED
+        handles[1].cancel()
+        assert await asyncio.wait_for(handles[1].wait(), 60) is RunStatus.CANCELLED  # waited after its end
+    finally:
+        for handle in engine.runs:
+            handle.cancel()
+        services.close()
