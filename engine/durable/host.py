@@ -52,6 +52,10 @@ OWN_QUEUE_LINGER = 5.0
 EXECUTOR_THREADS = 16
 
 
+class _NotTaken(Exception):
+    """A run put on the own queue that this process could not take from there itself."""
+
+
 class RunRefused(DatabaseError):
     """A run this process will not continue: its rows are not JSON, or the database is not
     this user's (engine/durable/trust.py). The message is the one line the person reads."""
@@ -338,12 +342,18 @@ class DurableHost:
 
         from engine.durable import take
 
-        async with self._queue_lock:
-            await DBOS.resume_workflow_async(run_id, queue_name=self.queue_name)
+        def resume_and_take() -> None:  # one hop to a thread for both (DBOS's sync calls there)
+            DBOS.resume_workflow(run_id, queue_name=self.queue_name)
             try:
-                await asyncio.to_thread(take.take, self.queue_name, self.owner, APP_VERSION)
+                take.take(self.queue_name, self.owner, APP_VERSION)
+            except Exception as exc:
+                raise _NotTaken() from exc
+
+        async with self._queue_lock:
+            try:
+                await asyncio.to_thread(resume_and_take)
                 return
-            except Exception:
+            except _NotTaken:
                 log.debug("%s: not taken from the own queue here; DBOS's poll takes it", run_id, exc_info=True)
             await self._register_queue()
         self._retire_later()
