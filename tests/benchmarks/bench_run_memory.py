@@ -57,7 +57,8 @@ def reading() -> dict[str, Any]:
     gc.collect()
     kinds = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects())
     heap = pymalloc_kb()
-    values: dict[str, Any] = {"rss": rss_kb(), "py_objects": heap["objects"], "py_free": heap["free"],
+    # Under tracemalloc (its hooks around the allocator) Python prints no pymalloc figures: 0 then.
+    values: dict[str, Any] = {"rss": rss_kb(), "py_objects": heap.get("objects", 0), "py_free": heap.get("free", 0),
                               "threads": threading.active_count(),
                               "objects": sum(kinds.values()), "kinds": kinds}
     values.update({f"malloc_{k}": v for k, v in malloc_kb().items()})
