@@ -12,6 +12,7 @@ programs. On any error it gives up and the caller asks Lark itself to explain th
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -201,14 +202,19 @@ def load_tables() -> dict[str, Any]:
     return build_tables(lark_parser())
 
 
-_TABLES: dict[str, Any] | None = None
+_PARSERS: dict[str, FastParser] | None = None
 
 
 def load_parser(start: str) -> "FastParser":
-    global _TABLES
-    if _TABLES is None:
-        _TABLES = load_tables()
-    return FastParser(_TABLES, start)
+    """The parser for `start`, built once per process. Every start shares one action table, and
+    the JSON tables are not kept once it is built: held for the process's life, they were 1.4
+    MiB of lists (docs/startup.md, what a waiting `run --wait` holds)."""
+    global _PARSERS
+    if _PARSERS is None:
+        tables = load_tables()
+        built = FastParser(tables)
+        _PARSERS = {name: built.starting_at(*states) for name, states in tables["starts"].items()}
+    return _PARSERS[start]
 
 
 class FastParser:
@@ -252,6 +258,12 @@ class FastParser:
             "".join(sorted({ch for _, prefix, _ in found for ch in (prefix[:1] or _WORD_START)}))
             for found in self.specials
         ]
+
+    def starting_at(self, start_state: int, end_state: int) -> "FastParser":
+        """This parser for another start symbol: the same tables, shared."""
+        other = copy.copy(self)
+        other.start_state, other.end_state = start_state, end_state
+        return other
 
     def parse(self, text: str) -> Tree:
         try:

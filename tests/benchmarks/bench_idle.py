@@ -5,6 +5,12 @@ window after a settling pause) of `escalate worker` and of a console's services 
 asks), as VmRSS with its anonymous and file-backed parts, its threads, and its idle CPU.
 
     python tests/benchmarks/bench_idle.py [--window 10] [--rounds 3] [--tree NAME=PATH ...]
+    python tests/benchmarks/bench_idle.py --groups [--tree NAME=PATH ...]
+
+`--groups`: what a `run --wait` that made a model turn holds, by group of modules: a fresh
+interpreter imports each group in a `run`'s order (ADK's and genai's under the warm-up's settings,
+engine/runtime/adk_setup.py `warming`), then runs ADK's warm-up; each line is the RSS (anonymous,
+file-backed) and the modules the group adds (docs/startup.md, what a waiting `run --wait` holds).
 
 Each tree is measured in its own processes (PYTHONPATH=PATH), trees interleaved round by round
 (old, new, old, new: the shared machines vary by a factor of two from one minute to the next);
@@ -13,6 +19,7 @@ without --tree, the checkout this file is in."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import statistics
@@ -36,6 +43,72 @@ asyncio.run(main())
 AGENT_ASKS = 'prompt p: """Answer."""\nagent a:\n    instruction p\nflow main:\n    $x = run agent a $input\n    return $x\n'
 AGENT_ASKS_SCRIPT = ("agents:\n  a:\n    - escalate: {reason: architecture_decision, question: 'Go on?', "
                      "options: [{id: go, label: Go}]}\n    - 'went on'\n")
+
+
+# (group, the modules imported for it, in a `run`'s order); "warming" opens the warm-up's settings.
+GROUPS = [
+    ("the interpreter, asyncio, sqlite3, json, argparse", ["asyncio", "sqlite3", "json", "argparse"]),
+    ("SQLAlchemy core, its SQLite dialect (escalate's database layer)", ["sqlalchemy", "sqlalchemy.dialects.sqlite"]),
+    ("pydantic, PyYAML, re2, escalate's modules of a run", ["pydantic", "yaml", "re2", "engine.cli.run_cmd",
+                                                             "engine.services.wiring", "engine.durable.host",
+                                                             "engine.runtime.engine"]),
+    ("psycopg and its binary (dbos/_utils.py, at `import dbos`)", ["psycopg"]),
+    ("sqlalchemy.orm, .ext.asyncio, the PostgreSQL dialect (DBOS's)", ["sqlalchemy.orm", "sqlalchemy.ext.asyncio",
+                                                                       "sqlalchemy.dialects.postgresql"]),
+    ("DBOS and the rest it imports (click, dateutil, croniter...)", ["dbos"]),
+    ("warming", []),
+    ("genai's dependencies: httpx, google.auth, websockets, anyio, tenacity",
+     ["httpx", "google.auth", "google.auth.transport.mtls", "websockets.asyncio.client", "anyio", "tenacity"]),
+    ("google.genai (its client and types)", ["google.genai"]),
+    ("google.adk.runners, .agents, .models", ["google.adk.runners", "google.adk.agents", "google.adk.models"]),
+    ("opentelemetry (ADK's telemetry)", ["opentelemetry.metrics", "opentelemetry.trace", "opentelemetry._logs"]),
+    ("fastapi.openapi.models, starlette (google.adk.auth)", ["fastapi.openapi.models"]),
+    ("requests, urllib3, charset_normalizer (authlib's, ADK's)", ["requests"]),
+    ("cryptography (joserfc's)", ["cryptography.x509", "cryptography.hazmat.primitives.asymmetric.ec"]),
+    ("joserfc, authlib (google.adk.auth)", ["joserfc.jwt", "authlib.integrations.requests_client"]),
+]
+GROUPS_SCRIPT = """
+import importlib, json, sys
+def rss():
+    found = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    return {k: int(found[k].split()[0]) / 1024 for k in ("RssAnon", "RssFile")}
+rows, warming = [], None
+for name, modules in json.loads(sys.argv[1]) + [["ADK's imports at its first run, and the warm-up's run", ["*"]]]:
+    before, count = rss(), len(sys.modules)
+    if name == "warming":
+        from engine.runtime import adk_setup
+        adk_setup.prepare_adk()
+        warming = adk_setup.warming()
+        warming.__enter__()
+        continue
+    if modules == ["*"]:
+        warming.__exit__(None, None, None)
+        from engine.runtime.engine import warm_up
+        warm_up()
+        modules = []
+    for module in modules:
+        importlib.import_module(module)
+    after = rss()
+    rows.append([name, after["RssAnon"] - before["RssAnon"], after["RssFile"] - before["RssFile"], len(sys.modules) - count])
+print(json.dumps({"rows": rows, "total": rss(), "modules": len(sys.modules)}))
+"""
+
+
+def groups(trees: dict[str, Path]) -> None:
+    """The RSS each group of modules adds, per tree (deterministic: one launch each)."""
+    found = {}
+    for name, tree in trees.items():
+        done = subprocess.run([sys.executable, "-c", GROUPS_SCRIPT, json.dumps(GROUPS)], env=_env(tree),
+                              cwd=tempfile.gettempdir(), capture_output=True, text=True, timeout=300)
+        if done.returncode:
+            raise SystemExit(f"{name}: {done.stderr[-2000:]}")
+        found[name] = json.loads(done.stdout)
+    print("MiB added (anonymous + file-backed), modules added: " + ", ".join(trees))
+    for i, row in enumerate(next(iter(found.values()))["rows"]):
+        print(f"{row[0]:72}" + "".join(
+            f"  {f['rows'][i][1]:5.1f} + {f['rows'][i][2]:4.1f} ({f['rows'][i][3]:4d})" for f in found.values()))
+    print(f"{'total RSS (anonymous + file-backed), modules':72}" + "".join(
+        f"  {f['total']['RssAnon']:5.1f} + {f['total']['RssFile']:4.1f} ({f['modules']:4d})" for f in found.values()))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -116,9 +189,13 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=8.0)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--groups", action="store_true", help="only the RSS each group of modules adds")
     args = parser.parse_args()
     trees = {name: Path(path).resolve() for name, _, path in (spec.partition("=") for spec in args.tree)} \
         or {"this": Path(__file__).resolve().parents[2]}
+    if args.groups:
+        groups(trees)
+        return
     figures: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
     print(f"load average {os.getloadavg()[0]:.1f}; {args.rounds} rounds, trees interleaved: "
           + ", ".join(f"{name}={path}" for name, path in trees.items()), flush=True)
