@@ -186,9 +186,12 @@ def _over(db: Database) -> bool:
 
 
 def answer(db_url: str, workdir: Path, row: dict[str, Any]) -> int:
-    """`escalate answer` for `row` as the person answers it; its exit code."""
-    return subprocess.run([sys.executable, "-m", "engine", "answer", row["id"], *answer_args(row), "--db", db_url],
-                          cwd=workdir, capture_output=True, timeout=120).returncode
+    """`escalate answer` for `row` as the person answers it, run in this process (its process
+    boundary is not what the tests using it are about; the harness's own answers are processes,
+    killed at random); its exit code."""
+    from tests.cli_here import escalate_here
+
+    return escalate_here("answer", row["id"], *answer_args(row), "--db", db_url, cwd=workdir).returncode
 
 
 def answer_until_done(db: Database, db_url: str, workdir: Path, ids: list[str], timeout: float = 300.0) -> None:
