@@ -123,7 +123,7 @@ async def test_claude_code_asks_through_acp_and_the_console_answers(model: Scrip
         screen.query_one("#start-input", Input).value = "write the marker"
         screen.query_one("#start-input", Input).focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: session.runs, 10, "the run")
+        await wait_until(pilot, lambda: session.runs, 60, "the run")
         handle = session.runs[0]
         pane = app.main.query_one(DecisionPane)
         await wait_until(pilot, lambda: (pane.visible and pane.pending is not None) or handle.finished_at is not None,

@@ -74,13 +74,15 @@ async def settle(pilot, rounds: int = 3) -> None:
         await pilot.pause()
 
 
-async def decided(task: "asyncio.Task[Decision]", timeout: float = 5.0) -> Decision:
-    """The asker's decision; a test fails (never hangs) when it does not come."""
+async def decided(task: "asyncio.Task[Decision]", timeout: float = 60.0) -> Decision:
+    """The asker's decision; a test fails (never hangs) when it does not come (a hang guard, generous:
+    CI's 2 cores run 4 test processes and their subprocesses)."""
     return await asyncio.wait_for(asyncio.shield(task), timeout)
 
 
-async def wait_until(pilot, predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    """Let the app and its runs work until `predicate()` holds; fail after `timeout` seconds."""
+async def wait_until(pilot, predicate, timeout: float = 60.0, what: str = "condition") -> None:
+    """Let the app and its runs work until `predicate()` holds; fail after `timeout` seconds (a hang
+    guard, never a timing)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not predicate():

@@ -74,7 +74,7 @@ async def test_main_screen_shows_hostile_names_and_agent_text_as_signs(tmp_path:
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
-        await wait_until(pilot, lambda: session.workflows[1].error, 10, "the compile error")
+        await wait_until(pilot, lambda: session.workflows[1].error, 60, "the compile error")
         assert_clean(app, "the workflow list")  # both names, and the error line quoting one
 
         run = app.start(session.workflows[0], RunRequest(None, f"in{HOSTILE}"))
@@ -145,7 +145,7 @@ async def test_a_decision_with_every_field_hostile_and_its_toast_elsewhere(tmp_p
         shot = assert_clean(app, "the history screen and the toast over it")
         assert "DECISION REQUIRED [t␛]52;c;" in shot and "ag␛]52;c;" in shot
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is app.main, 5, "the main screen")
+        await wait_until(pilot, lambda: app.screen is app.main, 60, "the main screen")
         await pilot.pause(0.2)
         shot = assert_clean(app, "the decision pane and the inbox")
         assert f"agent ag{SHOWN}" in shot and f"option o{SHOWN}" in shot  # the countdown names the default option

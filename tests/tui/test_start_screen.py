@@ -53,7 +53,7 @@ async def test_the_list_and_the_dialog_show_the_description_and_enter_starts_wit
         field = app.screen.query_one("#start-input")
         assert field.value == "Fix login" and field.selected_text == "Fix login"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: session.runs, 10, "the run")
+        await wait_until(pilot, lambda: session.runs, 60, "the run")
         assert session.runs[0].input == "Fix login"
 
 
@@ -62,7 +62,7 @@ async def test_typed_ahead_input_replaces_the_sample(tmp_path: Path) -> None:
         for key in ["s", *"hi", "enter"]:  # one burst, queued before the dialog is mounted
             app.post_message(events.Key(key, None if key == "enter" else key))
         await settle(pilot)
-        await wait_until(pilot, lambda: session.runs, 10, "the run")
+        await wait_until(pilot, lambda: session.runs, 60, "the run")
         assert session.runs[0].input == "hi"
         await wait_until(pilot, lambda: session.pending(), 30, "its question")
         await pilot.press("s")  # on the next dialog, typed after it has the focus

@@ -32,7 +32,7 @@ def pending(esc_id: str) -> PendingEscalation:
     return PendingEscalation(esc, TimeoutPolicy(None))
 
 
-async def until(condition, timeout: float = 10.0) -> None:
+async def until(condition, timeout: float = 60.0) -> None:  # a hang guard, not a timing
     end = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < end, "the news never arrived"
