@@ -59,7 +59,7 @@ async def test_with_no_workflow_s_asks_for_an_agent_checks_it_and_runs_it_in_its
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, app.engine_ready.is_set, 120, "the engine")
         await pilot.press("s")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 10, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         screen = app.screen
         await settle(pilot)
         assert screen.focused is screen.query_one("#start-agent")  # no workflow: typing goes to the command
@@ -107,7 +107,7 @@ async def test_a_workflows_dialog_switches_to_an_agent_and_back(tmp_path: Path) 
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, app.engine_ready.is_set, 120, "the engine")
         await pilot.press("s")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 10, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         screen = app.screen
         await settle(pilot)
         fields = screen.query_one("#start-agent-fields")

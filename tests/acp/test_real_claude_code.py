@@ -116,7 +116,7 @@ async def test_claude_code_asks_through_acp_and_the_console_answers(model: Scrip
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, app.engine_ready.is_set, 120, "the engine")
         await pilot.press("s")  # no workflow: the start-run screen asks for an agent
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 10, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         screen = app.screen
         await settle(pilot)
         screen.query_one("#start-agent", Input).value = _command(model, home)

@@ -106,7 +106,7 @@ async def demo_console(workspace: Path) -> AsyncIterator[tuple[ConsoleSession, E
     session = demo_session(workspace)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
         yield session, app, pilot
 
 
