@@ -8,7 +8,6 @@ while no worker ran; a worker killed after ending a run's execution, before its 
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from pathlib import Path
@@ -16,10 +15,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from engine.durable.database import Database, escalations, runs
+from engine.durable.database import Database, runs
 from tests.durable.crash_harness import queue_runs
 from tests.durable.park_harness import (KILL_POINTS, PARK, PARK_SCRIPT, Audit, ParkReport, answer, answer_until_done,
-                                        kill_while_parking)
+                                        deadline_in, kill_while_parking)
 from tests.workers.procs import WorkerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -61,19 +60,6 @@ def _final_audit(db: Database, url: str, ids: list[str], steps: Path) -> ParkRep
     return report
 
 
-def _deadline_in(db: Database, esc_id: str, seconds: float) -> float:
-    """Give a pending escalation a deadline `seconds` from now, in its row and its payload alike
-    (as if its rules had given that timeout), so that it passes exactly when a test needs it to,
-    not after a timeout long enough for a loaded host to park its run first. The new deadline."""
-    deadline = time.time() + seconds
-    with db.engine.begin() as c:
-        payload = json.loads(c.execute(sa.select(escalations.c.payload).where(escalations.c.id == esc_id)).scalar_one())
-        payload["policy"]["deadline"] = deadline
-        c.execute(escalations.update().where(escalations.c.id == esc_id, escalations.c.status == "pending")
-                  .values(deadline=deadline, payload=json.dumps(payload)))
-    return deadline
-
-
 def test_a_decision_nobody_heard_and_a_deadline_passed_while_no_worker_ran(tmp_path: Path, monkeypatch) -> None:
     """Both workers die (kill -9) with two runs parked; one run's escalation is answered, so its
     news reaches no worker; the other's deadline passes with nobody to time it. Workers started
@@ -89,7 +75,7 @@ def test_a_decision_nobody_heard_and_a_deadline_passed_while_no_worker_ran(tmp_p
         answered, defaulted = _parked(db, ids)
         first.kill()
         assert answer(url, tmp_path, answered) == 0
-        deadline = _deadline_in(db, defaulted["id"], 0.5)
+        deadline = deadline_in(db, defaulted["id"], 0.5)
         time.sleep(max(0.0, deadline - time.time()) + 0.5)
         # Nothing happened meanwhile: no process holds either run.
         assert [db.get_run(i)["status"] for i in ids] == ["parked", "parked"]
