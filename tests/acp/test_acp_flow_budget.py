@@ -11,6 +11,7 @@ from engine.kernel.model import Response, ResponseType
 from engine.runtime.run_status import RunStatus
 from tests.acp.conftest import agent_command, events, logs, raised
 from tests.acp.test_acp_cli import _cli, _pending
+from tests.cli_here import escalate_here
 
 BUDGET = "escalationRules:\n  global: []\n  budgets:\n    default: {tokens: 1000, warnAt: 0.5}\n"
 
@@ -80,7 +81,7 @@ def test_a_resumed_run_counts_the_recorded_turns_tokens_again(tmp_path: Path) ->
     first = _cli("run", "--agent", agent_command(script), "--input", "fix the login", "--db", db, cwd=tmp_path)
     assert first.returncode == 4, first.stderr  # waiting for the agent's question
     pending = _pending(tmp_path, db)
-    assert _cli("answer", pending["id"], "--option", "keep", "--db", db, cwd=tmp_path).returncode == 0
+    assert escalate_here("answer", pending["id"], "--option", "keep", "--db", db, cwd=tmp_path).returncode == 0  # read here
     (tmp_path / "a.yaml").write_text("- {responseType: option, selectedOption: stop}\n")
     resumed = _cli("resume", pending["id"].rsplit(".", 1)[0], "--answers", str(tmp_path / "a.yaml"), "--db", db,
                    cwd=tmp_path)

@@ -59,7 +59,7 @@ async def test_with_no_workflow_s_asks_for_an_agent_checks_it_and_runs_it_in_its
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, app.engine_ready.is_set, 120, "the engine")
         await pilot.press("s")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 10, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         screen = app.screen
         await settle(pilot)
         assert screen.focused is screen.query_one("#start-agent")  # no workflow: typing goes to the command
@@ -79,7 +79,7 @@ async def test_with_no_workflow_s_asks_for_an_agent_checks_it_and_runs_it_in_its
         screen.query_one("#start-workspace", Input).value = ws
         screen.query_one("#start-input", Input).focus()
         await pilot.press(*"ship", "enter")
-        await wait_until(pilot, lambda: session.runs, 10, "the run")
+        await wait_until(pilot, lambda: session.runs, 60, "the run")
         handle = session.runs[0]
         pane = app.main.query_one(DecisionPane)
         await wait_until(pilot, lambda: pane.visible and pane.pending is not None, 120, "the permission in the pane")
@@ -107,7 +107,7 @@ async def test_a_workflows_dialog_switches_to_an_agent_and_back(tmp_path: Path) 
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, app.engine_ready.is_set, 120, "the engine")
         await pilot.press("s")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 10, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         screen = app.screen
         await settle(pilot)
         fields = screen.query_one("#start-agent-fields")
@@ -122,7 +122,7 @@ async def test_a_workflows_dialog_switches_to_an_agent_and_back(tmp_path: Path) 
         screen.query_one("#start-flow", Select).value = AGENT
         await settle(pilot)
         assert await _fill(pilot, screen, agent_command(script), "") == ""  # empty workspace: the console's
-        await wait_until(pilot, lambda: session.runs, 10, "the run")
+        await wait_until(pilot, lambda: session.runs, 60, "the run")
         handle = session.runs[0]
         await wait_until(pilot, lambda: session.pending(), 120, "the permission")
         await pilot.press("1")

@@ -116,14 +116,14 @@ async def test_claude_code_asks_through_acp_and_the_console_answers(model: Scrip
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, app.engine_ready.is_set, 120, "the engine")
         await pilot.press("s")  # no workflow: the start-run screen asks for an agent
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 10, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         screen = app.screen
         await settle(pilot)
         screen.query_one("#start-agent", Input).value = _command(model, home)
         screen.query_one("#start-input", Input).value = "write the marker"
         screen.query_one("#start-input", Input).focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: session.runs, 10, "the run")
+        await wait_until(pilot, lambda: session.runs, 60, "the run")
         handle = session.runs[0]
         pane = app.main.query_one(DecisionPane)
         await wait_until(pilot, lambda: (pane.visible and pane.pending is not None) or handle.finished_at is not None,

@@ -52,7 +52,7 @@ async def tool_console(tmp: Path, size: tuple[int, int] = SIZE) -> AsyncIterator
     session = make_session([sr], rules=load_rules(rules), workspace=ws, rule_book=RuleBook(explicit=rules))
     app = make_app(session, open_engine=True)
     async with app.run_test(size=size) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
         yield session, app, pilot
 
 

@@ -66,15 +66,15 @@ async def test_a_batch_approves_only_what_its_rows_show_whole_and_the_audit_keep
     session = make_session(flows, rules=load_rules(rules), workspace=ws, rule_book=RuleBook(explicit=rules))
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
         deploy, build = session.workflows
         runs = {word: app.start(deploy, RunRequest(None, word)) for word in ("short", "longish", "padded")}
-        await wait_until(pilot, lambda: len(session.pending()) == 3, 30, "three pending decisions")
+        await wait_until(pilot, lambda: len(session.pending()) == 3, 60, "three pending decisions")
         other_task = app.start(build, RunRequest(None, "short"))  # raised last: the pane shows one of deploy's
-        await wait_until(pilot, lambda: len(session.pending()) == 4, 30, "four pending decisions")
+        await wait_until(pilot, lambda: len(session.pending()) == 4, 60, "four pending decisions")
         session.clock.advance(95)  # the rows' ages
         await pilot.press("b")
-        await wait_until(pilot, lambda: isinstance(app.screen, BatchScreen), 5, "the batch preview")
+        await wait_until(pilot, lambda: isinstance(app.screen, BatchScreen), 60, "the batch preview")
         screen = app.screen
         rows = list(screen.rows.values())
         by_command = {row.request: row for row in rows}
@@ -91,7 +91,7 @@ async def test_a_batch_approves_only_what_its_rows_show_whole_and_the_audit_keep
             assert row.shown.startswith(f"run {runs[word].id} · 1:35 ago · task deploy · helper\n")
             assert row.shown.endswith(row.request)  # the whole request, its tail included
         await pilot.press("a")
-        await wait_until(pilot, lambda: runs["short"].finished_at and runs["longish"].finished_at, 30, "two runs")
+        await wait_until(pilot, lambda: runs["short"].finished_at and runs["longish"].finished_at, 60, "two runs")
 
         assert (ws / "short.txt").is_file() and (ws / "tail.txt").is_file()
         assert not (ws / "hidden.txt").exists()  # the padded command did not run

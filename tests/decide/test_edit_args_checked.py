@@ -68,12 +68,12 @@ async def test_an_edit_of_another_type_is_refused_and_a_denied_edit_is_denied(tm
     session = make_session([sr], rules=load_rules(tmp_path / "rules.yaml"), workspace=ws)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
         run = app.start(session.workflows[0], RunRequest(None, "go"))
-        await wait_until(pilot, lambda: len(session.pending()) == 1, 30, "the approval")
+        await wait_until(pilot, lambda: len(session.pending()) == 1, 60, "the approval")
 
         await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, EditArgsScreen), 5, "the editor")
+        await wait_until(pilot, lambda: isinstance(app.screen, EditArgsScreen), 60, "the editor")
         app.screen.query_one("#edit-args").text = json.dumps({"command": [HOSTILE]})
         await pilot.pause()
         assert "✗ run_command: argument 'command' must be a string, not a list" in check_line(app)
@@ -89,7 +89,7 @@ async def test_an_edit_of_another_type_is_refused_and_a_denied_edit_is_denied(tm
         await pilot.pause()
         assert "the rules refuse this call" in check_line(app)
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: run.finished_at is not None, 30, "the run")
+        await wait_until(pilot, lambda: run.finished_at is not None, 60, "the run")
     assert run.result == "refused"
     assert (ws / "victimdir" / "keep.txt").read_text() == "still here" and not (ws / "BYPASSED").exists()
     assert not (ws / "hello.txt").exists()

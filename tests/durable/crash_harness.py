@@ -242,17 +242,10 @@ def _queue_elsewhere(db_url: str, workdir: Path, count: int) -> list[str]:
 
 
 def queue_runs(db_url: str, workdir: Path, workflow: Path, script: Path, rules: Path | None, count: int) -> list[str]:
-    """`run --detach` `count` times (inputs n0, n1, ...), in one process of its own (the engine
-    as this code is)."""
-    code = ("import json, sys; from pathlib import Path; from tests.durable.crash_harness import queue_here; "
-            "print(json.dumps(queue_here(*sys.argv[1:])))")
-    root = Path(__file__).parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(root)]))}
-    done = subprocess.run([sys.executable, "-c", code, db_url, str(workdir), str(workflow), str(script), str(rules or ""),
-                           str(count)], capture_output=True, text=True, cwd=workdir, env=env, timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-2000:])
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """`run --detach` `count` times (inputs n0, n1, ...), in this process (a process of its own
+    cost a second of CPU and seconds of a loaded host's time, and queueing is not what its
+    callers test); from a thread running no event loop."""
+    return queue_here(db_url, str(workdir), str(workflow), str(script), str(rules or ""), str(count))
 
 
 def queue_here(db_url: str, workspace: str, workflow: str, script: str, rules: str, count: str) -> list[str]:

@@ -42,7 +42,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from engine.durable.database import Database, events
+from engine.durable.database import Database, escalations, events
 from engine.durable.decisions import pending_from_json
 from tests.durable.crash_harness import queue_runs, steps_audit
 
@@ -186,9 +186,12 @@ def _over(db: Database) -> bool:
 
 
 def answer(db_url: str, workdir: Path, row: dict[str, Any]) -> int:
-    """`escalate answer` for `row` as the person answers it; its exit code."""
-    return subprocess.run([sys.executable, "-m", "engine", "answer", row["id"], *answer_args(row), "--db", db_url],
-                          cwd=workdir, capture_output=True, timeout=120).returncode
+    """`escalate answer` for `row` as the person answers it, run in this process (its process
+    boundary is not what the tests using it are about; the harness's own answers are processes,
+    killed at random); its exit code."""
+    from tests.cli_here import escalate_here
+
+    return escalate_here("answer", row["id"], *answer_args(row), "--db", db_url, cwd=workdir).returncode
 
 
 def answer_until_done(db: Database, db_url: str, workdir: Path, ids: list[str], timeout: float = 300.0) -> None:
@@ -200,6 +203,19 @@ def answer_until_done(db: Database, db_url: str, workdir: Path, ids: list[str], 
         for row in db.pending_escalations(ids):
             assert answer(db_url, workdir, row) in (0, 1)  # 1: a default was first
         time.sleep(0.1)
+
+
+def deadline_in(db: Database, esc_id: str, seconds: float) -> float:
+    """Give a pending escalation a deadline `seconds` from now, in its row and its payload alike
+    (as if its rules had given that timeout), so that it passes exactly when a test needs it to,
+    not after a timeout long enough for a loaded host to park its run first. The new deadline."""
+    deadline = time.time() + seconds
+    with db.engine.begin() as c:
+        payload = json.loads(c.execute(sa.select(escalations.c.payload).where(escalations.c.id == esc_id)).scalar_one())
+        payload["policy"]["deadline"] = deadline
+        c.execute(escalations.update().where(escalations.c.id == esc_id, escalations.c.status == "pending")
+                  .values(deadline=deadline, payload=json.dumps(payload)))
+    return deadline
 
 
 def kill_while_parking(workdir: Path, rng: random.Random, *, runs: int = 4, kills: int = 10, workers: int = 2,

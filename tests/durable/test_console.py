@@ -41,14 +41,14 @@ async def test_the_console_lists_a_waiting_decision_and_continues_its_run(tmp_pa
     session = db_session(tmp_path, db_url)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: len(session.pending()) == 1, 30, "the waiting decision")
+        await wait_until(pilot, lambda: len(session.pending()) == 1, 60, "the waiting decision")
         (pending,) = session.pending()
         assert pending.escalation.run_id == run_id and pending.policy.deadline is None
-        await wait_until(pilot, lambda: session.run(run_id) is not None, 30, "the run to continue")
-        await wait_until(pilot, lambda: app.main.query_one(DecisionPane).pending is not None, 10, "the pane")
+        await wait_until(pilot, lambda: session.run(run_id) is not None, 60, "the run to continue")
+        await wait_until(pilot, lambda: app.main.query_one(DecisionPane).pending is not None, 60, "the pane")
         await pilot.press("1")
         handle = session.run(run_id)
-        await wait_until(pilot, lambda: handle.status.finished, 30, "the run's end")
+        await wait_until(pilot, lambda: handle.status.finished, 60, "the run's end")
         assert handle.status.value == "done" and handle.result.startswith("Plan: move auth to JWT")
         await pilot.press("q")  # nothing left: quits without asking
         await pilot.pause()
@@ -67,15 +67,15 @@ async def test_quitting_with_a_decision_waiting_asks_and_then_leaves_it_for_next
     session = db_session(tmp_path, db_url)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: session.run(run_id) is not None and len(session.pending()) == 1, 30, "the run")
+        await wait_until(pilot, lambda: session.run(run_id) is not None and len(session.pending()) == 1, 60, "the run")
         await pilot.press("q")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmQuit), 5, "the question")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmQuit), 60, "the question")
         assert app.screen.question == "1 decision waiting, 1 run active: they continue next time you open escalate. Quit? y/n"
         await pilot.press("n")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmQuit) and app.is_running
         await pilot.press("q")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmQuit), 5, "the question again")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmQuit), 60, "the question again")
         await pilot.press("y")
         await pilot.pause()
     assert app.return_value == 0

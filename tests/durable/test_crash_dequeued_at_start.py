@@ -36,6 +36,8 @@ async def test_a_run_dequeued_before_the_worker_has_its_engines_waits_for_them(t
     from dbos import DBOS
 
     url = f"sqlite:///{tmp_path / 'escalate.db'}"
+    # The run keeps waiting in its place (its grace an hour): the test looks at it however late.
+    monkeypatch.setattr("engine.services.parking.PARK_AFTER", 3600.0)
     (run_id,) = await asyncio.to_thread(queue_runs, url, tmp_path, PARK, PARK_SCRIPT, PARK_RULES, 1)
     db = Database(url)
     if during_open:

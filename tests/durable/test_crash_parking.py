@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from engine.durable.database import Database, runs
 from tests.durable.crash_harness import queue_runs
 from tests.durable.park_harness import (KILL_POINTS, PARK, PARK_SCRIPT, Audit, ParkReport, answer, answer_until_done,
-                                        kill_while_parking)
+                                        deadline_in, kill_while_parking)
 from tests.workers.procs import WorkerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -64,8 +64,10 @@ def test_a_decision_nobody_heard_and_a_deadline_passed_while_no_worker_ran(tmp_p
     """Both workers die (kill -9) with two runs parked; one run's escalation is answered, so its
     news reaches no worker; the other's deadline passes with nobody to time it. Workers started
     later requeue the first (first claimer wins) and apply the second's default exactly once."""
-    url, db, ids, steps = _setup(tmp_path, 2, deadline=20)
+    # A deadline far away while the runs park (however slowly), brought near once no worker runs.
+    url, db, ids, steps = _setup(tmp_path, 2, deadline=600)
     monkeypatch.setenv("ESCALATE_STEP_AUDIT", str(steps))
+    monkeypatch.setenv("ESCALATE_PARK_AFTER", "0.2")  # it waits for both runs to park: not 2 s of grace
     first = WorkerProcess(url, tmp_path, concurrency=2, name="first")
     later: list[WorkerProcess] = []
     try:
@@ -73,7 +75,8 @@ def test_a_decision_nobody_heard_and_a_deadline_passed_while_no_worker_ran(tmp_p
         answered, defaulted = _parked(db, ids)
         first.kill()
         assert answer(url, tmp_path, answered) == 0
-        time.sleep(max(0.0, defaulted["deadline"] - time.time()) + 0.5)
+        deadline = deadline_in(db, defaulted["id"], 0.5)
+        time.sleep(max(0.0, deadline - time.time()) + 0.5)
         # Nothing happened meanwhile: no process holds either run.
         assert [db.get_run(i)["status"] for i in ids] == ["parked", "parked"]
         assert db.get_escalation(defaulted["id"])["status"] == "pending"

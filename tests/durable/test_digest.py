@@ -113,7 +113,7 @@ async def test_a_run_never_carries_out_a_decision_made_on_another_request(db, mo
         await asyncio.sleep(0.05)
         console.answer("r1.1", APPROVE, seen=console.get("r1.1"))
         with pytest.raises(EscalationError, match="decided on another request than this run raised"):
-            await asyncio.wait_for(asked, 10)
+            await asyncio.wait_for(asked, 60)
     finally:
         for feed in feeds:
             feed.stop()

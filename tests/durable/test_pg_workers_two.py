@@ -101,14 +101,15 @@ def _can_unshare() -> bool:
 def test_a_worker_of_another_host_killed_holding_runs_leaves_them_to_the_other(tmp_path: Path, pg_url: str) -> None:
     steps, env = steps_env(tmp_path)
     ids = queue_runs(tmp_path, pg_url, 3)  # queued first: the far worker takes all three at once
-    # The far worker keeps the default grace: its runs wait in it, holding their places, when it dies.
-    far = ElsewhereWorker(pg_url, tmp_path, concurrency=3, env={k: v for k, v in env.items() if k != "ESCALATE_PARK_AFTER"})
+    # The far worker's grace is an hour: its runs wait in it, holding their places, when it dies,
+    # however far apart they came to wait (with 2 s, the first parked before a loaded host's third asked).
+    far = ElsewhereWorker(pg_url, tmp_path, concurrency=3, env={**env, "ESCALATE_PARK_AFTER": "3600"})
     near: WorkerProcess | None = None
     db = Database(pg_url)
     try:
         far.wait_ready()
         assert not far.owner.startswith(os.uname().nodename + "-")
-        # Each run waits for a person in its grace (PARK_AFTER), holding its place in the far worker.
+        # Each run waits for a person in its grace, holding its place in the far worker.
         wait_until(lambda: {r["run_id"] for r in db.list_runs() if r["status"] == "waiting" and r["owner"] == far.owner}
                    == set(ids), what="the far worker holding the three waiting runs")
         far.kill()

@@ -148,8 +148,8 @@ async def test_the_console_lists_a_pickle_run_and_never_continues_it(tmp_path, d
     app = make_app(session, open_engine=True)
     caplog.set_level(logging.WARNING, logger="escalate.console")
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: len(session.pending()) == 1, 30, "the waiting decision, listed")
-        await wait_until(pilot, lambda: run_id in caplog.text and "refused" in caplog.text, 30, "the refusal")
+        await wait_until(pilot, lambda: len(session.pending()) == 1, 60, "the waiting decision, listed")
+        await wait_until(pilot, lambda: run_id in caplog.text and "refused" in caplog.text, 60, "the refusal")
         assert session.run(run_id) is None  # listed, not continued
         await pilot.press("q")
         await pilot.pause()

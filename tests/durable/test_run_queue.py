@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_here import escalate_here
+
 DEMO = Path(__file__).parents[2] / "engine" / "demo"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -35,7 +37,8 @@ def test_run_registers_no_queue_of_its_own_and_resume_does(tmp_path: Path) -> No
     run_id = first.stderr.splitlines()[0].removeprefix("run ")
     with sqlite3.connect(tmp_path / "e.db") as c:
         (esc_id,) = c.execute("SELECT id FROM escalate_escalations WHERE status = 'pending'").fetchone()
-    assert escalate(tmp_path, "answer", esc_id, "--option", "jwt").returncode == 0
+    answered = escalate_here("answer", esc_id, "--option", "jwt", "--db", f"sqlite:///{tmp_path / 'e.db'}", cwd=tmp_path)
+    assert answered.returncode == 0, answered.stderr  # given in this process: the run and resume are the processes
     resumed = escalate(tmp_path, "resume", run_id)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.startswith("Plan: move auth to JWT")

@@ -151,7 +151,7 @@ async def test_a_console_reads_the_rows_waiting_at_open_once(tmp_path, monkeypat
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.engine_ready.is_set() and len(session.pending()) == N, 60, "every waiting decision listed")
-        await wait_until(pilot, lambda: read["runs"] or not app.workers, 5, "the runs to continue looked for")
+        await wait_until(pilot, lambda: read["runs"] or not app.workers, 60, "the runs to continue looked for")
         await pilot.pause(2.5)  # the feed's poll (every second) reads ids, not rows
         assert app.main.query_one("Inbox").border_title == f"Inbox ({N})"
         assert read["escalations"] == N, read

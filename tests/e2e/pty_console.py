@@ -41,7 +41,7 @@ class PtyConsole:
                 return
             self.output += chunk
 
-    def exit_code(self, timeout: float = 30.0) -> int:
+    def exit_code(self, timeout: float = 60.0) -> int:
         code = self.proc.wait(timeout)
         self.modes_after = termios.tcgetattr(self.tty)[3]  # the terminal's local modes as it was left
         os.close(self.tty)  # the reader sees the end once the console's copies are closed too

@@ -41,7 +41,7 @@ class Terminal:
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", "e2e", *keys)
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+    def wait_for(self, text: str, timeout: float = 120.0) -> str:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             screen = self.screen()
@@ -50,7 +50,7 @@ class Terminal:
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
 
-    def wait_gone(self, text: str, timeout: float = 30.0) -> str:
+    def wait_gone(self, text: str, timeout: float = 120.0) -> str:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             screen = self.screen()
@@ -59,7 +59,7 @@ class Terminal:
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never went; screen:\n{self.screen()}")
 
-    def exit_code(self, timeout: float = 15.0) -> int:
+    def exit_code(self, timeout: float = 60.0) -> int:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.rc.exists() and self.rc.read_text().strip():
@@ -162,7 +162,7 @@ def test_teach_a_rule_edit_an_approval_and_batch_approve(tmp: Path) -> None:
         term.wait_for("Batch: 2 waiting, tool write_file")
         term.keys("a")
         term.wait_for("2 approved")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a hang guard
         while _active_runs(tmp) and time.monotonic() < deadline:  # the approved runs finish
             time.sleep(0.2)
         assert not _active_runs(tmp)
@@ -172,7 +172,7 @@ def test_teach_a_rule_edit_an_approval_and_batch_approve(tmp: Path) -> None:
         term.close()
 
 
-def _appears(path: Path, timeout: float = 30.0) -> Path:
+def _appears(path: Path, timeout: float = 120.0) -> Path:
     end = time.monotonic() + timeout
     while not path.exists() and time.monotonic() < end:
         time.sleep(0.1)

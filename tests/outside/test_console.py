@@ -39,7 +39,7 @@ async def test_a_claude_code_request_is_answered_in_the_console_with_one_key(pro
             assert not (project.root / "marker").exists()
             await pilot.pause(0.3)
             await pilot.press("1")  # [1] Approve: run Bash
-            await wait_until(pilot, lambda: not session.pending(), 30, "the decision")
+            await wait_until(pilot, lambda: not session.pending(), 60, "the decision")
             result = await asyncio.to_thread(finish, claude)
         finally:
             if claude.poll() is None:
@@ -73,7 +73,7 @@ async def test_a_claude_code_session_waiting_on_its_user_is_told_in_the_console(
         hook = await asyncio.to_thread(escalate, "hook", "claude", "--db", project.db_url, cwd=project.root,
                                        stdin=notification(project, message))
         assert hook.returncode == 0 and hook.stdout == b"" and hook.stderr == b"", hook.stderr  # no opinion
-        await wait_until(pilot, lambda: attention(told), 30, "the attention toast")
+        await wait_until(pilot, lambda: attention(told), 60, "the attention toast")
         await pilot.pause(0.2)
         [(title, said)] = attention(told)
         assert title == "claude needs attention [shop]"
@@ -89,7 +89,7 @@ async def test_a_claude_code_session_waiting_on_its_user_is_told_in_the_console(
         hook = await asyncio.to_thread(escalate, "hook", "claude", "--db", project.db_url, cwd=project.root,
                                        stdin=notification(project, "Claude is waiting for your input"))
         assert hook.returncode == 0 and hook.stdout == b"", hook.stderr
-        await wait_until(pilot, lambda: len(attention(told)) == 2, 30, "the second attention toast")
+        await wait_until(pilot, lambda: len(attention(told)) == 2, 60, "the second attention toast")
         await pilot.pause(0.3)
         assert [said for _, said in attention(told)][1].startswith("Claude is waiting for your input")
         assert len(attention(told)) == 2

@@ -27,7 +27,7 @@ async def test_answered_in_the_console_with_one_key(tmp_path) -> None:
             (pending,) = session.pending()
             assert (pending.escalation.task_id, pending.escalation.agent) == ("proj", "mcp")
             pane = app.main.query_one(DecisionPane)
-            await wait_until(pilot, lambda: pane.pending is not None, 10, "the pane")
+            await wait_until(pilot, lambda: pane.pending is not None, 60, "the pane")
             assert pane.pending.escalation.question == "Use JWT instead of sessions?"
             await pilot.press("2")  # the second option
             answer = (await asyncio.wait_for(waiting, WAIT)).structured_content

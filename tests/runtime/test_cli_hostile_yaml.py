@@ -17,7 +17,7 @@ import pytest
 DATA = Path(__file__).parent / "data"
 WORKFLOW = DATA / "decide.sr"
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(180)  # a hang guard: its processes start slowly on a loaded host
 
 
 def escalate(cwd: Path, *argv: str) -> tuple[int, str, str]:

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from engine.durable.database import Database
 from engine.services import open_services
+from tests.cli_here import escalate_here
 from tests.workers.procs import WorkerProcess
 
 pytestmark = pytest.mark.timeout(300)
@@ -83,7 +84,7 @@ def test_a_run_queued_where_nobody_serves_is_taken_over_and_an_idle_worker_keeps
         for run_id in (stranded, later):
             (row,) = _until(lambda: [r for r in db.pending_escalations([run_id])
                                      if db.get_run(run_id)["owner"] != gone_owner], why=why)
-            assert _escalate(tmp_path, "answer", row["id"], "--text", "yes", "--db", url).returncode == 0
+            assert escalate_here("answer", row["id"], "--text", "yes", "--db", url, cwd=tmp_path).returncode == 0  # read here
         _until(lambda: all(db.get_run(i)["status"] == "done" for i in (stranded, later)),
                why=lambda: (worker.text[-2000:], [(r["run_id"], r["status"], r["owner"]) for r in db.list_runs()]))
         assert [db.get_run(i)["result"] for i in (stranded, later)] == ['"shipped: yes"'] * 2

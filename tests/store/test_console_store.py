@@ -119,9 +119,9 @@ async def test_runs_and_agent_escalations_are_recorded_and_carried_into_the_next
     session = db_session(tmp_path, workflows=demo_workflows(), rules=rules, workspace=tmp_path)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
         run = app.start(entry(session, "code-search"), RunRequest(None, "where are sessions validated?"))
-        await wait_until(pilot, lambda: run.finished_at is not None, 30, "the run")
+        await wait_until(pilot, lambda: run.finished_at is not None, 60, "the run")
         db = session.db
         assert [(e[1], e[2], e[3], e[6]) for e in db.agent_entries()] == [
             ("codebase_locator", "codebase_analyzer", True, None),
@@ -180,7 +180,7 @@ async def test_a_big_store_is_imported_after_the_first_frame(tmp_path: Path) -> 
             table = app.screen.query_one("#history-table", RowTable)
             assert "loading earlier sessions" in str(table.border_subtitle)
             await session.open_database()  # what the console does right after its first frame
-            await wait_until(pilot, lambda: table.row_count == MAX_ROWS, 5, "rows")
+            await wait_until(pilot, lambda: table.row_count == MAX_ROWS, 60, "rows")
             assert table.border_subtitle == f"newest {MAX_ROWS} of {count} matching"
         assert session.imported == (count, 0) and len(session.earlier) == count
     finally:

@@ -74,13 +74,15 @@ async def settle(pilot, rounds: int = 3) -> None:
         await pilot.pause()
 
 
-async def decided(task: "asyncio.Task[Decision]", timeout: float = 5.0) -> Decision:
-    """The asker's decision; a test fails (never hangs) when it does not come."""
+async def decided(task: "asyncio.Task[Decision]", timeout: float = 60.0) -> Decision:
+    """The asker's decision; a test fails (never hangs) when it does not come (a hang guard, generous:
+    CI's 2 cores run 4 test processes and their subprocesses)."""
     return await asyncio.wait_for(asyncio.shield(task), timeout)
 
 
-async def wait_until(pilot, predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    """Let the app and its runs work until `predicate()` holds; fail after `timeout` seconds."""
+async def wait_until(pilot, predicate, timeout: float = 60.0, what: str = "condition") -> None:
+    """Let the app and its runs work until `predicate()` holds; fail after `timeout` seconds (a hang
+    guard, never a timing)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not predicate():
@@ -104,7 +106,7 @@ async def demo_console(workspace: Path) -> AsyncIterator[tuple[ConsoleSession, E
     session = demo_session(workspace)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
         yield session, app, pilot
 
 

@@ -65,11 +65,11 @@ async def test_an_edited_approval_shows_what_ran_in_the_log_and_the_history(tmp_
         [run] = start(app, session, 1)
         await waiting(pilot, session, 1)
         await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, EditArgsScreen), 5, "the editor")
+        await wait_until(pilot, lambda: isinstance(app.screen, EditArgsScreen), 60, "the editor")
         app.screen.query_one("#edit-args").text = json.dumps({"path": "STAGED.txt", "content": "staging"})
         await pilot.pause()
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: run.finished_at is not None, 30, "the run")
+        await wait_until(pilot, lambda: run.finished_at is not None, 60, "the run")
         await wait_until(pilot, lambda: any("write_file" in line and "confirmed" in line for line in log_lines(app)),
                          what="the tool call in the log")
         text = " ".join(" ".join(log_lines(app)).split())
@@ -79,10 +79,10 @@ async def test_an_edited_approval_shows_what_ran_in_the_log_and_the_history(tmp_
         assert call.fields["editedArgs"] == {"path": "STAGED.txt", "content": "staging"}
         app.main.query_one("#runs").focus()
         await pilot.press("h")
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 5, "the history")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 60, "the history")
         app.screen.query_one("#history-table").focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RecordDetail), 5, "the record")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordDetail), 60, "the record")
         detail = " ".join(str(app.screen.query_one("#record-text").render()).split())
         assert "with edited arguments by human" in detail, detail
         assert 'Ran, edited: write_file({"path": "STAGED.txt", "content": "staging"})' in detail, detail
@@ -175,10 +175,10 @@ async def test_the_pane_and_the_rules_screen_name_the_override_that_asks(tmp_pat
         assert "engine/demo/rules.yaml:7)" in text and "no timeout: taskOverrides.deploy-production: alwaysAsk (" in text, text
         assert "engine/demo/rules.yaml:6)" in text, text
         await pilot.press("1")  # approve
-        await wait_until(pilot, lambda: run.finished_at is not None, 30, "the run")
+        await wait_until(pilot, lambda: run.finished_at is not None, 60, "the run")
         app.main.query_one("#runs").focus()
         await pilot.press("r")
-        await wait_until(pilot, lambda: isinstance(app.screen, RulesScreen), 5, "the rules screen")
+        await wait_until(pilot, lambda: isinstance(app.screen, RulesScreen), 60, "the rules screen")
         table = app.screen.query_one("#rules-table")
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         switches = {r[2]: r for r in rows if r[1] == "task deploy-production"}
@@ -225,7 +225,7 @@ async def test_the_teach_field_shows_a_long_patterns_beginning(tmp_path: Path) -
         await wait_until(pilot, lambda: session.pending(), what="the write_file approval")
         await settle(pilot)
         await pilot.press("n")
-        await wait_until(pilot, lambda: isinstance(app.screen, TeachRuleScreen), 5, "the teach dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, TeachRuleScreen), 60, "the teach dialog")
         await settle(pilot)
         field = app.screen.query_one("#teach-pattern", Input)
         assert len(field.value) > field.content_size.width  # longer than the field: something is cut
@@ -250,9 +250,9 @@ async def test_a_rule_taught_from_the_decision_on_screen_is_not_ended_without_yo
         runs = start(app, session, 2)
         await waiting(pilot, session, 2)
         await pilot.press("a")
-        await wait_until(pilot, lambda: isinstance(app.screen, TeachRuleScreen), 5, "the teach dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, TeachRuleScreen), 60, "the teach dialog")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: all(r.finished_at for r in runs), 30, "both runs")
+        await wait_until(pilot, lambda: all(r.finished_at for r in runs), 60, "both runs")
         assert any(t.startswith("Rule saved") for t in toasts), toasts
         assert not any("ended without you" in t for t in toasts), toasts
 
@@ -293,9 +293,9 @@ async def test_a_commands_output_is_in_its_runs_log(tmp_path: Path) -> None:
     session = make_session([sr], workspace=ws)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
         run = app.start(session.workflows[0], RunRequest(None, "go"))
-        await wait_until(pilot, lambda: run.finished_at is not None, 30, "the run")
+        await wait_until(pilot, lambda: run.finished_at is not None, 60, "the run")
         await wait_until(pilot, lambda: any("result: ran it" in line for line in log_lines(app)), what="the result")
         text = " ".join(" ".join(log_lines(app)).split())
         assert "run_command: exit 0: stdout: hello-from-the-shell · stderr: oops" in text, text
@@ -320,13 +320,13 @@ async def test_a_run_of_another_process_shows_its_recorded_events(tmp_path: Path
             await wait_until(pilot, lambda: len(session.pending()) == 1, 60, "the other process's decision")
             (waiting_one,) = session.pending()
             run_id = waiting_one.escalation.run_id
-            await wait_until(pilot, lambda: app.main.query_one(EventLog).run_id == run_id, 10, "the Events panel on its run")
+            await wait_until(pilot, lambda: app.main.query_one(EventLog).run_id == run_id, 60, "the Events panel on its run")
             assert session.run(run_id) is None  # not this console's run
             def shown() -> str:
                 return " ".join(" ".join(log_lines(app)).split())
 
             # Its events reach the database from the other process, a moment after its escalation's row.
-            await wait_until(pilot, lambda: "? planner asks [architecture_decision]" in shown(), 10, "its recorded events")
+            await wait_until(pilot, lambda: "? planner asks [architecture_decision]" in shown(), 60, "its recorded events")
             assert "→ planner: Fix login" in shown(), shown()
             await pilot.press("1")
             out, err = other.communicate(timeout=60)

@@ -73,13 +73,13 @@ async def test_main_screen_shows_hostile_names_and_agent_text_as_signs(tmp_path:
     session = make_session(workflows, rules=load_rules(rules), workspace=tmp_path)
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
-        await wait_until(pilot, lambda: session.workflows[1].error, 10, "the compile error")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
+        await wait_until(pilot, lambda: session.workflows[1].error, 60, "the compile error")
         assert_clean(app, "the workflow list")  # both names, and the error line quoting one
 
         run = app.start(session.workflows[0], RunRequest(None, f"in{HOSTILE}"))
-        await wait_until(pilot, lambda: session.pending(), 20, "the question")
-        await wait_until(pilot, lambda: any(e.type == "human_escalation" for e in run.events), 5, "its event")
+        await wait_until(pilot, lambda: session.pending(), 60, "the question")
+        await wait_until(pilot, lambda: any(e.type == "human_escalation" for e in run.events), 60, "its event")
         app.main.query_one("#runs").tick()  # the run's latest event, as the clock would draw it
         await pilot.pause(0.2)  # run events are drawn in batches
         shot = assert_clean(app, "runs, events, inbox and the decision pane")
@@ -92,14 +92,14 @@ async def test_main_screen_shows_hostile_names_and_agent_text_as_signs(tmp_path:
         assert "broken␛]52;c;" in shot and "txt.exe␡� failed" in shot  # the two toasts' titles
 
         await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), 5, "the palette")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), 60, "the palette")
         await pilot.pause(0.3)
         assert_clean(app, "the command palette")
         await pilot.press("escape")
 
-        await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), 5, "the main screen")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), 60, "the main screen")
         app.start_workflow(0)
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 5, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         await pilot.pause()
         assert_clean(app, "the start dialog")
 
@@ -112,14 +112,14 @@ async def test_history_shows_hostile_records_of_this_and_earlier_sessions_as_sig
                            clock=RealClock(), db_url=f"sqlite:///{tmp_path / 'escalate.db'}")
     app = make_app(session, open_engine=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, app.engine_ready.is_set, 30, "the engine")
+        await wait_until(pilot, app.engine_ready.is_set, 60, "the engine")
         handle = app.start(session.workflows[0], RunRequest(None, "go"))
-        await wait_until(pilot, lambda: session.pending(), 20, "the question")
+        await wait_until(pilot, lambda: session.pending(), 60, "the question")
         # Recorded although its task (the file's stem) had a byte that is not UTF-8 in it.
         (stored,) = session.db.pending_escalations([handle.id])
         assert stored["payload"]["escalation"]["task_id"].startswith(f"evil{HOSTILE}\ufffd")
         await pilot.press("h")
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 5, "the history")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 60, "the history")
         await pilot.pause()
         shot = assert_clean(app, "the history screen (table and metrics)")
         assert SHOWN in shot
@@ -138,14 +138,14 @@ async def test_a_decision_with_every_field_hostile_and_its_toast_elsewhere(tmp_p
     app = make_app(session)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.press("h")  # the history screen is on top: the new decision is also a toast
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 5, "the history")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 60, "the history")
         waiting = ask(session, asked)
-        await wait_until(pilot, lambda: session.pending(), 5, "the question")
+        await wait_until(pilot, lambda: session.pending(), 60, "the question")
         await pilot.pause(0.2)
         shot = assert_clean(app, "the history screen and the toast over it")
         assert "DECISION REQUIRED [t␛]52;c;" in shot and "ag␛]52;c;" in shot
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is app.main, 5, "the main screen")
+        await wait_until(pilot, lambda: app.screen is app.main, 60, "the main screen")
         await pilot.pause(0.2)
         shot = assert_clean(app, "the decision pane and the inbox")
         assert f"agent ag{SHOWN}" in shot and f"option o{SHOWN}" in shot  # the countdown names the default option
@@ -167,5 +167,5 @@ async def test_the_app_title_is_sanitized_wherever_it_is_shown() -> None:
         await pilot.pause()
         assert SHOWN in assert_clean(app, "the main screen's header")
         await pilot.press("h")  # Textual's own Header
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 5, "the history")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), 60, "the history")
         assert SHOWN in assert_clean(app, "the history screen's header")

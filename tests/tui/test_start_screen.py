@@ -45,15 +45,15 @@ def test_a_huge_or_unreadable_file_costs_a_bounded_read(tmp_path: Path) -> None:
 async def test_the_list_and_the_dialog_show_the_description_and_enter_starts_with_the_sample(tmp_path: Path) -> None:
     async with demo_console(tmp_path) as (session, app, pilot):
         listed = app.main.query_one(WorkflowList)
-        await wait_until(pilot, lambda: "JWT or sessions" in str(listed.get_option_at_index(0).prompt), 10, "the description")
+        await wait_until(pilot, lambda: "JWT or sessions" in str(listed.get_option_at_index(0).prompt), 60, "the description")
         await pilot.press("s")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 5, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         await settle(pilot)
         assert "JWT or sessions" in str(app.screen.query_one("#start-about").render())
         field = app.screen.query_one("#start-input")
         assert field.value == "Fix login" and field.selected_text == "Fix login"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: session.runs, 10, "the run")
+        await wait_until(pilot, lambda: session.runs, 60, "the run")
         assert session.runs[0].input == "Fix login"
 
 
@@ -62,12 +62,12 @@ async def test_typed_ahead_input_replaces_the_sample(tmp_path: Path) -> None:
         for key in ["s", *"hi", "enter"]:  # one burst, queued before the dialog is mounted
             app.post_message(events.Key(key, None if key == "enter" else key))
         await settle(pilot)
-        await wait_until(pilot, lambda: session.runs, 10, "the run")
+        await wait_until(pilot, lambda: session.runs, 60, "the run")
         assert session.runs[0].input == "hi"
-        await wait_until(pilot, lambda: session.pending(), 30, "its question")
+        await wait_until(pilot, lambda: session.pending(), 60, "its question")
         await pilot.press("s")  # on the next dialog, typed after it has the focus
-        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 5, "the start dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartRunScreen), 60, "the start dialog")
         await settle(pilot)
         await pilot.press(*"ok", "enter")
-        await wait_until(pilot, lambda: len(session.runs) == 2, 10, "the second run")
+        await wait_until(pilot, lambda: len(session.runs) == 2, 60, "the second run")
         assert session.runs[1].input == "ok"

@@ -133,7 +133,7 @@ def test_a_run_waiting_in_the_database_is_answered_in_the_browser_and_its_agent_
         served = None
         assert code == 0, err
         assert "browser session 1: console closed" in err and err.rstrip().endswith("escalate serve: stopped")
-        page.wait_for_selector("text=Session ended", state="visible", timeout=10_000)  # the page says so
+        page.wait_for_selector("text=Session ended", state="visible", timeout=120_000)  # the page says so
         assert terminal.closed
         assert not consoles(url)
     finally:
@@ -153,7 +153,7 @@ def test_serve_run_starts_the_run_once_and_a_closed_tab_leaves_it_waiting(tmp_pa
         (esc,) = pending(url)
         first.close()  # the tab goes: its console quits, the run stays waiting in the database
 
-        wait_until(lambda: not consoles(url), "the tab's console quit", timeout=30)
+        wait_until(lambda: not consoles(url), "the tab's console quit", timeout=120)
         assert _runs(url)[0]["status"] in ("running", "waiting")  # left for later, not cancelled
         second = context.new_page()  # the same browser (its cookie), a new tab: a console without --run
         terminal = Terminal(second)

@@ -12,7 +12,8 @@ import pytest
 
 from engine.durable.database import Database
 from tests.e2e.pty_console import PtyConsole
-from tests.workers.procs import WorkerProcess, escalate
+from tests.cli_here import escalate_here
+from tests.workers.procs import WorkerProcess
 from tests.workers.test_workers import queue_runs, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -42,7 +43,7 @@ def test_two_consoles_answer_the_same_escalation_and_one_wins(tmp_path: Path, pg
 
         (second,) = db.pending_escalations()
         marks = [len(c.output) for c in consoles]
-        answered = escalate("answer", second["id"], "--text", "ship it", "--db", pg_url, cwd=tmp_path)
+        answered = escalate_here("answer", second["id"], "--text", "ship it", "--db", pg_url, cwd=tmp_path)  # another process than the consoles
         assert answered.returncode == 0, answered.stderr
         for console, mark in zip(consoles, marks):  # gone from both consoles, who decided shown
             end = time.monotonic() + 60

@@ -134,7 +134,7 @@ class World:
         self.ask(approval(name, "true"))
         await until(lambda: self.console.get(name) is not None)
         self.console.answer(name, Response(ResponseType.OPTION, selected_option="deny"))
-        await asyncio.wait_for(self.asked[name], 10)
+        await asyncio.wait_for(self.asked[name], 60)
 
     def close(self) -> None:
         for feed in self.feeds:
@@ -200,7 +200,7 @@ async def test_a_request_announced_ahead_of_its_run_is_shown_as_the_run_raised_i
         await asyncio.sleep(1.5)  # past the forged policy's deadline: nothing approves the call
         assert not world.asked["r1.2"].done()
         decision = world.console.answer("r1.2", Response(ResponseType.OPTION, selected_option="deny"))
-        assert await asyncio.wait_for(world.asked["r1.2"], 10) == decision
+        assert await asyncio.wait_for(world.asked["r1.2"], 60) == decision
     finally:
         world.close()
 

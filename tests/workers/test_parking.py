@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from engine.durable.database import Database
+from tests.cli_here import escalate_here
+from tests.durable.park_harness import deadline_in
 from tests.workers.procs import ASK, ASK_SCRIPT, WorkerProcess, answer_args, answer_directly, audit, escalate
 from tests.workers.test_workers import queue_runs, wait_until, waiting_runs
 
@@ -65,18 +67,21 @@ def test_one_place_three_waiting_runs_each_answered_from_another_process(tmp_pat
 def test_a_deadline_with_no_process_holding_the_run_applies_its_default_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'escalate.db'}"
     rules = tmp_path / "rules.yaml"
-    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 8, onTimeout: recommended}\n")
-    workers = [WorkerProcess(url, tmp_path, concurrency=1, name=f"w{i}") for i in range(2)]
+    # A deadline far away while the run parks (however slowly), brought near once it has.
+    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 600, onTimeout: recommended}\n")
+    env = {**os.environ, "ESCALATE_PARK_AFTER": "0.2"}  # the test waits for the run to park: not 2 s of grace
+    workers = [WorkerProcess(url, tmp_path, concurrency=1, name=f"w{i}", env=env) for i in range(2)]
     db = Database(url)
     try:
         for worker in workers:
             worker.wait_ready()
-        done = escalate("run", str(ASK), "--script", str(ASK_SCRIPT), "--rules", str(rules), "--db", url, "--detach",
-                        cwd=tmp_path)
+        done = escalate_here("run", str(ASK), "--script", str(ASK_SCRIPT), "--rules", str(rules), "--db", url, "--detach",
+                             cwd=tmp_path)  # queued (in this process: queueing is not the point here)
         run_id = done.stdout.strip()
         wait_until(lambda: waiting_runs(db) == {run_id}, what="the run parked at its first escalation")
         first = f"{run_id}.2"
-        assert db.get_escalation(first)["status"] == "pending"  # its deadline is seconds away: nobody holds it
+        assert db.get_escalation(first)["status"] == "pending"  # nobody holds it
+        deadline_in(db, first, 0.5)
         # Two workers poll; the default applies once, and the run goes on to its second question.
         wait_until(lambda: any(r["id"] != first for r in db.pending_escalations()), what="the default applied")
         row = db.get_escalation(first)
