@@ -72,7 +72,10 @@ async def test_a_stopped_command_takes_the_commands_it_started_along(tmp_path: P
     import subprocess
     import time
 
-    marker = "sleep 7.3579"  # a child of the shell, not the shell itself
+    # a child of the shell, not the shell itself; its own per test (the two cases may run at once
+    # on two test processes, and pgrep would see the other's), long enough that a command waiting
+    # for it could never end within the hang guard below
+    marker = f"sleep 300.{os.getpid()}{int(cancel)}"
     [run_command] = cli_functions(Workspace(tmp_path), time_limit=60 if cancel else 0.5)
     started = time.monotonic()
     call = asyncio.ensure_future(run_command(f"{marker}; echo done"))
@@ -82,7 +85,7 @@ async def test_a_stopped_command_takes_the_commands_it_started_along(tmp_path: P
     with pytest.raises(asyncio.CancelledError) if cancel else contextlib.nullcontext():
         result = await call
         assert "timed out" in result["error"]
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 120  # a hang guard: waiting for the child would take 300 s
     assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1  # none left
 
 

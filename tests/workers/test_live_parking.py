@@ -136,7 +136,8 @@ def test_a_deadline_passing_while_parked_in_a_live_process_applies_its_default_o
     url = f"sqlite:///{tmp_path / 'escalate.db'}"
     env = live_env(tmp_path)
     rules = tmp_path / "rules.yaml"
-    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 4, onTimeout: recommended}\n")
+    # 8 s: the run parks 0.3 s after it asks; the rest is room for a loaded host to see it parked first
+    rules.write_text("escalationRules:\n  defaults:\n    architecture_decision: {timeout: 8, onTimeout: recommended}\n")
     db = Database(url)
     worker = WorkerProcess(url, tmp_path, concurrency=1, env=env)
     proc = run_wait(url, tmp_path, env, "--rules", str(rules))
