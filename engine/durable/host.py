@@ -13,8 +13,9 @@ database, executes it. Workers (`escalate worker`) also listen to the shared que
 that `run --detach` fills. A registered queue costs a DBOS thread polling the database ten times
 a second and a row in DBOS's `queues` table: only a process that resumes runs registers its
 queue at open (`resumes`; `escalate run` never does), it is deleted once nothing waits on it for
-OWN_QUEUE_LINGER and registered again at the next run taken back, and it is deleted at a clean
-stop (`close`).
+OWN_QUEUE_LINGER, and at a clean stop (`close`). A run taken back later is put on it and taken
+from it by this process itself (`continue_here`, engine/durable/take.py): no registration, no
+poll; only a take that fails registers the queue again for DBOS's poll.
 """
 
 from __future__ import annotations
@@ -43,17 +44,13 @@ WORKERS_QUEUE_POLL = 0.05  # seconds between a worker's looks at it (DBOS's queu
 WORKFLOW_NAME = "escalate_run"
 SETTLE_SECONDS = 5.0  # at most this long, at exit, for DBOS to record the ends of runs that are over
 OWN_QUEUE_POLL = 0.1  # seconds between looks at this process's own queue: a resumed run starts within it
-# An own queue with nothing queued on it this long is deleted (its poller ends with its row) and
-# registered again at the next run this process takes back (DBOS finds it within ~1 s then).
+# An own queue with nothing queued on it this long is deleted (its poller ends with its row);
+# registered again only for a run this process could not take back itself (`continue_here`).
 OWN_QUEUE_LINGER = 5.0
 # DBOS's thread pool (its steps' and workflows' database writes, and every `asyncio.to_thread`
 # of a loop it runs on) is unbounded by default: 200 runs started at once grew it to ~130 threads,
 # ~40 KB of RSS each run, all queueing for SQLite's one write lock anyway (docs/durable.md).
 EXECUTOR_THREADS = 16
-
-
-class _NotTaken(Exception):
-    """A run put on the own queue that this process could not take from there itself."""
 
 
 class RunRefused(DatabaseError):
@@ -342,19 +339,18 @@ class DurableHost:
 
         from engine.durable import take
 
-        def resume_and_take() -> None:  # one hop to a thread for both (DBOS's sync calls there)
+        def resume_and_take() -> bool:  # one hop to a thread for both (DBOS's sync calls there)
             DBOS.resume_workflow(run_id, queue_name=self.queue_name)
             try:
                 take.take(self.queue_name, self.owner, APP_VERSION)
-            except Exception as exc:
-                raise _NotTaken() from exc
+            except Exception:
+                log.debug("%s: not taken from the own queue here; DBOS's poll takes it", run_id, exc_info=True)
+                return False
+            return True
 
         async with self._queue_lock:
-            try:
-                await asyncio.to_thread(resume_and_take)
+            if await asyncio.to_thread(resume_and_take):
                 return
-            except _NotTaken:
-                log.debug("%s: not taken from the own queue here; DBOS's poll takes it", run_id, exc_info=True)
             await self._register_queue()
         self._retire_later()
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import uuid
 
 
-def take(queue_name: str, executor_id: str, app_version: str) -> list[str]:
+def take(queue_name: str, executor_id: str, app_version: str) -> None:
     """Claim what waits on `queue_name` for this executor and start it (each workflow on DBOS's
-    loop, as a dequeued one); the ids taken. Nothing when another poller of the queue took it
+    loop, as a dequeued one). Nothing when another poller of the queue took it
     first, or nothing waits there (a resume of a finished workflow enqueues nothing): DBOS's
     claim is the one conditional update either way, so a workflow never starts twice."""
     from dbos._core import execute_dequeued_workflow
@@ -35,4 +35,3 @@ def take(queue_name: str, executor_id: str, app_version: str) -> list[str]:
     taken, _ = system.start_queued_workflows(queue, executor_id, app_version, None, 0, owner_xid=owner_xid)
     for status in system.get_workflow_statuses(taken):
         execute_dequeued_workflow(dbos, status, owner_xid)
-    return list(taken)

@@ -245,20 +245,16 @@ def queue_runs(db_url: str, workdir: Path, workflow: Path, script: Path, rules: 
     """`run --detach` `count` times (inputs n0, n1, ...), in this process (a process of its own
     cost a second of CPU and seconds of a loaded host's time, and queueing is not what its
     callers test); from a thread running no event loop."""
-    return queue_here(db_url, str(workdir), str(workflow), str(script), str(rules or ""), str(count))
-
-
-def queue_here(db_url: str, workspace: str, workflow: str, script: str, rules: str, count: str) -> list[str]:
     async def queue() -> list[str]:
         from engine.runtime.script import load_script
         from engine.services import open_services
         from rules import load_rules
 
         services = await open_services(db_url, identity="escalate run")
-        engine = services.engine(load_rules(rules or None), script=load_script(script), workspace=Path(workspace))
+        engine = services.engine(load_rules(rules), script=load_script(script), workspace=workdir)
         try:
-            loaded = engine.load(Path(workflow))
-            return [engine.queue_run(loaded, input=f"n{i}", task=Path(workflow).stem) for i in range(int(count))]
+            loaded = engine.load(workflow)
+            return [engine.queue_run(loaded, input=f"n{i}", task=workflow.stem) for i in range(count)]
         finally:
             services.close()
 
