@@ -1,0 +1,129 @@
+"""The floor under issue 26's start-up figures: what the libraries escalate must use (Google ADK
+for agents, DBOS Transact for durable state: the product's specification) cost by themselves,
+measured beside escalate and LangGraph in one run, interleaved round by round, each a fresh
+process. Prints a table; asserts nothing.
+
+Rows (each side a fresh process; the medians of the rounds, p95 in brackets):
+- launch -> first model turn done, and the command's CPU time to its exit, and its RSS then:
+  LangGraph with SqliteSaver to its approval (peer_langgraph.py start: the peer, durable);
+  ADK alone, one turn in memory (floor_stack.py adk: no escalate, no durability);
+  ADK after DBOS's launch on a SQLite file (floor_stack.py adk-dbos: the stack escalate is
+  specified on, with none of escalate's code); `escalate run` to its approval (exit 4; its RSS
+  from a `run --wait` of the same flow, waiting at the approval);
+- answer from the shell -> next turn with no process waiting: `escalate answer` + `escalate
+  resume` against a fresh LangGraph process resuming the thread. Its floor is the ADK + DBOS row:
+  a process that continues a run must import both and make a turn.
+
+Run (LangGraph is an optional extra: `pip install -e '.[bench]'`):
+    python tests/benchmarks/bench_floor.py [--rounds 5] [--escalate-src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_peer import Figures, Sides, cell, children_cpu, escalate_cold_and_shell, escalate_source, events_after, \
+    json_line, peer_cold_and_shell, summary
+from peer_langgraph import rss_kb
+
+HERE = Path(__file__).resolve().parent
+FLOOR = HERE / "floor_stack.py"
+
+
+def floor(sides: Sides, figures: Figures, mode: str) -> None:
+    """One fresh process of the bare stack: imports, (DBOS's launch,) one ADK turn, exit."""
+    cpu, launched = children_cpu(), time.time()
+    done = json_line(subprocess.run([sys.executable, str(FLOOR), mode, str(sides.work / "floor.db")],
+                                    cwd=sides.work, env=sides.peer_env, capture_output=True, text=True))
+    figures.add("cpu", mode, children_cpu() - cpu)
+    figures.add("cold", mode, done["done"] - launched)
+    figures.add("rss", mode, done["rss_kb"] / 1024)
+
+
+def peer(sides: Sides, figures: Figures, round_: int) -> None:
+    """LangGraph's start and resume (bench_peer.py's), and its RSS at the approval."""
+    peer_cold_and_shell(sides, figures, round_)
+    figures.add("cpu", "langgraph", figures.get("cold_cpu", "langgraph")[-1])
+    started = sides.peer("start", sides.saver, sides.peer_db, f"rss-{round_}")
+    figures.add("rss", "langgraph", started["rss_kb"] / 1024)
+
+
+def escalate(sides: Sides, figures: Figures, round_: int) -> None:
+    """`escalate run` to its approval, `answer` + `resume` (bench_peer.py's), and the RSS of a
+    `run --wait` of the same flow once it waits at the approval."""
+    escalate_cold_and_shell(sides, figures, round_)
+    figures.add("cpu", "escalate", figures.get("cold_cpu", "escalate")[-1])
+    events = sides.work / f"floor-wait-{round_}.jsonl"
+    launched = time.time()
+    proc = sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go", "--wait",
+                          events=events, wait=False)
+    try:
+        events_after(events, "human_escalation", launched)
+        time.sleep(0.5)  # settled, as bench_peer.py's idle figure
+        figures.add("rss", "escalate", rss_kb(proc.pid) / 1024)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+SIDES = (("langgraph", "LangGraph + SqliteSaver (the peer, durable)"),
+         ("adk", "ADK alone, one turn in memory (no escalate, no durability)"),
+         ("adk-dbos", "ADK + DBOS launched on SQLite (the specified stack, no escalate)"),
+         ("escalate", "escalate `run` (the product, durable)"))
+
+
+def table(figures: Figures) -> list[str]:
+    lines = ["| stack | launch -> first turn done | CPU to its exit | RSS after the turn | "
+             "first turn / LangGraph's |", "| --- | --- | --- | --- | --- |"]
+    peer_cold = summary(figures.get("cold", "langgraph"))[0]
+    for side, label in SIDES:
+        cold = figures.get("cold", side)
+        lines.append(f"| {label} | {cell(cold, 's', 2)} | {cell(figures.get('cpu', side), 's', 2)} | "
+                     f"{cell(figures.get('rss', side), 'MiB', 0)} | {summary(cold)[0] / peer_cold:.2f}x |")
+    shell_ours, shell_peer = (summary(figures.get("shell", side))[0] for side in ("escalate", "langgraph"))
+    floor_cold = summary(figures.get("cold", "adk-dbos"))[0]
+    lines += ["", "| answer from the shell -> next turn, no process waiting | seconds | / LangGraph's |",
+              "| --- | --- | --- |",
+              f"| LangGraph: a fresh process resumes the thread | {shell_peer:.2f} | 1.00x |",
+              f"| floor: one fresh ADK + DBOS process to a turn (no answer written) | {floor_cold:.2f} | "
+              f"{floor_cold / shell_peer:.2f}x |",
+              f"| escalate: `answer` + `resume` | {shell_ours:.2f} | {shell_ours / shell_peer:.2f}x |"]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--escalate-src", help="the escalate tree to measure (its PYTHONPATH)")
+    args = parser.parse_args()
+    src = escalate_source(args.escalate_src)
+    load = os.getloadavg()
+    print(f"escalate: {src}; load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} "
+          f"({os.cpu_count()} CPUs)", flush=True)
+    figures = Figures()
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as folder:
+        sides = Sides(src, "sync", Path(folder))
+        # the databases and bytecode exist before the first timed launch, as after a user's first run
+        sides.escalate("run", str(sides.source), "--script", str(sides.script), "--input", "go")
+        sides.peer("start", sides.saver, sides.peer_db, "first")
+        subprocess.run([sys.executable, str(FLOOR), "adk-dbos", str(sides.work / "floor.db")], cwd=sides.work,
+                       env=sides.peer_env, capture_output=True, check=True)
+        steps = [lambda r: peer(sides, figures, r), lambda r: floor(sides, figures, "adk"),
+                 lambda r: floor(sides, figures, "adk-dbos"), lambda r: escalate(sides, figures, r)]
+        for round_ in range(args.rounds):
+            for step in steps[round_ % len(steps):] + steps[:round_ % len(steps)]:  # who goes first rotates
+                step(round_)
+            print(f"  round {round_ + 1}/{args.rounds} done (load {os.getloadavg()[0]:.1f})", flush=True)
+    print()
+    print("\n".join(table(figures)))
+
+
+if __name__ == "__main__":
+    main()
