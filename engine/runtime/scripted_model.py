@@ -53,10 +53,10 @@ def _usage(prompt: int, output: int) -> types.GenerateContentResponseUsageMetada
     )
 
 
-def reply_content(reply: Reply, call_id: str) -> types.Content:
-    """The model turn a scripted reply stands for."""
+def reply_content(reply: Reply, cursor: ScriptCursor, agent: str) -> types.Content:
+    """The model turn a scripted reply stands for (a tool call's id drawn only for a tool call)."""
     if reply.kind == "tool":
-        call = types.FunctionCall(name=reply.tool, args=dict(reply.args), id=call_id)
+        call = types.FunctionCall(name=reply.tool, args=dict(reply.args), id=cursor.call_id(agent))
         return types.Content(role="model", parts=[types.Part(function_call=call)])
     if reply.kind == "escalate":
         text = json.dumps({"escalation": True, **reply.escalation}, ensure_ascii=False, default=str)
@@ -79,7 +79,7 @@ class ScriptedModel(BaseLlm):
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
         index, reply = self.cursor.next_reply(self.agent_name, latest_input(llm_request))
-        content = reply_content(reply, self.cursor.call_id(self.agent_name))
+        content = reply_content(reply, self.cursor, self.agent_name)
         yield LlmResponse(content=content, usage_metadata=_usage(*reply.usage), turn_complete=True,
                           custom_metadata={"escalate_script": [self.agent_name, index]})
 

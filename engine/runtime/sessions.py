@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events import Event
-from google.adk.sessions import BaseSessionService, Session
+from google.adk.sessions import BaseSessionService, Session, State
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 
 
@@ -64,6 +64,20 @@ class CallSessions(BaseSessionService):
                 older = [i for i, e in enumerate(events) if e.timestamp < config.after_timestamp]
                 events = events[older[-1] + 1:] if older else events
         return _light(session, events)
+
+    def held(self, *, app_name: str, user_id: str, session_id: str) -> Optional[Session]:
+        """The stored session itself, not a copy: for the one caller that drives an invocation on
+        it (engine/runtime/adk_turn.py), as ADK's Runner drives its own copy; the events it
+        appends go to the stored list once (`append_event`), the copy and its double append
+        spared at every turn."""
+        return self._sessions.get((app_name, user_id, session_id))
+
+    @staticmethod
+    def invocation_over(session: Session) -> None:
+        """After an invocation on a `held` session: its `temp:` state lived for that invocation
+        only (the Runner's copy, which held it, is dropped after each)."""
+        for key in [key for key in session.state if key.startswith(State.TEMP_PREFIX)]:
+            del session.state[key]
 
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         found = [_light(s, []) for (app, user, _), s in self._sessions.items()
