@@ -24,6 +24,11 @@ __all__ = ["ScriptCursor", "ScriptExhausted", "ScriptedModel", "latest_input", "
 # not input the agent received, so `when` looks past them to the real message.
 _ADK_TRANSCRIPT = "For context:"
 
+# The scripted model's name, `<provider>/<model>` as LiteLLM's ids: ADK's telemetry reads the
+# provider from it at each turn (twice), where a bare name made it work out Gemini's deployment
+# from the environment (~60 Python calls a turn), to report the scripted model as Gemini.
+SCRIPTED = "escalate/scripted"
+
 
 def latest_input(request: LlmRequest) -> str:
     """The text of the most recent user message or tool result the model is shown."""
@@ -85,4 +90,4 @@ class ScriptedModel(BaseLlm):
 
 
 def scripted_model(agent: str, cursor: ScriptCursor) -> ScriptedModel:
-    return ScriptedModel(model="scripted", agent_name=agent, cursor=cursor)
+    return ScriptedModel(model=SCRIPTED, agent_name=agent, cursor=cursor)
