@@ -42,6 +42,14 @@ class CallSessions(BaseSessionService):
 
     async def create_session(self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None,
                              session_id: Optional[str] = None) -> Session:
+        return _light(self._stored(app_name, user_id, state, session_id))
+
+    def open(self, *, app_name: str, user_id: str) -> Session:
+        """A new session for one agent call (engine/runtime/agent_call.py), the stored one itself
+        as `held` gives it: the call appends to it once and drives its turns on it."""
+        return self._stored(app_name, user_id, None, None)
+
+    def _stored(self, app_name: str, user_id: str, state: Optional[dict[str, Any]], session_id: Optional[str]) -> Session:
         session_id = (session_id or "").strip() or str(uuid.uuid4())
         key = (app_name, user_id, session_id)
         if key in self._sessions:
@@ -49,7 +57,7 @@ class CallSessions(BaseSessionService):
         session = Session(app_name=app_name, user_id=user_id, id=session_id, state=dict(state or {}),
                           last_update_time=time.time())
         self._sessions[key] = session
-        return _light(session)
+        return session
 
     async def get_session(self, *, app_name: str, user_id: str, session_id: str,
                           config: Optional[GetSessionConfig] = None) -> Optional[Session]:
