@@ -8,7 +8,9 @@ instead: the session's fields, its event list and its state dict copied, the eve
 shared. What that gives up: a caller that changes an event it holds changes the stored one. ADK
 appends each new event as a new object, escalate changes none, and the runs of tests/runtime and
 tests/durable (replays included) are the same on it. As ADK's own
-`IN_MEMORY_SESSION_SERVICE_LIGHT_COPY` option, but for this service only.
+`IN_MEMORY_SESSION_SERVICE_LIGHT_COPY` option, but for this service only. An agent call and the
+turns it drives directly (engine/runtime/adk_turn.py) take no copy at all: `open` and `held` give
+them the stored session, as ADK's Runner drives its own copy (docs/durable.md, the sixth pass).
 
 A run's sessions are its own (one service per run, engine/runtime/run_state.py), so `app:` and
 `user:` state keys are kept with the session that set them, not shared between its calls:
