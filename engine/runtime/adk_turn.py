@@ -41,17 +41,27 @@ async def run_async(runner: Any, *, user_id: str, session_id: str, new_message: 
     from google.adk.agents.invocation_context import InvocationContext, new_invocation_context_id
     from google.adk.events import Event
 
+    from engine.runtime.sessions import CallSessions
+
     sessions = runner.session_service
-    session = await sessions.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    held = isinstance(sessions, CallSessions)  # a run's own sessions: the stored one, not a copy
+    if held:
+        session = sessions.held(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    else:
+        session = await sessions.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
     if session is None:
         raise ValueError(f"Session not found: {session_id}")
     context = InvocationContext(
         session_service=sessions, invocation_id=new_invocation_context_id(), agent=runner.agent, session=session,
         user_content=new_message, run_config=run_config or RunConfig(), plugin_manager=runner.plugin_manager,
     )
-    await sessions.append_event(session, Event(invocation_id=context.invocation_id, author="user", content=new_message))
-    async with aclosing(runner.agent.run_async(context)) as events:
-        async for event in events:
-            if not event.partial:
-                await sessions.append_event(session, event)
-            yield event
+    try:
+        await sessions.append_event(session, Event(invocation_id=context.invocation_id, author="user", content=new_message))
+        async with aclosing(runner.agent.run_async(context)) as events:
+            async for event in events:
+                if not event.partial:
+                    await sessions.append_event(session, event)
+                yield event
+    finally:
+        if held:
+            sessions.invocation_over(session)

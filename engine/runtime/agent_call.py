@@ -132,7 +132,7 @@ async def _call_once(
         async with acp_agent(run, key, spec, command).call() as agent:
             return await _converse_acp(run, agent, spec, text, frame, history)
     runner = run.runner_for(key)
-    session = await run.session_service.create_session(app_name=runner.app_name, user_id=run.run_id)
+    session = run.session_service.open(app_name=runner.app_name, user_id=run.run_id)  # the call's own, held
     try:
         return await _converse(run, runner, session, spec, text, frame, history)
     finally:

@@ -27,14 +27,19 @@ class RecordedModel(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        async def turn() -> list[dict[str, Any]]:
-            return [
-                response.model_dump(mode="json", exclude_none=True)
-                async for response in self.inner.generate_content_async(llm_request, stream=stream)
-            ]
+        live: list[LlmResponse] = []
 
-        for data in await step("model turn", turn):
-            response = LlmResponse.model_validate(data)
+        async def turn() -> list[dict[str, Any]]:
+            recorded = []
+            async for response in self.inner.generate_content_async(llm_request, stream=stream):
+                live.append(response)
+                recorded.append(response.model_dump(mode="json", exclude_none=True))
+            return recorded
+
+        recorded = await step("model turn", turn)
+        # Live, the model's own responses go on, as in a run in memory (rebuilt from their JSON they
+        # were validated again: ~180 Python calls a turn); replayed, the recorded ones.
+        for response in live or [LlmResponse.model_validate(data) for data in recorded]:
             mark = (response.custom_metadata or {}).get(SCRIPT_MARK)
             if mark and self.cursor is not None:
                 self.cursor.mark_used(str(mark[0]), int(mark[1]))

@@ -4,7 +4,7 @@ import ADK for it (docs/startup.md)."""
 
 from __future__ import annotations
 
-import uuid
+import os
 
 from engine.runtime.models import OFFLINE_HINT
 from engine.runtime.script import Reply, Script
@@ -28,22 +28,36 @@ class ScriptCursor:
     def __init__(self, script: Script) -> None:
         self.script = script
         self._used: dict[str, set[int]] = {}
+        # Per agent, the first reply not used yet: every reply before it is used, so a turn looks
+        # from there, not from the top (a run of N turns read N²/2 used replies, ~0.02 ms a turn
+        # at 200: docs/durable.md "What a turn costs", the sixth pass).
+        self._first: dict[str, int] = {}
 
     def next_reply(self, agent: str, latest_input: str) -> tuple[int, Reply]:
         used = self._used.setdefault(agent, set())
         # The unnamed `agent:` is scripted under "" or, as the origin project names it, "default".
         replies = self.script.agents.get(agent) or (self.script.agents.get("default", ()) if agent == "" else ())
-        for index, reply in enumerate(replies):
+        first = self._first.get(agent, 0)
+        for index in range(first, len(replies)):
+            reply = replies[index]
             if index not in used and reply.matches(latest_input):
-                used.add(index)
+                self._use(agent, used, index)
                 return index, reply
         raise ScriptExhausted(agent, self.script)
 
     def mark_used(self, agent: str, index: int) -> None:
         """A replayed turn used this reply (durable runs: the turn was not asked again)."""
-        self._used.setdefault(agent, set()).add(index)
+        self._use(agent, self._used.setdefault(agent, set()), index)
+
+    def _use(self, agent: str, used: set[int], index: int) -> None:
+        used.add(index)
+        first = self._first.get(agent, 0)
+        while first in used:
+            first += 1
+        self._first[agent] = first
 
     @staticmethod
     def call_id(agent: str) -> str:
         # Random, not counted: a replayed turn keeps its recorded id and a live one never reuses it.
-        return f"sr-{agent}-{uuid.uuid4().hex[:10]}"
+        # 40 random bits, as the first ten hex digits of a uuid4 were (os.urandom: no UUID object).
+        return f"sr-{agent}-{os.urandom(5).hex()}"

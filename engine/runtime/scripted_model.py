@@ -24,6 +24,11 @@ __all__ = ["ScriptCursor", "ScriptExhausted", "ScriptedModel", "latest_input", "
 # not input the agent received, so `when` looks past them to the real message.
 _ADK_TRANSCRIPT = "For context:"
 
+# The scripted model's name, `<provider>/<model>` as LiteLLM's ids: ADK's telemetry reads the
+# provider from it at each turn (twice), where a bare name made it work out Gemini's deployment
+# from the environment (~60 Python calls a turn), to report the scripted model as Gemini.
+SCRIPTED = "escalate/scripted"
+
 
 def latest_input(request: LlmRequest) -> str:
     """The text of the most recent user message or tool result the model is shown."""
@@ -53,10 +58,10 @@ def _usage(prompt: int, output: int) -> types.GenerateContentResponseUsageMetada
     )
 
 
-def reply_content(reply: Reply, call_id: str) -> types.Content:
-    """The model turn a scripted reply stands for."""
+def reply_content(reply: Reply, cursor: ScriptCursor, agent: str) -> types.Content:
+    """The model turn a scripted reply stands for (a tool call's id drawn only for a tool call)."""
     if reply.kind == "tool":
-        call = types.FunctionCall(name=reply.tool, args=dict(reply.args), id=call_id)
+        call = types.FunctionCall(name=reply.tool, args=dict(reply.args), id=cursor.call_id(agent))
         return types.Content(role="model", parts=[types.Part(function_call=call)])
     if reply.kind == "escalate":
         text = json.dumps({"escalation": True, **reply.escalation}, ensure_ascii=False, default=str)
@@ -79,10 +84,10 @@ class ScriptedModel(BaseLlm):
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
         index, reply = self.cursor.next_reply(self.agent_name, latest_input(llm_request))
-        content = reply_content(reply, self.cursor.call_id(self.agent_name))
+        content = reply_content(reply, self.cursor, self.agent_name)
         yield LlmResponse(content=content, usage_metadata=_usage(*reply.usage), turn_complete=True,
                           custom_metadata={"escalate_script": [self.agent_name, index]})
 
 
 def scripted_model(agent: str, cursor: ScriptCursor) -> ScriptedModel:
-    return ScriptedModel(model="scripted", agent_name=agent, cursor=cursor)
+    return ScriptedModel(model=SCRIPTED, agent_name=agent, cursor=cursor)

@@ -8,7 +8,9 @@ instead: the session's fields, its event list and its state dict copied, the eve
 shared. What that gives up: a caller that changes an event it holds changes the stored one. ADK
 appends each new event as a new object, escalate changes none, and the runs of tests/runtime and
 tests/durable (replays included) are the same on it. As ADK's own
-`IN_MEMORY_SESSION_SERVICE_LIGHT_COPY` option, but for this service only.
+`IN_MEMORY_SESSION_SERVICE_LIGHT_COPY` option, but for this service only. An agent call and the
+turns it drives directly (engine/runtime/adk_turn.py) take no copy at all: `open` and `held` give
+them the stored session, as ADK's Runner drives its own copy (docs/durable.md, the sixth pass).
 
 A run's sessions are its own (one service per run, engine/runtime/run_state.py), so `app:` and
 `user:` state keys are kept with the session that set them, not shared between its calls:
@@ -23,7 +25,7 @@ from typing import Any, Optional
 
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events import Event
-from google.adk.sessions import BaseSessionService, Session
+from google.adk.sessions import BaseSessionService, Session, State
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 
 
@@ -42,6 +44,14 @@ class CallSessions(BaseSessionService):
 
     async def create_session(self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None,
                              session_id: Optional[str] = None) -> Session:
+        return _light(self._stored(app_name, user_id, state, session_id))
+
+    def open(self, *, app_name: str, user_id: str) -> Session:
+        """A new session for one agent call (engine/runtime/agent_call.py), the stored one itself
+        as `held` gives it: the call appends to it once and drives its turns on it."""
+        return self._stored(app_name, user_id, None, None)
+
+    def _stored(self, app_name: str, user_id: str, state: Optional[dict[str, Any]], session_id: Optional[str]) -> Session:
         session_id = (session_id or "").strip() or str(uuid.uuid4())
         key = (app_name, user_id, session_id)
         if key in self._sessions:
@@ -49,7 +59,7 @@ class CallSessions(BaseSessionService):
         session = Session(app_name=app_name, user_id=user_id, id=session_id, state=dict(state or {}),
                           last_update_time=time.time())
         self._sessions[key] = session
-        return _light(session)
+        return session
 
     async def get_session(self, *, app_name: str, user_id: str, session_id: str,
                           config: Optional[GetSessionConfig] = None) -> Optional[Session]:
@@ -64,6 +74,20 @@ class CallSessions(BaseSessionService):
                 older = [i for i, e in enumerate(events) if e.timestamp < config.after_timestamp]
                 events = events[older[-1] + 1:] if older else events
         return _light(session, events)
+
+    def held(self, *, app_name: str, user_id: str, session_id: str) -> Optional[Session]:
+        """The stored session itself, not a copy: for the one caller that drives an invocation on
+        it (engine/runtime/adk_turn.py), as ADK's Runner drives its own copy; the events it
+        appends go to the stored list once (`append_event`), the copy and its double append
+        spared at every turn."""
+        return self._sessions.get((app_name, user_id, session_id))
+
+    @staticmethod
+    def invocation_over(session: Session) -> None:
+        """After an invocation on a `held` session: its `temp:` state lived for that invocation
+        only (the Runner's copy, which held it, is dropped after each)."""
+        for key in [key for key in session.state if key.startswith(State.TEMP_PREFIX)]:
+            del session.state[key]
 
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         found = [_light(s, []) for (app, user, _), s in self._sessions.items()

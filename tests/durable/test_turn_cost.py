@@ -202,3 +202,25 @@ async def test_a_run_started_here_is_not_read_back_before_it_executes(tmp_path) 
         handle, services = await _durable_run(tmp_path)
     services.close()
     assert [sql for _, _, sql in statements.seen if "FROM escalate_runs" in sql] == []
+
+
+async def test_a_live_turn_goes_on_with_the_model_s_own_response(tmp_path, monkeypatch) -> None:
+    # Before: a durable turn recorded the response's JSON and went on with a response rebuilt from
+    # it (`LlmResponse.model_validate`, ~180 Python calls a turn), live too; now the model's own
+    # response goes on live, as in memory, and only a replayed turn is rebuilt (test_crash*).
+    from google.adk.models import LlmResponse
+
+    rebuilt: list[int] = []
+    model_validate = LlmResponse.model_validate.__func__
+
+    def counted(cls, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        rebuilt.append(1)
+        return model_validate(cls, *args, **kwargs)
+
+    monkeypatch.setattr(LlmResponse, "model_validate", classmethod(counted))
+    handle, services = await _durable_run(tmp_path)
+    try:
+        assert handle.result == f"reply {TURNS - 1}"
+        assert rebuilt == [], f"{len(rebuilt)} responses rebuilt from their JSON over {TURNS} live turns"
+    finally:
+        services.close()
