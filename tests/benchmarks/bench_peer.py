@@ -302,6 +302,8 @@ def many(sides: Sides, figures: Figures, count: int, round_: int, escalate_first
                 figures.add("many" + key, "escalate", result["seconds"])
                 figures.add("many_cpu" + key, "escalate", result["cpu"])
                 figures.add("parked" + key, "escalate", result.get("parked", 0))
+                if "settled_cpu" in result:
+                    figures.add("settled_cpu" + key, "escalate", result["settled_cpu"])
             record("escalate", key, result)
 
     def peer() -> None:
@@ -454,6 +456,9 @@ def many_rows(figures: Figures, count: int) -> list[str]:
             row(f"time to bring {count} runs to their approval, one process, {mode} (LangGraph: {peer})",
                 *both("many" + key), "s", digits=2),
             row(f"  the same in CPU time (all threads of the process), {mode}", *both("many_cpu" + key), "s", digits=2),
+            row(f"  escalate's CPU until all {count} have parked (their parks' work too, wherever the parking "
+                f"bound put it; LangGraph: its runs end at their interrupt), {mode}",
+                figures.get("settled_cpu" + key, "escalate"), figures.get("many_cpu" + key, "langgraph"), "s", digits=2),
             row(f"memory per waiting run, {count} runs in a live process, {mode}, settled: each parked there "
                 f"(escalate: {parked_note(figures, count, key)}; RSS delta / N after a collection)",
                 *both("per-run" + key), "KB", digits=0),

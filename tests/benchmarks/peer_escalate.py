@@ -7,7 +7,8 @@ so that bench_peer.py can measure an older checkout too. Prints one JSON line:
         # `approval` (started all at once, held live, before the parking bound), `parked` (all at
         # once, settled: each parked in this process) or `sequential` (one after another: each
         # started once the one before waits at its approval; settled, each parked):
-        # {"seconds", "cpu", "rss_delta_kb", "objects_delta_kb", "objects", "waiting", "parked"}
+        # {"seconds", "cpu", "rss_delta_kb", "objects_delta_kb", "objects", "waiting", "parked", and
+        # settled: "settled_cpu", CPU until all parked}
     python peer_escalate.py queue SRC N FOLDER DB  # N runs queued for the workers: {"started"}
     python peer_escalate.py watch SRC DB N STALL   # runs waiting at their approval: {"waiting", "last", "ids"}
     python peer_escalate.py next SRC DB RUN SINCE  # the run's first turn done at or after SINCE: {"next_turn"}
@@ -133,8 +134,12 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
     import os
 
     # Read once, at the import of engine/services/parking.py: every run parks 1 s after it asks
-    # (the default holds a few live for minutes), or none does (a day).
+    # (the default holds a few live for minutes), or none does (a day, and no bound on how many
+    # wait live: beyond LIVE_WAITING, 8, runs parked after 2 s, and the row measured mostly
+    # parked runs: 11 KB of objects a run, not 45).
     os.environ["ESCALATE_PARK_LIVE_AFTER"] = "86400" if state == "approval" else "1"
+    if state == "approval":
+        os.environ["ESCALATE_LIVE_WAITING"] = str(count + 1)
     parks = state != "approval"
     from engine.runtime.adk_setup import prepare_adk
     from engine.runtime.script import load_script
@@ -157,6 +162,7 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
         heap, objects = pymalloc_kb(), len(gc.get_objects())
         malloc, threads, extra = malloc_kb(), threading.active_count(), {}
         before, started, cpu = rss_kb(), time.time(), time.process_time()
+        cpu_started = cpu
         if state == "sequential":
             await one_by_one(engine, services.broker, workflow, count)
             last = time.time()
@@ -168,6 +174,9 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
         cpu = time.process_time() - cpu  # every thread of the process, the polling's few ms too
         if parks:
             parked = await parked_count(services.db, count + 1, 60.0) - parked
+            # CPU until all parked (their parks' work, wherever the bound put it; the count's
+            # half-second wait, ~10 ms of polls, too)
+            extra["settled_cpu"] = time.process_time() - cpu_started
             settled = rss_kb()
             await given_back(memory, given)
             extra["given_back_kb"] = settled - rss_kb()  # the same process, a moment apart
