@@ -363,9 +363,9 @@ class LiveParking:
             handle = engine.run(run_id) if engine is not None else None
             if handle is None or not handle.parkable or handle.detached:
                 return
-            # Timers in a context of their own: this is the run's (its RunState, DBOS's workflow
-            # context), and a cancelled timer keeps its context until its time (the loop's heap):
-            # a run answered in its grace, or parked before its time, stayed alive up to 600 s.
+            # Timers in a context of their own, as the parks they start: this one is the run's
+            # (DBOS's workflow context), and a cancelled timer keeps its context in the loop's
+            # heap until its time.
             loop, context = asyncio.get_running_loop(), contextvars.Context()
             if len(self._due) < LIVE_WAITING:
                 self._due[run_id] = loop.call_later(PARK_LIVE_AFTER, self._grace_over, run_id, context=context)

@@ -119,30 +119,3 @@ def test_a_park_writes_its_row_and_looks_whether_the_run_waits_in_one_transactio
     finally:
         db.close()
 
-
-async def test_a_run_answered_while_it_waits_live_leaves_nothing_once_it_ends(tmp_path: Path, monkeypatch) -> None:
-    """A run answered in its live grace goes on and ends: its execution's objects go with it.
-    The grace's timer was made in the run's context (its RunState, DBOS's workflow context), and
-    a cancelled timer keeps its context in the loop's heap until its time: PARK_LIVE_AFTER
-    (10 minutes) after each question."""
-    from engine.runtime.script import load_script
-    from rules import load_rules
-
-    monkeypatch.setattr("engine.services.parking.PARK_LIVE_AFTER", 3600.0, raising=False)
-    await warmed_up()
-    before = objects_of_runs()
-    services = await open_services(f"sqlite:///{tmp_path / 'runs.db'}", identity="console")
-    try:
-        engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
-        handle = engine.start_run(engine.load(ASK), input="go")
-        while not handle.status.finished:
-            await until(lambda: bool(services.broker.pending()) or handle.status.finished, "a question or the end")
-            for pending in services.broker.pending():
-                services.broker.answer(pending.escalation.id, answer_for({"payload": services.db.get_escalation(
-                    pending.escalation.id)["payload"]}), ResolvedBy.HUMAN)
-            await asyncio.sleep(0)
-        assert handle.status is RunStatus.DONE and not handle.parked
-        await until(lambda: run_objects(before) == dict.fromkeys(run_objects(before), 0) | {"RunHandle": 1},
-                    "the ended run's execution objects gone: its handle only")
-    finally:
-        services.close()
