@@ -26,13 +26,17 @@ Figures (fresh processes for everything a user starts from a shell):
   its `run --wait` process (ESCALATE_PARK_LIVE_AFTER=1: claimed back, replayed);
 - process memory, idle: those two processes holding one run at its approval (RSS), and the CPU
   they spend a second meanwhile (their polls);
-- N runs brought to their approval in one process: the time (and the process's CPU time over
-  it, all threads), and memory per waiting run (RSS delta / N after a collection; and of it, the
-  bytes Python's small-object allocator holds in live blocks: what the runs keep, apart from
-  the free memory a burst leaves in the allocators; and objects per run). escalate in two
-  states: settled (every run parked in its process past the bound: what a waiting run costs
-  for as long as it waits) and at its approval, before the bound (a process of its own with
-  ESCALATE_PARK_LIVE_AFTER at a day: each run a live coroutine);
+- N runs brought to their approval in one process, two ways, each against LangGraph's like:
+  one after another (escalate starts each run once the one before waits at its approval;
+  LangGraph's SqliteSaver, a loop of `invoke`) and all at once (escalate's burst; LangGraph's
+  AsyncSqliteSaver and asyncio.gather): the time (and the process's CPU time over it, all
+  threads; escalate's also until all have parked), and memory per waiting run (RSS delta / N
+  after a collection; and of it, the bytes Python's small-object allocator holds in live
+  blocks: what the runs keep, apart from the free memory they leave in the allocators; and
+  objects per run, gc.get_objects delta / N), the same way on both sides. escalate settled
+  (every run parked in its process past the bound: what a waiting run costs for as long as it
+  waits) and, all at once, at its approval before the bound (a process of its own with
+  ESCALATE_PARK_LIVE_AFTER at a day and no bound on the runs held live: each a live coroutine);
 - with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
   their approval (all, once a waiting run leaves its worker place: then their time and answer
   from the shell -> next turn in the worker), the worker's memory idle and per waiting run.
@@ -402,7 +406,8 @@ def cell(values: list[float], unit: str, digits: int) -> str:
 
 def row(name: str, ours: list[float], theirs: list[float], unit: str, *, scale: float = 1.0, digits: int = 2) -> str:
     ours, theirs = [v * scale for v in ours], [v * scale for v in theirs]
-    ratio = f"{statistics.median(ours) / statistics.median(theirs):.1f}x" if ours and theirs and statistics.median(theirs) else ""
+    # no ratio to a figure at or below zero (LangGraph's objects after its runs: none kept)
+    ratio = f"{statistics.median(ours) / statistics.median(theirs):.1f}x" if ours and theirs and statistics.median(theirs) > 0 else ""
     return f"| {name} | {cell(ours, unit, digits)} | {cell(theirs, unit, digits)} | {ratio} |"
 
 
