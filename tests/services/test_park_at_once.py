@@ -119,3 +119,27 @@ def test_a_park_writes_its_row_and_looks_whether_the_run_waits_in_one_transactio
     finally:
         db.close()
 
+
+
+async def test_runs_of_a_burst_park_once_the_burst_has_come_to_wait(tmp_path: Path, monkeypatch) -> None:
+    """Runs started all at once: those that come to wait while others still execute park once
+    none does (their parks amid the burst delayed its last approval), not after PARK_AFTER (an
+    hour here: the test would hang)."""
+    from engine.runtime.script import load_script
+    from rules import load_rules
+
+    monkeypatch.setattr("engine.services.parking.PARK_LIVE_AFTER", 3600.0, raising=False)
+    monkeypatch.setattr("engine.services.parking.LIVE_WAITING", 0, raising=False)
+    monkeypatch.setattr("engine.services.parking.PARK_AFTER", 3600.0, raising=False)
+    services = await open_services(f"sqlite:///{tmp_path / 'runs.db'}", identity="console")
+    try:
+        engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
+        workflow = engine.load(ASK)
+        handles = [engine.start_run(workflow, input="go") for _ in range(6)]
+        await until(lambda: all(parked(services, h.id) for h in handles), "the burst parked")
+        assert all(h.parked and h.status is RunStatus.WAITING for h in handles)
+        assert len(services.broker.pending()) == 6
+    finally:
+        for handle in engine.runs:
+            handle.cancel()
+        services.close()
