@@ -30,16 +30,20 @@ from engine.durable.database import ACTIVE, PARKED, QUEUED, Database, escalation
 _PENDING = sa.exists().where(escalations.c.run_id == runs.c.run_id, escalations.c.status == "pending")
 
 
-def park(db: Database, run_id: str, owner: str, *, hold: bool = False) -> bool:
+def park(db: Database, run_id: str, owner: str, *, hold: bool = False) -> tuple[bool, bool]:
     """The run's execution has ended at a person's decision: its row is parked, owned by nobody
     (`hold`: still by `owner`, which continues it on its decision), its events written first:
-    the row never says more than the log holds. False when `owner` no longer holds it (taken
-    over meanwhile): nothing changed."""
+    the row never says more than the log holds. Returns (parked, still waits): parked False when
+    `owner` no longer holds it (taken over meanwhile: nothing changed); still waits False when
+    a decision came before the row said parked (the run is to be woken now). One transaction:
+    the look was a second one, on a thread hop of its own, at every park."""
     db.flush_events()
     with db.engine.begin() as c:
         done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.owner == owner, runs.c.status.in_(ACTIVE))
                          .values(status=PARKED, owner=owner if hold else None, heartbeat=time.time() if hold else None))
-    return done.rowcount == 1
+        if done.rowcount != 1:
+            return False, False
+        return True, c.execute(_waits(run_id)).first() is not None
 
 
 def _held_by(holder: str | None) -> sa.ColumnElement[bool]:
@@ -94,11 +98,14 @@ def let_go(db: Database, owner: str) -> None:
         c.execute(runs.update().where(runs.c.status == PARKED, runs.c.owner == owner).values(owner=None, heartbeat=None))
 
 
+def _waits(run_id: str) -> sa.Select[Any]:
+    return sa.select(escalations.c.id).where(escalations.c.run_id == run_id, escalations.c.status == "pending").limit(1)
+
+
 def still_waits(db: Database, run_id: str) -> bool:
     """Whether a run has an escalation pending (a read: most runs that park still wait)."""
-    query = sa.select(escalations.c.id).where(escalations.c.run_id == run_id, escalations.c.status == "pending").limit(1)
     with db.engine.connect() as c:
-        return c.execute(query).first() is not None
+        return c.execute(_waits(run_id)).first() is not None
 
 
 def queued(db: Database, at_most: int) -> int:

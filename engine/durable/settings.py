@@ -9,7 +9,8 @@ each is imported: every process that shares a database must be given the same va
   held live (a console, `run --wait`, `resume`) waits for a person as a live coroutine before it
   parks (rows only) in its process, which continues it itself on its decision.
 - `ESCALATE_LIVE_WAITING` (engine/services/parking.py LIVE_WAITING, 8): how many waiting runs a
-  process holds live at most; a run that comes to wait beyond them parks after PARK_AFTER.
+  process holds live at most; a run that comes to wait beyond them parks at once (while other
+  runs execute there, once none does, at most after PARK_AFTER).
 """
 
 from __future__ import annotations

@@ -54,9 +54,16 @@ PARK_AFTER = seconds("ESCALATE_PARK_AFTER", 2.0, least=0.0)
 # and nothing else, while a parked one costs its wake a trip through DBOS's queue.
 PARK_LIVE_AFTER = seconds("ESCALATE_PARK_LIVE_AFTER", 600.0, least=0.0)
 # A process holds at most this many waiting runs live; a run that comes to wait beyond them
-# parks after PARK_AFTER, as a worker's does (a console with hundreds waiting keeps rows only).
+# parks at once, or while other runs execute here, once none does, at most after PARK_AFTER (a
+# console with hundreds waiting keeps rows only). It always waited PARK_AFTER (2 s), as a
+# worker's does: runs started one after another then overlapped live for those 2 s, and the
+# free space they left in the allocators stayed (200 runs: 57-61 -> 22-27 KB of RSS a parked run).
 LIVE_WAITING = count("ESCALATE_LIVE_WAITING", 8, least=0)
 RETRY_SECONDS = 1.0  # a park or a wake that a busy database refused is tried again this often
+# A process is busy (a run beyond LIVE_WAITING parks later, not at once) when this many runs
+# execute among the BUSY_SCAN last started: one run started after another is not a burst.
+BUSY_AT = 2
+BUSY_SCAN = 64
 
 
 class Parking:
@@ -173,7 +180,7 @@ class Parking:
         by the next sweep: until then this worker still owns the row, so nobody else would."""
         try:
             await self.host.end_execution(run_id)
-            parked = await asyncio.to_thread(parking.park, self.db, run_id, self.host.owner)
+            parked, waits = await asyncio.to_thread(parking.park, self.db, run_id, self.host.owner)
         except Exception as exc:
             self.say(f"{run_id}: could not be parked yet: {_line(exc)}")
             self._unparked.add(run_id)
@@ -181,12 +188,10 @@ class Parking:
         self._unparked.discard(run_id)
         if parked:
             self.memory.parked()
-        try:
-            ready = parked and not await asyncio.to_thread(parking.still_waits, self.db, run_id)
-        except Exception:  # a busy database: the sweep finds it ready
-            return parked
-        if ready:
-            await self.wake([run_id])  # decided before its row said parked
+        if parked and not waits:
+            # Decided before its row said parked. One decided after it is news read from the
+            # rows (`_read`), which then find it parked; or the next sweep.
+            await self.wake([run_id])
         return parked
 
     # -- waking ------------------------------------------------------------------------------
@@ -287,7 +292,8 @@ class LiveParking:
     (`claim_parked`, first claimer wins) and continues it itself from its recorded steps, through
     its own queue (registered again then: DBOS finds it within its one-second look for new
     queues), with the same handle. Runs wait live PARK_LIVE_AFTER (long), at most LIVE_WAITING
-    of them; beyond that bound a run parks after PARK_AFTER. A worker
+    of them; beyond that bound a run parks at once (amid a burst: once the burst has come to
+    wait, at most after PARK_AFTER). A worker
     takes such a run only once this process is gone; a clean stop lets go of them (`let_go`)."""
 
     def __init__(self, engines: "list[Engine]", host: DurableHost, db: Database, broker: EscalationBroker,
@@ -298,12 +304,14 @@ class LiveParking:
         self.broker = broker
         self.say = say
         self._due: dict[str, asyncio.TimerHandle] = {}  # runs in their grace
+        self._later: dict[str, asyncio.TimerHandle] = {}  # beyond the bound, until this process is quiet
         self._parking: set[str] = set()  # their execution ending, their row not parked yet
         self._held: set[str] = set()  # parked here: rows only, continued here on their decision
         self._retry: set[str] = set()  # a park or a wake a busy database refused
         self._claimed: set[str] = set()  # claimed back, not on the own queue yet
         self._waking: set[str] = set()  # one wake at a time per run
         self._rewake: set[str] = set()  # a decision heard while a wake looked: it looks again after
+        self._heard: set[str] = set()  # a decision heard while its row was being parked
         self._tasks: set[asyncio.Task[Any]] = set()
         self._retrying: asyncio.Task[None] | None = None
         self._stop: Callable[[], None] | None = None
@@ -321,9 +329,10 @@ class LiveParking:
         if self._stop is not None:
             self._stop()
             self._stop = None
-        for timer in self._due.values():
+        for timer in [*self._due.values(), *self._later.values()]:
             timer.cancel()
         self._due.clear()
+        self._later.clear()
         self.memory.stop()
         for task in [*self._tasks, *([self._retrying] if self._retrying is not None else [])]:
             task.cancel()
@@ -337,7 +346,7 @@ class LiveParking:
     def _executing(self) -> bool:
         """Whether any run executes in this process (being parked too). A run waiting live does
         not count: it may wait there for PARK_LIVE_AFTER, and a burst's give-back would wait with
-        it; one still to park after PARK_AFTER asks for another give-back when it parks."""
+        it; one still to park asks for another give-back when it parks."""
         return bool(self._parking) or any(
             not h.detached and not h.status.finished and h.status is not RunStatus.WAITING
             for e in self.engines for h in e.runs)
@@ -348,23 +357,55 @@ class LiveParking:
     def _on_event(self, event: BrokerEvent) -> None:
         run_id = event.pending.escalation.run_id
         if event.kind == RAISED:
-            if run_id in self._due or run_id in self._parking:
+            if run_id in self._due or run_id in self._later or run_id in self._parking:
                 return
             engine = self._engine_of(run_id)
             handle = engine.run(run_id) if engine is not None else None
-            if handle is not None and handle.parkable and not handle.detached:
-                grace = PARK_LIVE_AFTER if len(self._due) < LIVE_WAITING else min(PARK_AFTER, PARK_LIVE_AFTER)
-                self._due[run_id] = asyncio.get_running_loop().call_later(grace, self._grace_over, run_id)
+            if handle is None or not handle.parkable or handle.detached:
+                return
+            # Timers in a context of their own, as the parks they start: this one is the run's
+            # (DBOS's workflow context), and a cancelled timer keeps its context in the loop's
+            # heap until its time.
+            loop, context = asyncio.get_running_loop(), contextvars.Context()
+            if len(self._due) < LIVE_WAITING:
+                self._due[run_id] = loop.call_later(PARK_LIVE_AFTER, self._grace_over, run_id, context=context)
+                return
+            # Beyond the runs held live: rows only at once (its execution's memory back now), or,
+            # while other runs execute here (a burst), once the process is quiet, at most after
+            # PARK_AFTER: parks amid a burst of 200 made its last approval come 35% later.
+            self._later[run_id] = loop.call_later(min(PARK_AFTER, PARK_LIVE_AFTER), self._grace_over, run_id,
+                                                  context=context)
+            if not self._busy():
+                for waiting in list(self._later):
+                    self._grace_over(waiting)
         elif event.kind in (RESOLVED, CANCELLED):
+            if run_id in self._parking:
+                self._heard.add(run_id)  # its park looked, or looks, at the rows: it looks again after
             if run_id in self._held:
                 self._spawn(self.wake(run_id))
-            elif run_id in self._due and not any(p.escalation.run_id == run_id for p in self.broker.pending()):
+            elif ((run_id in self._due or run_id in self._later)
+                  and not any(p.escalation.run_id == run_id for p in self.broker.pending())):
                 # Answered in its grace: it goes on live, and no longer counts among the runs waiting here.
-                self._due.pop(run_id).cancel()
+                (self._due.pop(run_id, None) or self._later.pop(run_id)).cancel()
 
     def _grace_over(self, run_id: str) -> None:
-        self._due.pop(run_id, None)
+        timer = self._due.pop(run_id, None) or self._later.pop(run_id, None)
+        if timer is not None:
+            timer.cancel()  # parked before its time (a quiet process): its timer is not due
         self._spawn(self.park(run_id))
+
+    def _busy(self) -> bool:
+        """Whether other runs execute here (not waiting for a person): BUSY_AT runs among the
+        BUSY_SCAN last started (runs are listed in start order: a burst's are the last ones; a
+        bounded look, as a console may list thousands)."""
+        executing = 0
+        for engine in self.engines:
+            for handle in engine.runs[-BUSY_SCAN:]:
+                if not handle.detached and handle.status is RunStatus.RUNNING:
+                    executing += 1
+                    if executing >= BUSY_AT:
+                        return True
+        return False
 
     def _spawn(self, work: Any) -> None:
         # Outside any run's context: DBOS's workflow context must not come along.
@@ -388,19 +429,22 @@ class LiveParking:
         self._parking.add(run_id)
         try:
             await self.host.end_execution(run_id)
-            parked = await asyncio.to_thread(lambda: parking.park(self.db, run_id, self.host.owner, hold=True))
+            parked, waits = await asyncio.to_thread(lambda: parking.park(self.db, run_id, self.host.owner, hold=True))
         except Exception as exc:  # a busy database: tried again; meanwhile the row is this process's, waiting
             self.say(f"{run_id}: could not be parked yet: {_line(exc)}")
             self._again(run_id)
             return False
         finally:
             self._parking.discard(run_id)
+            heard = run_id in self._heard
+            self._heard.discard(run_id)
         self._retry.discard(run_id)
         if not parked:  # its row is no longer this process's (cancelled meanwhile)
             return False
         self._held.add(run_id)
         self.memory.parked()
-        await self.wake(run_id)  # decided before its row said parked
+        if heard or not waits:  # decided before its row said parked, or while it was written
+            await self.wake(run_id)
         return True
 
     async def wake(self, run_id: str) -> None:

@@ -26,13 +26,17 @@ Figures (fresh processes for everything a user starts from a shell):
   its `run --wait` process (ESCALATE_PARK_LIVE_AFTER=1: claimed back, replayed);
 - process memory, idle: those two processes holding one run at its approval (RSS), and the CPU
   they spend a second meanwhile (their polls);
-- N runs brought to their approval in one process: the time (and the process's CPU time over
-  it, all threads), and memory per waiting run (RSS delta / N after a collection; and of it, the
-  bytes Python's small-object allocator holds in live blocks: what the runs keep, apart from
-  the free memory a burst leaves in the allocators; and objects per run). escalate in two
-  states: settled (every run parked in its process past the bound: what a waiting run costs
-  for as long as it waits) and at its approval, before the bound (a process of its own with
-  ESCALATE_PARK_LIVE_AFTER at a day: each run a live coroutine);
+- N runs brought to their approval in one process, two ways, each against LangGraph's like:
+  one after another (escalate starts each run once the one before waits at its approval;
+  LangGraph's SqliteSaver, a loop of `invoke`) and all at once (escalate's burst; LangGraph's
+  AsyncSqliteSaver and asyncio.gather): the time (and the process's CPU time over it, all
+  threads; escalate's also until all have parked), and memory per waiting run (RSS delta / N
+  after a collection; and of it, the bytes Python's small-object allocator holds in live
+  blocks: what the runs keep, apart from the free memory they leave in the allocators; and
+  objects per run, gc.get_objects delta / N), the same way on both sides. escalate settled
+  (every run parked in its process past the bound: what a waiting run costs for as long as it
+  waits) and, all at once, at its approval before the bound (a process of its own with
+  ESCALATE_PARK_LIVE_AFTER at a day and no bound on the runs held live: each a live coroutine);
 - with `--worker-runs N`: N runs queued for one `escalate worker --concurrency 8`: how many reach
   their approval (all, once a waiting run leaves its worker place: then their time and answer
   from the shell -> next turn in the worker), the worker's memory idle and per waiting run.
@@ -278,29 +282,40 @@ def peer_live(sides: Sides, figures: Figures, round_: int) -> None:
             proc.wait()
 
 
+# The N-run figures in two modes, each against LangGraph's like: one after another (escalate starts
+# each run once the one before waits at its approval; LangGraph's SqliteSaver loop of `invoke`s)
+# and all at once (escalate's burst; LangGraph's AsyncSqliteSaver and asyncio.gather).
+MANY_MODES = {"sequential": ("sequential", "sync"), "burst": ("parked", "async")}
+
+
 def many(sides: Sides, figures: Figures, count: int, round_: int, escalate_first: bool) -> None:
+    def record(side: str, key: str, result: dict[str, Any]) -> None:
+        figures.add("per-run" + key, side, result["rss_delta_kb"] / count)
+        figures.add("per-run-objects" + key, side, result["objects_delta_kb"] / count)
+        if "objects" in result:
+            figures.add("per-run-count" + key, side, result["objects"] / count)
+
     def escalate() -> None:
-        for state in ("parked", "approval"):  # settled (each parked in its process), then held live
+        # settled (each parked in its process) one after another and all at once, then all at once held live
+        for key, state in (("-sequential", "sequential"), ("", "parked"), ("-approval", "approval")):
             folder = Path(tempfile.mkdtemp(dir=sides.work))
             result = sides.escalate_child("many", str(count), str(folder), state)
             if result["waiting"] < count:
-                raise SystemExit(f"escalate: only {result['waiting']} of {count} runs reached their approval")
-            suffix = "" if state == "parked" else "-approval"
-            if state == "parked":
-                figures.add("many", "escalate", result["seconds"])
-                figures.add("many_cpu", "escalate", result["cpu"])
-                figures.add("parked", "escalate", result.get("parked", 0))
-            figures.add("per-run" + suffix, "escalate", result["rss_delta_kb"] / count)
-            figures.add("per-run-objects" + suffix, "escalate", result["objects_delta_kb"] / count)
-            if "objects" in result:
-                figures.add("per-run-count" + suffix, "escalate", result["objects"] / count)
+                raise SystemExit(f"escalate ({state}): only {result['waiting']} of {count} runs reached their approval")
+            if state != "approval":
+                figures.add("many" + key, "escalate", result["seconds"])
+                figures.add("many_cpu" + key, "escalate", result["cpu"])
+                figures.add("parked" + key, "escalate", result.get("parked", 0))
+                if "settled_cpu" in result:
+                    figures.add("settled_cpu" + key, "escalate", result["settled_cpu"])
+            record("escalate", key, result)
 
     def peer() -> None:
-        result = sides.peer("many", sides.saver, str(count), str(sides.work / f"many-{round_}.db"))
-        figures.add("many", "langgraph", result["seconds"])
-        figures.add("many_cpu", "langgraph", result["cpu"])
-        figures.add("per-run", "langgraph", result["rss_delta_kb"] / count)
-        figures.add("per-run-objects", "langgraph", result["objects_delta_kb"] / count)
+        for key, saver in (("-sequential", "sync"), ("", "async")):
+            result = sides.peer("many", saver, str(count), str(sides.work / f"many-{round_}-{saver}.db"))
+            figures.add("many" + key, "langgraph", result["seconds"])
+            figures.add("many_cpu" + key, "langgraph", result["cpu"])
+            record("langgraph", key, result)
 
     for side in (escalate, peer) if escalate_first else (peer, escalate):
         side()
@@ -391,7 +406,8 @@ def cell(values: list[float], unit: str, digits: int) -> str:
 
 def row(name: str, ours: list[float], theirs: list[float], unit: str, *, scale: float = 1.0, digits: int = 2) -> str:
     ours, theirs = [v * scale for v in ours], [v * scale for v in theirs]
-    ratio = f"{statistics.median(ours) / statistics.median(theirs):.1f}x" if ours and theirs and statistics.median(theirs) else ""
+    # no ratio to a figure at or below zero (LangGraph's objects after its runs: none kept)
+    ratio = f"{statistics.median(ours) / statistics.median(theirs):.1f}x" if ours and theirs and statistics.median(theirs) > 0 else ""
     return f"| {name} | {cell(ours, unit, digits)} | {cell(theirs, unit, digits)} | {ratio} |"
 
 
@@ -426,28 +442,49 @@ def table(figures: Figures, args: argparse.Namespace) -> list[str]:
             *both("live-decided"), "ms", scale=1000, digits=1),
         row("  the same once the run has parked in its `run --wait` process", figures.get("live-parked-decided", "escalate"),
             figures.get("live-decided", "langgraph"), "ms", scale=1000, digits=1),
-        row(f"memory per waiting run, {args.many} runs in a live process, settled: each parked there "
-            f"(escalate: {parked_note(figures, args.many)}; RSS delta / N)", *both("per-run"), "KB", digits=0),
-        row("  of it, Python objects (pymalloc's bytes in live blocks, delta / N; the rest: free space the burst "
-            "left in the allocators, threads, SQLite's page cache: bench_run_memory.py)", *both("per-run-objects"), "KB",
-            digits=1),
-        row("  objects per run (gc.get_objects delta / N)", figures.get("per-run-count", "escalate"), [], "", digits=1),
-        row(f"memory per waiting run at its approval, before the parking bound (each a live coroutine; RSS delta / N)",
-            figures.get("per-run-approval", "escalate"), figures.get("per-run", "langgraph"), "KB", digits=0),
-        row("  of it, Python objects (pymalloc, delta / N)", figures.get("per-run-objects-approval", "escalate"),
-            figures.get("per-run-objects", "langgraph"), "KB", digits=1),
-        row("  objects per run (gc.get_objects delta / N)", figures.get("per-run-count-approval", "escalate"), [], "",
-            digits=1),
-        row(f"time to bring {args.many} runs to their approval, one process", *both("many"), "s", digits=1),
-        row("  the same in CPU time (all threads of the process)", *both("many_cpu"), "s", digits=1),
+        *many_rows(figures, args.many),
         row("process memory, idle (holding one run at its approval: `run --wait` / a LangGraph process)",
             *both("idle"), "MiB", digits=0),
         row(f"  its CPU while it waits ({IDLE_CPU_SECONDS:g} s watched)", *both("idle_cpu"), "ms/s", digits=1),
     ]
 
 
-def parked_note(figures: Figures, count: int) -> str:
-    parked = figures.get("parked", "escalate")
+def many_rows(figures: Figures, count: int) -> list[str]:
+    """The N-run rows, each mode against LangGraph's like (MANY_MODES)."""
+    def both(key: str) -> tuple[list[float], list[float]]:
+        return figures.get(key, "escalate"), figures.get(key, "langgraph")
+
+    lines = []
+    for key, mode, peer in (("-sequential", "one after another", "SqliteSaver, a loop of `invoke`"),
+                            ("", "all at once", "AsyncSqliteSaver, asyncio.gather")):
+        lines += [
+            row(f"time to bring {count} runs to their approval, one process, {mode} (LangGraph: {peer})",
+                *both("many" + key), "s", digits=2),
+            row(f"  the same in CPU time (all threads of the process), {mode}", *both("many_cpu" + key), "s", digits=2),
+            row(f"  escalate's CPU until all {count} have parked (their parks' work too, wherever the parking "
+                f"bound put it; LangGraph: its runs end at their interrupt), {mode}",
+                figures.get("settled_cpu" + key, "escalate"), figures.get("many_cpu" + key, "langgraph"), "s", digits=2),
+            row(f"memory per waiting run, {count} runs in a live process, {mode}, settled: each parked there "
+                f"(escalate: {parked_note(figures, count, key)}; RSS delta / N after a collection)",
+                *both("per-run" + key), "KB", digits=0),
+            row(f"  of it, Python objects, {mode} (pymalloc's bytes in live blocks, delta / N; the rest: free space "
+                "the runs left in the allocators, threads, SQLite's page cache: bench_run_memory.py)",
+                *both("per-run-objects" + key), "KB", digits=1),
+            row(f"  objects per run, {mode} (gc.get_objects delta / N)", *both("per-run-count" + key), "", digits=1),
+        ]
+    return lines + [
+        row("memory per waiting run, all at once, at its approval, before the parking bound (each a live coroutine; "
+            "RSS delta / N; LangGraph: AsyncSqliteSaver, asyncio.gather)",
+            figures.get("per-run-approval", "escalate"), figures.get("per-run", "langgraph"), "KB", digits=0),
+        row("  of it, Python objects (pymalloc, delta / N)", figures.get("per-run-objects-approval", "escalate"),
+            figures.get("per-run-objects", "langgraph"), "KB", digits=1),
+        row("  objects per run (gc.get_objects delta / N)", figures.get("per-run-count-approval", "escalate"),
+            figures.get("per-run-count", "langgraph"), "", digits=1),
+    ]
+
+
+def parked_note(figures: Figures, count: int, key: str) -> str:
+    parked = figures.get("parked" + key, "escalate")
     if not parked:
         return "not measured"
     return f"{min(parked):.0f}-{max(parked):.0f} of {count} parked when measured"

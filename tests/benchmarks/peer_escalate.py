@@ -4,8 +4,11 @@ so that bench_peer.py can measure an older checkout too. Prints one JSON line:
 
     python peer_escalate.py turns SRC N            # per turn: {"memory", "durable", "memory_cpu", "durable_cpu"} (s)
     python peer_escalate.py many SRC N FOLDER STATE  # N runs to their approval here, measured at STATE:
-        # `approval` (held live, before the parking bound) or `parked` (settled: each parked in this
-        # process): {"seconds", "cpu", "rss_delta_kb", "objects_delta_kb", "objects", "waiting", "parked"}
+        # `approval` (started all at once, held live, before the parking bound), `parked` (all at
+        # once, settled: each parked in this process) or `sequential` (one after another: each
+        # started once the one before waits at its approval; settled, each parked):
+        # {"seconds", "cpu", "rss_delta_kb", "objects_delta_kb", "objects", "waiting", "parked", and
+        # settled: "settled_cpu", CPU until all parked}
     python peer_escalate.py queue SRC N FOLDER DB  # N runs queued for the workers: {"started"}
     python peer_escalate.py watch SRC DB N STALL   # runs waiting at their approval: {"waiting", "last", "ids"}
     python peer_escalate.py next SRC DB RUN SINCE  # the run's first turn done at or after SINCE: {"next_turn"}
@@ -97,16 +100,47 @@ async def waiting_count(db: Any, at_least: int, *, timeout: float, stall: float)
     return count, last
 
 
+async def one_by_one(engine: Any, broker: Any, workflow: Any, count: int) -> None:
+    """`count` runs, each started once the one before waits at its approval (its escalation
+    recorded and listed: the broker's `raised`), as LangGraph's loop of `invoke`s does."""
+    from engine.escalation.broker import RAISED
+
+    asked: dict[str, asyncio.Future[None]] = {}
+
+    def heard(event: Any) -> None:
+        future = asked.get(event.pending.escalation.run_id)
+        if event.kind == RAISED and future is not None and not future.done():
+            future.set_result(None)
+
+    stop = broker.subscribe(heard)
+    try:
+        loop = asyncio.get_running_loop()
+        for _ in range(count):
+            future = loop.create_future()
+            handle = engine.start_run(workflow, input="go")
+            asked[handle.id] = future
+            await asyncio.wait_for(future, 300)
+            del asked[handle.id]
+    finally:
+        stop()
+
+
 async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
     """`count` runs started in this process and brought to their approval (a live process holding
-    them); the time and the memory they hold, at `state`: `approval` (the parking bound set far
-    away: each run a live coroutine) or `parked` (settled: every run parked in this process, its
-    execution ended, rows only; a tree that does not park live runs is measured after a minute)."""
+    them); the time and the memory they hold, at `state`: `approval` (all started at once, the
+    parking bound set far away: each run a live coroutine), `parked` (all at once, settled: every
+    run parked in this process, its execution ended, rows only; a tree that does not park live
+    runs is measured after a minute) or `sequential` (one after another, settled as `parked`)."""
     import os
 
     # Read once, at the import of engine/services/parking.py: every run parks 1 s after it asks
-    # (the default holds a few live for minutes), or none does (a day).
+    # (the default holds a few live for minutes), or none does (a day, and no bound on how many
+    # wait live: beyond LIVE_WAITING, 8, runs parked after 2 s, and the row measured mostly
+    # parked runs: 11 KB of objects a run, not 45).
     os.environ["ESCALATE_PARK_LIVE_AFTER"] = "86400" if state == "approval" else "1"
+    if state == "approval":
+        os.environ["ESCALATE_LIVE_WAITING"] = str(count + 1)
+    parks = state != "approval"
     from engine.runtime.adk_setup import prepare_adk
     from engine.runtime.script import load_script
     from engine.services.wiring import open_services
@@ -120,20 +154,29 @@ async def child_many(count: int, folder: Path, state: str) -> dict[str, Any]:
         workflow = engine.load(source)
         engine.start_run(workflow, input="go")  # imports and first-use costs, outside the figures
         await waiting_count(services.db, 1, timeout=300, stall=300)
-        parked = await parked_count(services.db, 1, 30.0) if state == "parked" else 0
+        parked = await parked_count(services.db, 1, 30.0) if parks else 0
         memory = getattr(services.parking, "memory", None)  # None: a tree without engine/kernel/memory.py
-        given = await given_back(memory, 0) if state == "parked" else 0
+        given = await given_back(memory, 0) if parks else 0
         costs = timed_give_back(memory)
         gc.collect()
         heap, objects = pymalloc_kb(), len(gc.get_objects())
         malloc, threads, extra = malloc_kb(), threading.active_count(), {}
         before, started, cpu = rss_kb(), time.time(), time.process_time()
-        for _ in range(count):
-            engine.start_run(workflow, input="go")
-        waiting, last = await waiting_count(services.db, count + 1, timeout=900, stall=300)  # a loaded host: minutes
+        cpu_started = cpu
+        if state == "sequential":
+            await one_by_one(engine, services.broker, workflow, count)
+            last = time.time()
+            waiting = len(services.db.pending_ids())
+        else:
+            for _ in range(count):
+                engine.start_run(workflow, input="go")
+            waiting, last = await waiting_count(services.db, count + 1, timeout=900, stall=300)  # a loaded host: minutes
         cpu = time.process_time() - cpu  # every thread of the process, the polling's few ms too
-        if state == "parked":
+        if parks:
             parked = await parked_count(services.db, count + 1, 60.0) - parked
+            # CPU until all parked (their parks' work, wherever the bound put it; the count's
+            # half-second wait, ~10 ms of polls, too)
+            extra["settled_cpu"] = time.process_time() - cpu_started
             settled = rss_kb()
             await given_back(memory, given)
             extra["given_back_kb"] = settled - rss_kb()  # the same process, a moment apart

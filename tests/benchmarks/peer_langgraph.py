@@ -13,7 +13,9 @@ Run as a fresh process by bench_peer.py (prints one JSON line; times are `time.t
                                                      # stdin answers it here: {"answered": t, "next_turn": t}
     python peer_langgraph.py turns N                 # seconds per turn: {"memory", "durable_sync", "durable_async"}
                                                      # and each one's CPU seconds per turn ("memory_cpu", ...)
-    python peer_langgraph.py many SAVER N DB         # N threads to their approval: {"seconds", "cpu", "rss_delta_kb"}
+    python peer_langgraph.py many SAVER N DB         # N threads to their approval (sync: one after another;
+                                                     # async: all at once, asyncio.gather):
+                                                     # {"seconds", "cpu", "rss_delta_kb", "objects_delta_kb", "objects"}
 """
 
 from __future__ import annotations
@@ -249,32 +251,34 @@ def many(saver: str, count: int, db: str) -> dict[str, Any]:
             graph = build(TURNS, approval=True, checkpointer=checkpointer)
             graph.invoke({"turn": 0}, config("warm"), durability="sync")
             gc.collect()
-            heap = pymalloc_kb()["objects"]
+            heap, objects = pymalloc_kb()["objects"], len(gc.get_objects())
             before, started, cpu = rss_kb(), time.perf_counter(), time.process_time()
             outs = [graph.invoke({"turn": 0}, config(f"t{i}"), durability="sync") for i in range(count)]
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     else:
         cpu = time.process_time()
-        seconds, before, heap, outs = asyncio.run(many_async(count, db))
+        seconds, before, heap, objects, outs = asyncio.run(many_async(count, db))
         cpu = time.process_time() - cpu  # the saver's connection opened and closed too
     assert all("__interrupt__" in out for out in outs)
+    del outs  # the interrupts returned: what a caller reads, then drops (LangGraph keeps the rows)
     gc.collect()
     return {"seconds": seconds, "cpu": cpu, "rss_delta_kb": rss_kb() - before,
-            "objects_delta_kb": pymalloc_kb()["objects"] - heap, "waiting": len(outs)}
+            "objects_delta_kb": pymalloc_kb()["objects"] - heap, "objects": len(gc.get_objects()) - objects,
+            "waiting": count}
 
 
-async def many_async(count: int, db: str) -> tuple[float, int, int, list[Any]]:
+async def many_async(count: int, db: str) -> tuple[float, int, int, int, list[Any]]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     async with AsyncSqliteSaver.from_conn_string(db) as checkpointer:
         graph = build(TURNS, approval=True, checkpointer=checkpointer)
         await graph.ainvoke({"turn": 0}, config("warm"), durability="sync")
         gc.collect()
-        heap = pymalloc_kb()["objects"]
+        heap, objects = pymalloc_kb()["objects"], len(gc.get_objects())
         before, started = rss_kb(), time.perf_counter()
         outs = await asyncio.gather(*(graph.ainvoke({"turn": 0}, config(f"t{i}"), durability="sync")
                                       for i in range(count)))
-        return time.perf_counter() - started, before, heap, outs
+        return time.perf_counter() - started, before, heap, objects, outs
 
 
 def main(argv: list[str]) -> None:
