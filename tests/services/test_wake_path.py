@@ -1,0 +1,168 @@
+"""The way of a decision to its run, counted (issue 26: answer given -> next turn): where the
+news is read, what a parked run's wake reads and how often, and which of its statements are
+compiled at the wake. Real SQLite files, DBOS, the real workflow of the worker tests; the
+decision written by a store of its own (another `Database` on the file, as `escalate answer`
+writes it: its news reaches the services' listening socket)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from engine.durable.database import Database
+from engine.durable.decisions import DecisionStore
+from engine.kernel.model import Decision, ResolvedBy, escalation_digest
+from engine.runtime.engine import RunStatus
+from engine.services import open_services
+from tests.services.test_live_parking import parked, until
+from tests.workers.procs import ASK, ASK_SCRIPT, answer_for, expected_result
+
+
+def decide_elsewhere(url: str, esc_id: str) -> None:
+    """As `escalate answer` does: the row decided by another connection, news sent after the commit."""
+    from engine.durable.decisions import pending_from_json
+
+    other = Database(url)
+    try:
+        row = other.get_escalation(esc_id)
+        pending = pending_from_json(row["payload"])
+        decision = Decision(esc_id, answer_for(row), ResolvedBy.HUMAN, 0.0, digest=escalation_digest(pending))
+        assert DecisionStore(other).decide(decision) is decision
+    finally:
+        other.close()
+
+
+async def open_run(tmp_path: Path) -> tuple[Any, Any, str]:
+    from engine.runtime.script import load_script
+    from rules import load_rules
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    services = await open_services(url, identity="run", resumes=False)
+    engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
+    return services, engine.start_run(engine.load(ASK), input="go"), url
+
+
+def question(services: Any, handle: Any, number: int) -> str | None:
+    """The id of the run's `number`th question, once it waits on it (read from the broker: no
+    statement of the test's own among those counted)."""
+    pending = [p.escalation.id for p in services.broker.pending() if p.escalation.run_id == handle.id]
+    if not pending:
+        return None
+    asked = handle.__dict__.setdefault("asked_in_test", [])
+    if pending[0] not in asked:
+        asked.append(pending[0])
+    return pending[0] if asked.index(pending[0]) + 1 == number else None
+
+
+async def test_news_of_a_decision_is_read_on_the_listening_thread_once(tmp_path: Path, monkeypatch) -> None:
+    """A run held live: the rows a decision's news names are read by the thread that heard it
+    (before: the loop handed the read to a pool thread and waited for it, a hop there and back),
+    once, and the run goes on with it."""
+    reads: list[tuple[str, list[str]]] = []
+    read = DecisionStore.read
+
+    def counted(self: DecisionStore, esc_ids: Any) -> Any:
+        ids = list(esc_ids)
+        reads.append((threading.current_thread().name, ids))
+        return read(self, ids)
+
+    monkeypatch.setattr(DecisionStore, "read", counted)
+    services, handle, url = await open_run(tmp_path)
+    try:
+        await until(lambda: question(services, handle, 1) is not None, "the first question")
+        esc_id = question(services, handle, 1)
+        assert esc_id is not None and not handle.parked
+        await asyncio.sleep(0.2)  # the feed's own first read of this id, if any, done
+        reads.clear()
+        await asyncio.to_thread(decide_elsewhere, url, esc_id)
+        await until(lambda: question(services, handle, 2) is not None, "the run at its second question")
+        assert reads == [("escalate-listen", [esc_id])]
+        decide_elsewhere(url, question(services, handle, 2))
+        assert await asyncio.wait_for(handle.wait(), 120) is RunStatus.DONE
+        assert handle.result == expected_result(handle.id)
+    finally:
+        services.close()
+
+
+@pytest.fixture
+def park_soon(monkeypatch) -> None:
+    monkeypatch.setattr("engine.services.parking.PARK_LIVE_AFTER", 0.2, raising=False)
+
+
+class Statements:
+    """Every statement executed on an engine, with whether SQLAlchemy compiled it then."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.seen: list[tuple[str, bool]] = []
+        self.on = False
+        sa.event.listen(engine, "before_cursor_execute", self._before)
+
+    def _before(self, conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        if self.on:
+            self.seen.append((" ".join(statement.split()), context.cache_hit == context.dialect.CACHE_MISS))
+
+
+async def parked_then_decided(tmp_path: Path) -> tuple[Any, Any, Statements, Statements]:
+    """A run parked in its process, decided by another store: the statements of escalate's
+    engine and of DBOS's from the decision to the run's next question."""
+    services, handle, url = await open_run(tmp_path)
+    ours, dbos = Statements(services.db.engine), Statements(services.db.dbos_engine())
+    await until(lambda: question(services, handle, 1) is not None and parked(services, handle.id), "the run parked")
+    await asyncio.sleep(0.5)  # what parking does meanwhile (its warm-up included) is done
+    ours.on = dbos.on = True
+    await asyncio.to_thread(decide_elsewhere, url, question(services, handle, 1))
+    await until(lambda: question(services, handle, 2) is not None, "the run at its second question")
+    ours.on = dbos.on = False
+    return services, handle, ours, dbos
+
+
+def _reads(statements: Statements, table: str, where: str) -> list[str]:
+    return [s for s, _ in statements.seen if s.startswith("SELECT") and f"FROM {table} WHERE {where}" in s]
+
+
+@pytest.mark.usefixtures("park_soon")
+async def test_a_parked_runs_wake_reads_its_row_and_its_questions_once(tmp_path: Path) -> None:
+    """Taken back on its decision: the look at what is still pending is part of the claim (one
+    conditional statement), and the execution does not read the run's row to learn whether it
+    is over (it was just claimed here). Before: a read of its pending questions, then the
+    claim, then that read of its row."""
+    services, handle, ours, _ = await parked_then_decided(tmp_path)
+    try:
+        assert _reads(ours, "escalate_escalations", "escalate_escalations.run_id") == []
+        assert len(_reads(ours, "escalate_runs", "escalate_runs.run_id")) == 1  # the workflow it runs (_from_row)
+        assert len([s for s, _ in ours.seen if "FROM escalate_steps" in s]) == 1  # its recorded steps, once
+        claims = [s for s, _ in ours.seen if s.startswith("UPDATE escalate_runs SET status=?, owner=?")]
+        assert len(claims) == 1 and "EXISTS" in claims[0]
+        decide_elsewhere(str(services.db.url), question(services, handle, 2))
+        assert await asyncio.wait_for(handle.wait(), 120) is RunStatus.DONE
+        assert handle.result == expected_result(handle.id)
+    finally:
+        services.close()
+
+
+@pytest.mark.usefixtures("park_soon")
+async def test_a_parked_runs_wake_finds_its_statements_compiled(tmp_path: Path) -> None:
+    """The statements of the wake were compiled while the run was parked (once a process): the
+    news's read, the claim, the steps' read, DBOS's reads of the resume and the take. What is
+    left compiled at the wake is DBOS's two updates (its resume's and its claim's), which no
+    statement matching nothing reaches."""
+    services, handle, ours, dbos = await parked_then_decided(tmp_path)
+    try:
+        wake = ("FROM escalate_escalations WHERE escalate_escalations.id IN", "UPDATE escalate_runs SET status",
+                "FROM escalate_steps", "FROM sqlite_master")
+        compiled = [s for s, cold in ours.seen if cold and any(part in s for part in wake)]
+        assert compiled == []
+        # DBOS's own poll of its internal queue (once a second) may compile its claim's read in
+        # this window: it asks for the latest version, the take does not (`is_latest_version`).
+        cold = [s for s, miss in dbos.seen if miss and s.startswith("SELECT") and "workflow_status" in s
+                and "application_version IS NULL" not in s]
+        assert cold == []
+        decide_elsewhere(str(services.db.url), question(services, handle, 2))
+        assert await asyncio.wait_for(handle.wait(), 120) is RunStatus.DONE
+    finally:
+        services.close()
