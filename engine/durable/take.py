@@ -47,18 +47,15 @@ def take(queue_name: str, executor_id: str, app_version: str) -> None:
 
 
 def warm(queue_name: str, executor_id: str, app_version: str, nobody: str) -> None:
-    """The reads of a take and of DBOS's resume run once, changing nothing, so that their
-    statements are compiled before a wake needs them (engine/durable/host.py `_warm_take_back`):
-    the statuses of a workflow id no row has, a resume of it (refused after its read: no such
-    workflow), and a take (what waits on the own queue is this process's to take anyway)."""
-    from dbos import DBOS
-    from dbos import error as dbos_error
+    """The statements of DBOS's resume and of a take run once, changing nothing, so that they
+    are compiled before a wake needs them (engine/durable/host.py `_warm_take_back`): the
+    statuses of a workflow id no row has, a resume of no workflow (its read and its update,
+    each matching no row: the statement is the same for any number of ids), and a take (what
+    waits on the own queue is this process's to take anyway). Only the claim's update of a take
+    stays to compile at the wake: DBOS makes it only when its read found a workflow."""
     from dbos._dbos import _get_dbos_instance
 
     dbos = _get_dbos_instance()
     dbos._sys_db.get_workflow_statuses([nobody])
-    try:
-        DBOS.resume_workflow(nobody, queue_name=queue_name)
-    except dbos_error.DBOSNonExistentWorkflowError:
-        pass
+    dbos._sys_db.resume_workflows([], queue_name=queue_name)
     take(queue_name, executor_id, app_version)

@@ -148,21 +148,55 @@ async def test_a_parked_runs_wake_reads_its_row_and_its_questions_once(tmp_path:
 @pytest.mark.usefixtures("park_soon")
 async def test_a_parked_runs_wake_finds_its_statements_compiled(tmp_path: Path) -> None:
     """The statements of the wake were compiled while the run was parked (once a process): the
-    news's read, the claim, the steps' read, DBOS's reads of the resume and the take. What is
-    left compiled at the wake is DBOS's two updates (its resume's and its claim's), which no
-    statement matching nothing reaches."""
+    news's read, the claim, the steps' read, DBOS's resume, the take's read, the statuses' read.
+    What is left compiled at the wake is DBOS's claim of the take, which DBOS makes only when
+    its read found a workflow."""
     services, handle, ours, dbos = await parked_then_decided(tmp_path)
     try:
         wake = ("FROM escalate_escalations WHERE escalate_escalations.id IN", "UPDATE escalate_runs SET status",
                 "FROM escalate_steps", "FROM sqlite_master")
         compiled = [s for s, cold in ours.seen if cold and any(part in s for part in wake)]
         assert compiled == []
-        # DBOS's own poll of its internal queue (once a second) may compile its claim's read in
-        # this window: it asks for the latest version, the take does not (`is_latest_version`).
-        cold = [s for s, miss in dbos.seen if miss and s.startswith("SELECT") and "workflow_status" in s
-                and "application_version IS NULL" not in s]
-        assert cold == []
+        # DBOS's own polls (its internal queue's, once a second: it asks for the latest version,
+        # the take does not; its delayed workflows') may compile theirs in this window.
+        cold = [s for s, miss in dbos.seen if miss and "workflow_status" in s
+                and "application_version IS NULL" not in s and "delay_until_epoch_ms <=" not in s]
+        assert len(cold) == 1 and cold[0].startswith("UPDATE main.workflow_status SET status=?, executor_id=?"), cold
         decide_elsewhere(str(services.db.url), question(services, handle, 2))
         assert await asyncio.wait_for(handle.wait(), 120) is RunStatus.DONE
     finally:
         services.close()
+
+
+def test_a_decision_is_written_by_a_statement_nobody_compiles(tmp_path: Path) -> None:
+    """`escalate answer` decides once in its life: its update is the driver's own SQL, not a
+    statement SQLAlchemy compiles at that first execution (~1.5 ms of the 2.2 its decision
+    took, in the time from the decision to the run's next turn). The same first-writer-wins
+    update: a second decision loses to it, and the row keeps the first."""
+    from engine.kernel.model import Escalation, Option, OnTimeout, PendingEscalation, Reason, TimeoutPolicy
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = Database(url)
+    try:
+        store = DecisionStore(db)
+        esc = Escalation(id="r1.2", task_id="t", run_id="r1", agent="a", reason=Reason.parse("architecture_decision"),
+                         question="Go on?", options=(Option("go", "Go"), Option("stop", "Stop")), created_at=1.0)
+        pending = PendingEscalation(esc, TimeoutPolicy(None, OnTimeout.RECOMMENDED), {})
+        store.raise_once(pending)
+        compiled: list[str] = []
+
+        def seen(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+            if context.compiled is not None:
+                compiled.append(statement)
+
+        sa.event.listen(db.engine, "before_cursor_execute", seen)
+        first = Decision("r1.2", answer_for({"payload": db.get_escalation("r1.2")["payload"]}), ResolvedBy.HUMAN, 2.0,
+                         digest=escalation_digest(pending))
+        compiled.clear()
+        assert store.decide(first) is first
+        assert compiled == []
+        late = Decision("r1.2", first.response, ResolvedBy.TIMEOUT_DEFAULT, 3.0, digest=escalation_digest(pending))
+        assert store.decide(late) == first  # the first writer's, read back
+        assert db.get_escalation("r1.2")["resolved_by"] == "human"
+    finally:
+        db.close()
