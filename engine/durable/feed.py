@@ -29,6 +29,7 @@ Rows = tuple[list[PendingEscalation], list[tuple[str, Decision | None]]]  # Deci
 NEWS_KINDS = ("raised", "decided", "withdrawn")
 # More ids than this heard at once: everything is read again, once.
 READ_AT_MOST = 500
+NO_ESCALATION = "-"  # the warm-up reads it and drops it: no escalation escalate makes has this id
 
 
 def _plausible(esc_id: str) -> bool:
@@ -104,11 +105,11 @@ class Feed:
             # statement is then compiled (SQLAlchemy does it at a statement's first execution in
             # a process: ~1-2 ms of a `run --wait`'s one wake).
             self._warm = True
-            asyncio.get_running_loop().run_in_executor(None, self._warm_read, event.pending.escalation.id)
+            asyncio.get_running_loop().run_in_executor(None, self._warm_read)
 
-    def _warm_read(self, esc_id: str) -> None:
+    def _warm_read(self) -> None:
         try:
-            self.store.read([esc_id])
+            self.store.read([NO_ESCALATION])  # the same statement for any number of ids; no row read
         except Exception:  # a busy database: the news's read compiles it instead
             log.debug("the news's read not prepared", exc_info=True)
 
