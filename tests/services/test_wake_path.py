@@ -7,6 +7,7 @@ writes it: its news reaches the services' listening socket)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,11 +38,35 @@ def decide_elsewhere(url: str, esc_id: str) -> None:
         other.close()
 
 
-async def open_run(tmp_path: Path) -> tuple[Any, Any, str]:
+@pytest.fixture(scope="module")
+def postgres_server():
+    from tests.pg_server import NoPostgres, PostgresServer
+
+    try:
+        server = PostgresServer().start()
+    except NoPostgres as exc:
+        if os.environ.get("CI"):
+            raise  # CI installs the server: never skipped there
+        pytest.skip(f"PostgreSQL is not available here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request, tmp_path: Path) -> str:
+    """The news differs (a datagram on SQLite, NOTIFY on PostgreSQL); the way is the same."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs.db'}"
+    return request.getfixturevalue("postgres_server").new_database()
+
+
+async def open_run(tmp_path: Path, url: str | None = None) -> tuple[Any, Any, str]:
     from engine.runtime.script import load_script
     from rules import load_rules
 
-    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    url = url or f"sqlite:///{tmp_path / 'runs.db'}"
     services = await open_services(url, identity="run", resumes=False)
     engine = services.engine(load_rules(), workspace=tmp_path, script=load_script(ASK_SCRIPT))
     return services, engine.start_run(engine.load(ASK), input="go"), url
@@ -59,7 +84,7 @@ def question(services: Any, handle: Any, number: int) -> str | None:
     return pending[0] if asked.index(pending[0]) + 1 == number else None
 
 
-async def test_news_of_a_decision_is_read_on_the_listening_thread_once(tmp_path: Path, monkeypatch) -> None:
+async def test_news_of_a_decision_is_read_on_the_listening_thread_once(tmp_path: Path, url: str, monkeypatch) -> None:
     """A run held live: the rows a decision's news names are read by the thread that heard it
     (before: the loop handed the read to a pool thread and waited for it, a hop there and back),
     once, and the run goes on with it."""
@@ -72,7 +97,7 @@ async def test_news_of_a_decision_is_read_on_the_listening_thread_once(tmp_path:
         return read(self, ids)
 
     monkeypatch.setattr(DecisionStore, "read", counted)
-    services, handle, url = await open_run(tmp_path)
+    services, handle, url = await open_run(tmp_path, url)
     try:
         await until(lambda: question(services, handle, 1) is not None, "the first question")
         esc_id = question(services, handle, 1)
@@ -97,20 +122,21 @@ def park_soon(monkeypatch) -> None:
 class Statements:
     """Every statement executed on an engine, with whether SQLAlchemy compiled it then."""
 
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine | None) -> None:
         self.seen: list[tuple[str, bool]] = []
         self.on = False
-        sa.event.listen(engine, "before_cursor_execute", self._before)
+        if engine is not None:  # DBOS's own engine (PostgreSQL) is not the database's: not counted
+            sa.event.listen(engine, "before_cursor_execute", self._before)
 
     def _before(self, conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
         if self.on:
             self.seen.append((" ".join(statement.split()), context.cache_hit == context.dialect.CACHE_MISS))
 
 
-async def parked_then_decided(tmp_path: Path) -> tuple[Any, Any, Statements, Statements]:
+async def parked_then_decided(tmp_path: Path, url: str | None = None) -> tuple[Any, Any, Statements, Statements]:
     """A run parked in its process, decided by another store: the statements of escalate's
     engine and of DBOS's from the decision to the run's next question."""
-    services, handle, url = await open_run(tmp_path)
+    services, handle, url = await open_run(tmp_path, url)
     ours, dbos = Statements(services.db.engine), Statements(services.db.dbos_engine())
     await until(lambda: question(services, handle, 1) is not None and parked(services, handle.id), "the run parked")
     await asyncio.sleep(0.5)  # what parking does meanwhile (its warm-up included) is done
@@ -126,17 +152,17 @@ def _reads(statements: Statements, table: str, where: str) -> list[str]:
 
 
 @pytest.mark.usefixtures("park_soon")
-async def test_a_parked_runs_wake_reads_its_row_and_its_questions_once(tmp_path: Path) -> None:
+async def test_a_parked_runs_wake_reads_its_row_and_its_questions_once(tmp_path: Path, url: str) -> None:
     """Taken back on its decision: the look at what is still pending is part of the claim (one
     conditional statement), and the execution does not read the run's row to learn whether it
     is over (it was just claimed here). Before: a read of its pending questions, then the
     claim, then that read of its row."""
-    services, handle, ours, _ = await parked_then_decided(tmp_path)
+    services, handle, ours, _ = await parked_then_decided(tmp_path, url)
     try:
         assert _reads(ours, "escalate_escalations", "escalate_escalations.run_id") == []
         assert len(_reads(ours, "escalate_runs", "escalate_runs.run_id")) == 1  # the workflow it runs (_from_row)
         assert len([s for s, _ in ours.seen if "FROM escalate_steps" in s]) == 1  # its recorded steps, once
-        claims = [s for s, _ in ours.seen if s.startswith("UPDATE escalate_runs SET status=?, owner=?")]
+        claims = [s for s, _ in ours.seen if s.startswith("UPDATE escalate_runs SET status=") and ", owner=" in s.split(" WHERE ")[0]]
         assert len(claims) == 1 and "EXISTS" in claims[0]
         decide_elsewhere(str(services.db.url), question(services, handle, 2))
         assert await asyncio.wait_for(handle.wait(), 120) is RunStatus.DONE
