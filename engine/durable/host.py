@@ -47,6 +47,8 @@ OWN_QUEUE_POLL = 0.1  # seconds between looks at this process's own queue: a res
 # An own queue with nothing queued on it this long is deleted (its poller ends with its row);
 # registered again only for a run this process could not take back itself (`continue_here`).
 OWN_QUEUE_LINGER = 5.0
+# What `take_back` did with a parked run held here.
+WAITS, GONE, TAKEN, CLAIMED = "waits", "gone", "taken", "claimed"
 # DBOS's thread pool (its steps' and workflows' database writes, and every `asyncio.to_thread`
 # of a loop it runs on) is unbounded by default: 200 runs started at once grew it to ~130 threads,
 # ~40 KB of RSS each run, all queueing for SQLite's one write lock anyway (docs/durable.md).
@@ -76,8 +78,11 @@ def _workflow_function() -> Callable[[str], Awaitable[None]]:
     async def escalate_run(run_id: str) -> None:
         steps.begin(run_id)  # its recorded steps: read at its first step, once
         host = _HOST
+        recorded = host.taken_back(run_id) if host is not None else None
         if host is not None and host.new(run_id):
             steps.nothing_recorded()  # started here just now: nothing of it was recorded, nor is it over
+        elif recorded is not None:
+            steps.already_read(recorded)  # claimed back here just now (not over), its steps read then
         elif host is not None and await asyncio.to_thread(host.over, run_id):
             # Recovered or resumed after the run ended (its process killed between the run's
             # last row and DBOS's SUCCESS): never executed again; DBOS records it finished.
@@ -164,6 +169,11 @@ class DurableHost:
         self.distrust = ""  # else the line saying why, and how to trust it
         self.refused: dict[str, str] = {}  # run id -> the line saying why it is not continued
         self._new: set[str] = set()  # runs `start` was given, their row just written here, not read back
+        # Runs claimed back here on their decision (`take_back`), with their recorded steps read
+        # then: their execution neither reads their row (not over: claimed) nor their steps again.
+        self._taken: dict[str, dict[int, Any]] = {}
+        self._warm = False  # `take_back`'s statements compiled (`_warm_take_back`), once a process
+        self.worker = False  # an `escalate worker`: its parked runs go back to the shared queue instead
         self.converted = 0  # pickle rows of this user's converted to JSON at open
 
     @property
@@ -233,6 +243,10 @@ class DurableHost:
             return True
         return False
 
+    def taken_back(self, run_id: str) -> dict[int, Any] | None:
+        """The recorded steps `take_back` read for `run_id`, once (None: not taken back here)."""
+        return self._taken.pop(run_id, None)
+
     def over(self, run_id: str) -> bool:
         """Whether `run_id`'s row says it ended (done, failed, aborted, stopped): nothing of it
         runs again."""
@@ -291,6 +305,7 @@ class DurableHost:
                 return _HOST
             _HOST.close()  # an earlier console or command of this process, on another database or loop
         host = cls(db, loop)
+        host.worker = worker_concurrency is not None
         await asyncio.to_thread(host._admit, worker_concurrency is not None)
         _HOST = host  # before the launch: a run DBOS hands over at once finds it (and waits for its engines)
         own_queue = resumes or worker_concurrency is not None
@@ -335,24 +350,59 @@ class DurableHost:
         (engine/durable/take.py: no wait for DBOS's queue thread, no queue polled meanwhile).
         A take that fails (a busy database) leaves it to DBOS's poll of the own queue,
         registered again for it."""
+        async with self._queue_lock:
+            if await asyncio.to_thread(self._resume_and_take, run_id):
+                return
+            await self._register_queue()
+        self._retire_later()
+
+    async def take_back(self, run_id: str) -> str:
+        """A run parked and held by this process, on a decision: in one hop to a thread (each hop
+        is a wake-up of a thread and of the loop, ~0.3-1 ms on a busy host), claimed back only if
+        nothing of it is pending any more (`parking.claim_parked` with `ready`: one conditional
+        update, the first claimer wins), its recorded steps read for the execution to come
+        (`taken_back`), then put on the own queue and taken from it here (`continue_here`).
+        Returns WAITS (something is still pending: still held), GONE (not held here any more:
+        cancelled, taken over), TAKEN (continued, or left on the own queue for DBOS's poll when
+        the take failed), or CLAIMED (claimed, not resumed: the caller tries `continue_here`
+        again). Measured in docs/durable.md ("The wake")."""
+        def claim_and_take() -> tuple[str, bool]:
+            if not parking.claim_parked(self.db, run_id, self.owner, holder=self.owner, ready=True):
+                return (WAITS if parking.still_waits(self.db, run_id) else GONE), True
+            try:
+                self._taken[run_id] = steps.recorded_steps(self.db, run_id)
+            except Exception:  # a busy database: the execution reads them itself
+                log.debug("%s: recorded steps not read with the claim", run_id, exc_info=True)
+            try:
+                return TAKEN, self._resume_and_take(run_id)
+            except Exception:
+                self._taken.pop(run_id, None)
+                log.debug("%s: claimed back, not resumed yet", run_id, exc_info=True)
+                return CLAIMED, True
+
+        async with self._queue_lock:
+            outcome, taken = await asyncio.to_thread(claim_and_take)
+            if taken:
+                return outcome
+            await self._register_queue()
+        self._retire_later()
+        return outcome
+
+    def _resume_and_take(self, run_id: str) -> bool:
+        """On a thread: the workflow on the own queue, then taken from it here (engine/durable/
+        take.py); False when the take failed (DBOS's poll of the own queue takes it, once the
+        caller registers that queue). A failed resume raises."""
         from dbos import DBOS
 
         from engine.durable import take
 
-        def resume_and_take() -> bool:  # one hop to a thread for both (DBOS's sync calls there)
-            DBOS.resume_workflow(run_id, queue_name=self.queue_name)
-            try:
-                take.take(self.queue_name, self.owner, APP_VERSION)
-            except Exception:
-                log.debug("%s: not taken from the own queue here; DBOS's poll takes it", run_id, exc_info=True)
-                return False
-            return True
-
-        async with self._queue_lock:
-            if await asyncio.to_thread(resume_and_take):
-                return
-            await self._register_queue()
-        self._retire_later()
+        DBOS.resume_workflow(run_id, queue_name=self.queue_name)
+        try:
+            take.take(self.queue_name, self.owner, APP_VERSION)
+        except Exception:
+            log.debug("%s: not taken from the own queue here; DBOS's poll takes it", run_id, exc_info=True)
+            return False
+        return True
 
     def _retire_later(self) -> None:
         if self._retiring is None or self._retiring.done():
@@ -574,6 +624,28 @@ class DurableHost:
         from dbos import DBOS
 
         await DBOS.cancel_workflow_async(run_id)
+        if not self.worker and not self._warm:
+            self._warm = True
+            self.loop.run_in_executor(None, self._warm_take_back)
+
+    def _warm_take_back(self) -> None:
+        """On a thread, while the person thinks: `take_back`'s statements run once on ids no row
+        has, so that the wake does not compile them (SQLAlchemy builds each statement's SQL at
+        its first execution in a process, DBOS's too: a `run --wait` takes back one run, and
+        its wake compiled every statement it made: ~1-2 ms each on this host, the steps' read
+        2.6 ms cold against 0.3 warm). Nothing is changed: each statement matches no row (the
+        own queue holds nothing when no run was put on it; anything there is this process's
+        to take anyway)."""
+        from engine.durable import take
+
+        nobody = "-"  # no run id: ids are `r` and 12 hex digits
+        try:
+            parking.claim_parked(self.db, nobody, self.owner, holder=self.owner, ready=True)
+            parking.still_waits(self.db, nobody)
+            steps.recorded_steps(self.db, nobody)
+            take.warm(self.queue_name, self.owner, APP_VERSION, nobody)
+        except Exception:  # a busy database: the wake compiles them itself
+            log.debug("the wake's statements not prepared", exc_info=True)
 
     async def requeue(self, run_id: str) -> None:
         """A parked run claimed back (parking.claim_ready): its workflow on the workers' queue

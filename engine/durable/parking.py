@@ -61,12 +61,15 @@ def claim_ready(db: Database, run_id: str, owner: str, now: float | None = None,
     return done.rowcount == 1
 
 
-def claim_parked(db: Database, run_id: str, owner: str, now: float | None = None, *, holder: str | None = None) -> bool:
+def claim_parked(db: Database, run_id: str, owner: str, now: float | None = None, *, holder: str | None = None,
+                 ready: bool = False) -> bool:
     """`escalate resume` (or the process holding it, on its decision) continues a parked run
     itself, waiting or not: it is this process's, waiting. `holder`: the owner its row names
-    (None: held by nobody). First claimer wins."""
+    (None: held by nobody). `ready`: only when none of its escalations is pending (the holder's
+    wake: the look and the claim in one statement). First claimer wins."""
+    where = [runs.c.run_id == run_id, runs.c.status == PARKED, _held_by(holder)] + ([~_PENDING] if ready else [])
     with db.engine.begin() as c:
-        done = c.execute(runs.update().where(runs.c.run_id == run_id, runs.c.status == PARKED, _held_by(holder))
+        done = c.execute(runs.update().where(*where)
                          .values(status="waiting", owner=owner, heartbeat=now if now is not None else time.time()))
     return done.rowcount == 1
 

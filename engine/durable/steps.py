@@ -86,8 +86,16 @@ def nothing_recorded() -> None:
     """The run executing here was created by this process for this execution (its row just
     written under a new id, and rows are never deleted): it has no recorded steps, so its first
     step reads none (a hop and three statements less a run's start)."""
+    already_read({})
+
+
+def already_read(recorded: dict[int, tuple[str, str | None, str | None, str | None]]) -> None:
+    """The run's recorded steps (`recorded_steps`), read by this process after it claimed the run
+    and before this execution began (engine/durable/host.py `take_back`): its first step reads
+    them no more (a hop and three statements less a parked run's wake)."""
     execution = _execution.get()
     if execution is not None and execution.loading is None:
+        execution.steps = recorded
         execution.loading = asyncio.get_running_loop().create_future()
         execution.loading.set_result(None)
 

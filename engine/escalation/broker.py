@@ -471,8 +471,14 @@ class EscalationBroker:
         return list(self._entries)
 
     def known(self, escalation_id: str) -> bool:
-        """Listed here, or resolved or withdrawn here."""
+        """Listed here, or resolved or withdrawn here. Safe from any thread (as `waits_on`)."""
         return escalation_id in self._entries or escalation_id in self._done
+
+    def waits_on(self, escalation_id: str) -> bool:
+        """Whether the escalation is pending here. Unlike the other methods, safe from any thread
+        (the feed's listening thread asks, engine/durable/feed.py): a lookup in a dict, which
+        the loop changes one whole operation at a time."""
+        return escalation_id in self._entries
 
     def on_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """`callback(id)` when a decision finds the database holding another request than the

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from engine.durable import parking
 from engine.durable.database import NEWS_IDS, Database
 from engine.durable.decisions import DecisionStore, pending_from_json
-from engine.durable.host import DurableHost, owner_alive
+from engine.durable.host import CLAIMED, WAITS, DurableHost, owner_alive
 from engine.durable.settings import count, seconds
 from engine.escalation.broker import (CANCELLED, RAISED, RESOLVED, BrokerEvent, EscalationBroker, NoTimeoutDefault,
                                      timeout_decision)
@@ -468,14 +468,13 @@ class LiveParking:
 
     async def _wake(self, run_id: str) -> None:
         self._retry.discard(run_id)
-        owner = self.host.owner
         try:
             if run_id in self._held:
-                if await asyncio.to_thread(parking.still_waits, self.db, run_id):
+                outcome = await self.host.take_back(run_id)  # claimed and continued in one hop
+                if outcome == WAITS:
                     return
-                claimed = await asyncio.to_thread(lambda: parking.claim_parked(self.db, run_id, owner, holder=owner))
                 self._held.discard(run_id)
-                if not claimed:  # not held here any more (cancelled)
+                if outcome != CLAIMED:  # continued, or not held here any more (cancelled)
                     return
                 self._claimed.add(run_id)
             if run_id in self._claimed:
