@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from engine.durable.database import Database
 from engine.durable.decisions import DecisionStore, pending_from_json
@@ -114,6 +115,21 @@ def run_with_kills(workdir: Path, kills: int, rng: random.Random, *, max_delay: 
     finally:
         db.close()
     return report
+
+
+def runs_until_killed(workdir: Path, kills: int, rng: random.Random, *,
+                      new_db: Callable[[], str | None] = lambda: None, most_runs: int = 5) -> list[Report]:
+    """Runs with kills until `kills` have landed: a process may finish its run before its kill's
+    moment comes (the moments are drawn up to 2.5 s after a start, and a continuation can be
+    quicker), and the kills still due then land on a new run, on a new database (`new_db`; None:
+    a SQLite file of the run's own folder). Each run's report, to be checked."""
+    reports: list[Report] = []
+    landed = 0
+    while landed < kills:
+        assert len(reports) < most_runs, f"{len(reports)} runs ended before {kills} kills landed ({landed})"
+        reports.append(run_with_kills(workdir / f"run{len(reports)}", kills=kills - landed, rng=rng, db_url=new_db()))
+        landed += reports[-1].kills
+    return reports
 
 
 def _audit(report: Report, db: Database, run_id: str | None, audit: Path, workdir: Path) -> None:

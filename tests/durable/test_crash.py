@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from tests.durable.crash_harness import EXPECTED, kill_while_finishing, run_with_kills
+from tests.durable.crash_harness import EXPECTED, kill_while_finishing, run_with_kills, runs_until_killed
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -26,15 +26,8 @@ def test_an_uninterrupted_run_gives_the_expected_result(tmp_path) -> None:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_kills_lose_nothing_and_repeat_nothing(tmp_path, seed: int) -> None:
-    """Eight kills landed, each run continued to its right end. A process may finish the run
-    before its kill's moment comes (the moments are drawn up to 2.5 s after a start, and a
-    continuation can be quicker): the kills still due then land on a new run."""
-    rng, landed, runs = random.Random(seed), 0, 0
-    while landed < 8:
-        assert runs < 5, f"{runs} runs ended before 8 kills landed ({landed})"
-        report = run_with_kills(tmp_path / f"run{runs}", kills=8 - landed, rng=rng)
-        runs += 1
-        landed += report.kills
+    """Eight kills landed, each run continued to its right end."""
+    for report in runs_until_killed(tmp_path, 8, random.Random(seed)):
         assert (report.exit_code, report.result) == (0, EXPECTED), report
         assert report.escalations == 3, report
         assert report.decisions_missing == 0 and report.decision_events_doubled == 0, report
