@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 
 class NoPostgres(RuntimeError):
@@ -84,3 +85,20 @@ class PostgresServer:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+
+def serving() -> Iterator[PostgresServer]:
+    """A started server for a fixture to yield, stopped after; skipped where none can start,
+    except on CI, which installs it: never skipped there."""
+    import pytest
+
+    try:
+        server = PostgresServer().start()
+    except NoPostgres as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL is not available here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -7,7 +7,6 @@ writes it: its news reaches the services' listening socket)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from engine.durable.decisions import DecisionStore
 from engine.kernel.model import Decision, ResolvedBy, escalation_digest
 from engine.runtime.engine import RunStatus
 from engine.services import open_services
+from tests.pg_server import serving
 from tests.services.test_live_parking import parked, until
 from tests.workers.procs import ASK, ASK_SCRIPT, answer_for, expected_result
 
@@ -40,18 +40,7 @@ def decide_elsewhere(url: str, esc_id: str) -> None:
 
 @pytest.fixture(scope="module")
 def postgres_server():
-    from tests.pg_server import NoPostgres, PostgresServer
-
-    try:
-        server = PostgresServer().start()
-    except NoPostgres as exc:
-        if os.environ.get("CI"):
-            raise  # CI installs the server: never skipped there
-        pytest.skip(f"PostgreSQL is not available here: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serving()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -3,26 +3,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.pg_server import NoPostgres, PostgresServer
+from tests.pg_server import serving
 
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    try:
-        server = PostgresServer().start()
-    except NoPostgres as exc:
-        if os.environ.get("CI"):
-            raise  # CI installs the server: never skipped there
-        pytest.skip(f"PostgreSQL is not available here: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serving()
 
 
 @pytest.fixture
