@@ -13,9 +13,13 @@ Rows (each side a fresh process; the medians of the rounds, p95 in brackets):
 - answer from the shell -> next turn with no process waiting: `escalate answer` + `escalate
   resume` against a fresh LangGraph process resuming the thread. Its floor is the ADK + DBOS row:
   a process that continues a run must import both and make a turn.
+- a turn's CPU (a long loop's minus a short one's, in one warmed-up process; `--turns`):
+  LangGraph in memory and durable (SqliteSaver); ADK's bare agent, and the same agent shaped as
+  escalate's (floor_stack.py turns: a long-running tool, two model callbacks, a reply with its
+  token usage), in memory; escalate in memory and durable (bench_durable.py's run).
 
 Run (LangGraph is an optional extra: `pip install -e '.[bench]'`):
-    python tests/benchmarks/bench_floor.py [--rounds 5] [--escalate-src DIR]
+    python tests/benchmarks/bench_floor.py [--rounds 5] [--turns 200] [--escalate-src DIR]
 """
 
 from __future__ import annotations
@@ -45,6 +49,27 @@ def floor(sides: Sides, figures: Figures, mode: str) -> None:
     figures.add("cpu", mode, children_cpu() - cpu)
     figures.add("cold", mode, done["done"] - launched)
     figures.add("rss", mode, done["rss_kb"] / 1024)
+
+
+def turns(sides: Sides, figures: Figures, count: int) -> None:
+    """A turn's CPU, ms, on each side, each a fresh process."""
+    peer_turns = sides.peer("turns", str(count))
+    ours = sides.escalate_child("turns", str(count))
+    floors = json_line(subprocess.run([sys.executable, str(FLOOR), "turns", str(count)], cwd=sides.work,
+                                      env=sides.peer_env, capture_output=True, text=True))
+    for key, value in (("langgraph-memory", peer_turns["memory_cpu"] * 1000),
+                       ("langgraph-durable", peer_turns["durable_sync_cpu"] * 1000),
+                       ("adk-bare", floors["bare"]), ("adk-shaped", floors["shaped"]),
+                       ("escalate-memory", ours["memory_cpu"] * 1000), ("escalate-durable", ours["durable_cpu"] * 1000)):
+        figures.add("turn", key, value)
+
+
+TURN_ROWS = (("langgraph-memory", "LangGraph, in memory"),
+             ("langgraph-durable", "LangGraph + SqliteSaver, durable (the peer)"),
+             ("adk-bare", "ADK's bare agent, in memory (no escalate)"),
+             ("adk-shaped", "ADK's agent shaped as escalate's, in memory (no escalate)"),
+             ("escalate-memory", "escalate, in memory"),
+             ("escalate-durable", "escalate, durable (the product)"))
 
 
 def peer(sides: Sides, figures: Figures, round_: int) -> None:
@@ -95,12 +120,18 @@ def table(figures: Figures) -> list[str]:
               f"| floor: one fresh ADK + DBOS process to a turn (no answer written) | {floor_cold:.2f} | "
               f"{floor_cold / shell_peer:.2f}x |",
               f"| escalate: `answer` + `resume` | {shell_ours:.2f} | {shell_ours / shell_peer:.2f}x |"]
+    if figures.get("turn", "langgraph-durable"):
+        peer_turn = summary(figures.get("turn", "langgraph-durable"))[0]
+        lines += ["", "| a turn's CPU | ms a turn | / LangGraph's durable turn |", "| --- | --- | --- |"]
+        lines += [f"| {label} | {cell(figures.get('turn', key), 'ms', 2)} | "
+                  f"{summary(figures.get('turn', key))[0] / peer_turn:.2f}x |" for key, label in TURN_ROWS]
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--turns", type=int, default=200, help="turns of the per-turn loops (0: skip them)")
     parser.add_argument("--escalate-src", help="the escalate tree to measure (its PYTHONPATH)")
     args = parser.parse_args()
     src = escalate_source(args.escalate_src)
@@ -120,6 +151,8 @@ def main() -> None:
         for round_ in range(args.rounds):
             for step in steps[round_ % len(steps):] + steps[:round_ % len(steps)]:  # who goes first rotates
                 step(round_)
+            if args.turns:
+                turns(sides, figures, args.turns)
             print(f"  round {round_ + 1}/{args.rounds} done (load {os.getloadavg()[0]:.1f})", flush=True)
     print()
     print("\n".join(table(figures)))
