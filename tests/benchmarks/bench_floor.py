@@ -17,9 +17,14 @@ Rows (each side a fresh process; the medians of the rounds, p95 in brackets):
   LangGraph in memory and durable (SqliteSaver); ADK's bare agent, and the same agent shaped as
   escalate's (floor_stack.py turns: a long-running tool, two model callbacks, a reply with its
   token usage), in memory; escalate in memory and durable (bench_durable.py's run).
+- N runs brought to their approval one after another in one process (`--runs`): the CPU a run
+  (escalate: until each has parked, its execution ended) and the RSS a run leaves (after a
+  collection): LangGraph with SqliteSaver (its `invoke` loop); the shaped agent's turn alone, in
+  memory; the same turn as a DBOS step of a DBOS workflow a run (floor_stack.py runs: what
+  DBOS Transact costs a run by itself); escalate (bench_peer.py's `sequential` runs).
 
 Run (LangGraph is an optional extra: `pip install -e '.[bench]'`):
-    python tests/benchmarks/bench_floor.py [--rounds 5] [--turns 200] [--escalate-src DIR]
+    python tests/benchmarks/bench_floor.py [--rounds 5] [--turns 200] [--runs 200] [--escalate-src DIR]
 """
 
 from __future__ import annotations
@@ -63,6 +68,29 @@ def turns(sides: Sides, figures: Figures, count: int) -> None:
                        ("escalate-memory", ours["memory_cpu"] * 1000), ("escalate-durable", ours["durable_cpu"] * 1000)):
         figures.add("turn", key, value)
 
+
+def runs(sides: Sides, figures: Figures, count: int, round_: int) -> None:
+    """`count` runs one after another on each side, each side a fresh process and database."""
+    def floor_runs(*db: str) -> dict[str, float]:
+        return json_line(subprocess.run([sys.executable, str(FLOOR), "runs", str(count), *db], cwd=sides.work,
+                                        env=sides.peer_env, capture_output=True, text=True))
+
+    peer_runs = sides.peer("many", "sync", str(count), str(sides.work / f"floor-many-{round_}.db"))
+    figures.add("run-cpu", "langgraph", peer_runs["cpu"] * 1000 / count)
+    figures.add("run-kb", "langgraph", peer_runs["rss_delta_kb"] / count)
+    for key, result in (("adk", floor_runs()), ("adk-dbos", floor_runs(str(sides.work / f"floor-runs-{round_}.db")))):
+        figures.add("run-cpu", key, result["cpu_ms"])
+        figures.add("run-kb", key, result["kb"])
+    folder = Path(tempfile.mkdtemp(dir=sides.work))
+    ours = sides.escalate_child("many", str(count), str(folder), "sequential")
+    figures.add("run-cpu", "escalate", ours.get("settled_cpu", ours["cpu"]) * 1000 / count)
+    figures.add("run-kb", "escalate", ours["rss_delta_kb"] / count)
+
+
+RUN_ROWS = (("langgraph", "LangGraph + SqliteSaver (the peer)"),
+            ("adk", "the shaped agent's turn alone, in memory (no escalate)"),
+            ("adk-dbos", "the same turn as a DBOS step, a DBOS workflow a run (no escalate)"),
+            ("escalate", "escalate, each run parked once it waits (the product)"))
 
 TURN_ROWS = (("langgraph-memory", "LangGraph, in memory"),
              ("langgraph-durable", "LangGraph + SqliteSaver, durable (the peer)"),
@@ -125,6 +153,13 @@ def table(figures: Figures) -> list[str]:
         lines += ["", "| a turn's CPU | ms a turn | / LangGraph's durable turn |", "| --- | --- | --- |"]
         lines += [f"| {label} | {cell(figures.get('turn', key), 'ms', 2)} | "
                   f"{summary(figures.get('turn', key))[0] / peer_turn:.2f}x |" for key, label in TURN_ROWS]
+    if figures.get("run-cpu", "langgraph"):
+        peer_cpu, peer_kb = (summary(figures.get(key, "langgraph"))[0] for key in ("run-cpu", "run-kb"))
+        lines += ["", "| runs one after another, each to its approval | CPU a run | RSS a run leaves | "
+                      "CPU / LangGraph's | RSS / LangGraph's |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {label} | {cell(figures.get('run-cpu', key), 'ms', 2)} | {cell(figures.get('run-kb', key), 'KB', 1)} | "
+                  f"{summary(figures.get('run-cpu', key))[0] / peer_cpu:.2f}x | "
+                  f"{summary(figures.get('run-kb', key))[0] / peer_kb:.2f}x |" for key, label in RUN_ROWS]
     return lines
 
 
@@ -132,6 +167,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=200, help="turns of the per-turn loops (0: skip them)")
+    parser.add_argument("--runs", type=int, default=200, help="runs one after another (0: skip them)")
     parser.add_argument("--escalate-src", help="the escalate tree to measure (its PYTHONPATH)")
     args = parser.parse_args()
     src = escalate_source(args.escalate_src)
@@ -153,6 +189,8 @@ def main() -> None:
                 step(round_)
             if args.turns:
                 turns(sides, figures, args.turns)
+            if args.runs:
+                runs(sides, figures, args.runs, round_)
             print(f"  round {round_ + 1}/{args.rounds} done (load {os.getloadavg()[0]:.1f})", flush=True)
     print()
     print("\n".join(table(figures)))

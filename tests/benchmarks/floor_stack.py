@@ -11,6 +11,11 @@ themselves, with none of escalate's code. One fresh process per call, one JSON l
     python floor_stack.py turns N      # CPU ms a turn in memory, a long loop's minus a short
                                        # one's: {"bare": the agent above, "shaped": the same
                                        # agent shaped as escalate's (below)}
+    python floor_stack.py runs N [DB]  # N runs one after another, each one turn of the shaped
+                                       # agent, in memory, or (DB given) each a DBOS workflow
+                                       # whose turn is a DBOS step, as a run's execution that
+                                       # ends at its approval: {"cpu_ms": a run, "kb": RSS a
+                                       # run after a collection, "objects_kb": pymalloc's}
 
 The turns use ADK's telemetry settings escalate gives a process without OpenTelemetry
 (engine/runtime/agent_call.py `_telemetry`), cheaper than ADK's defaults. "shaped": what every
@@ -115,6 +120,42 @@ async def cpu_per_turn(turns: int) -> dict[str, float]:
     return result
 
 
+async def runs(count: int, db: str | None) -> dict[str, float]:
+    """`count` runs one after another, what each costs and leaves (after 5 unmeasured)."""
+    from peer_langgraph import pymalloc_kb
+
+    the_agent = agent(shaped=True)
+    if db is None:
+        async def one(number: int) -> None:
+            await one_turn(the_agent)
+    else:
+        from dbos import DBOS
+
+        launch_dbos(db)
+
+        @DBOS.step()
+        async def turn() -> None:
+            await one_turn(the_agent)
+
+        @DBOS.workflow()
+        async def run(number: int) -> None:
+            await turn()
+
+        async def one(number: int) -> None:
+            await (await DBOS.start_workflow_async(run, number)).get_result()
+
+    for number in range(5):
+        await one(number)
+    gc.collect()
+    heap, before, cpu = pymalloc_kb()["objects"], rss_kb(), time.process_time()
+    for number in range(count):
+        await one(5 + number)
+    cpu = time.process_time() - cpu
+    gc.collect()
+    return {"cpu_ms": cpu * 1000 / count, "kb": (rss_kb() - before) / count,
+            "objects_kb": (pymalloc_kb()["objects"] - heap) / count}
+
+
 def rss_kb() -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -122,14 +163,19 @@ def rss_kb() -> int:
     raise RuntimeError("no VmRSS")
 
 
-def main(mode: str, arg: str) -> None:
+def main(mode: str, arg: str, db: str | None = None) -> None:
     # No collection while the libraries import, as every escalate command starts
     # (docs/startup.md): its passes over the imports' objects are not the libraries' cost.
     gc.disable()
     logging.disable(logging.WARNING)  # ADK warns of the missing token counts each turn
-    if mode == "turns":
+    if mode in ("turns", "runs"):
         gc.enable()
-        print(json.dumps(asyncio.run(cpu_per_turn(int(arg)))), flush=True)
+        work = cpu_per_turn(int(arg)) if mode == "turns" else runs(int(arg), db)
+        print(json.dumps(asyncio.run(work)), flush=True)
+        if db is not None:
+            from dbos import DBOS
+
+            DBOS.destroy()
         return
     if mode == "adk-dbos":
         launch_dbos(arg)
@@ -145,4 +191,4 @@ def main(mode: str, arg: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])
