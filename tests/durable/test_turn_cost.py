@@ -6,7 +6,6 @@ Counted, not timed: statements per thread on a real SQLite file, a real durable 
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -178,18 +177,14 @@ def test_a_token_count_is_written_with_the_batch_not_by_the_caller(tmp_path) -> 
 async def test_a_host_left_open_on_a_database_now_gone_does_not_stop_the_next_one(tmp_path) -> None:
     # Seen in the suite: a PostgreSQL test's host left open, its server stopped; every later
     # open in that process failed in closing it (`release`), whatever database it was for.
-    from tests.pg_server import NoPostgres, PostgresServer
+    from tests.pg_server import serving
 
-    try:
-        server = PostgresServer().start()
-    except NoPostgres as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PostgreSQL is not available here: {exc}")
+    servers = serving()
+    server = next(servers)
     try:
         await open_services(server.new_database(), identity="test")  # left open
     finally:
-        server.stop()
+        servers.close()  # the server stopped
     handle, services = await _durable_run(tmp_path)
     services.close()
     assert handle.result is not None
