@@ -21,11 +21,15 @@ from typing import Any, AsyncIterator
 
 
 def runs_directly(runner: Any, traced: bool) -> bool:
-    """Whether this runner's calls are driven without its node runtime."""
+    """Whether this runner's calls are driven without its node runtime (on a run's own sessions,
+    whose stored session the invocation drives: `CallSessions.held`)."""
     from google.adk.agents import LlmAgent
 
+    from engine.runtime.sessions import CallSessions
+
     agent = runner.agent
-    return not traced and isinstance(agent, LlmAgent) and not agent.sub_agents and runner.plugin_manager.plugins == []
+    return (not traced and isinstance(agent, LlmAgent) and not agent.sub_agents and runner.plugin_manager.plugins == []
+            and isinstance(runner.session_service, CallSessions))
 
 
 async def run_async(runner: Any, *, user_id: str, session_id: str, new_message: Any, run_config: Any,
@@ -41,14 +45,8 @@ async def run_async(runner: Any, *, user_id: str, session_id: str, new_message: 
     from google.adk.agents.invocation_context import InvocationContext, new_invocation_context_id
     from google.adk.events import Event
 
-    from engine.runtime.sessions import CallSessions
-
     sessions = runner.session_service
-    held = isinstance(sessions, CallSessions)  # a run's own sessions: the stored one, not a copy
-    if held:
-        session = sessions.held(app_name=runner.app_name, user_id=user_id, session_id=session_id)
-    else:
-        session = await sessions.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    session = sessions.held(app_name=runner.app_name, user_id=user_id, session_id=session_id)  # the stored one, not a copy
     if session is None:
         raise ValueError(f"Session not found: {session_id}")
     context = InvocationContext(
@@ -63,5 +61,4 @@ async def run_async(runner: Any, *, user_id: str, session_id: str, new_message: 
                     await sessions.append_event(session, event)
                 yield event
     finally:
-        if held:
-            sessions.invocation_over(session)
+        sessions.invocation_over(session)

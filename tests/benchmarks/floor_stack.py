@@ -36,8 +36,9 @@ import json
 import logging
 import sys
 import time
-from pathlib import Path
 from typing import Any
+
+from peer_langgraph import pymalloc_kb, rss_kb
 
 
 def launch_dbos(db: str) -> None:
@@ -122,8 +123,6 @@ async def cpu_per_turn(turns: int) -> dict[str, float]:
 
 async def runs(count: int, db: str | None) -> dict[str, float]:
     """`count` runs one after another, what each costs and leaves (after 5 unmeasured)."""
-    from peer_langgraph import pymalloc_kb
-
     the_agent = agent(shaped=True)
     if db is None:
         async def one(number: int) -> None:
@@ -154,13 +153,6 @@ async def runs(count: int, db: str | None) -> dict[str, float]:
     gc.collect()
     return {"cpu_ms": cpu * 1000 / count, "kb": (rss_kb() - before) / count,
             "objects_kb": (pymalloc_kb()["objects"] - heap) / count}
-
-
-def rss_kb() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def main(mode: str, arg: str, db: str | None = None) -> None:
